@@ -1,0 +1,59 @@
+"""Tokenizers: the map T: TEXTS -> Seq(V), four ways.
+
+>>> tok = make_tokenizer("char"); _ = tok.train("hello"); tok.encode("hole")
+[1, 3, 2, 0]
+"""
+
+from __future__ import annotations
+
+from gptviz.tokenizers.base import (
+    BOS,
+    EOS,
+    PAD,
+    SEED_SPECIALS,
+    UNK,
+    TokenInfo,
+    Tokenizer,
+    TokenizerError,
+)
+from gptviz.tokenizers.bpe import ByteLevelBPE
+from gptviz.tokenizers.bpe_train import PATTERNS, Merge
+from gptviz.tokenizers.char import CharTokenizer
+from gptviz.tokenizers.openai import (
+    MissingEncoding,
+    TiktokenTokenizer,
+    available_encodings,
+    load_encoding,
+)
+from gptviz.tokenizers.word import WordTokenizer
+
+TRAINABLE = {"char": CharTokenizer, "word": WordTokenizer, "bpe": ByteLevelBPE}
+
+
+def make_tokenizer(kind: str, **settings) -> Tokenizer:
+    """An untrained char/word/bpe tokenizer, or a pretrained OpenAI encoding by name."""
+    if kind in TRAINABLE:
+        return TRAINABLE[kind](**settings)
+    if kind in ("gpt2", "cl100k_base", "o200k_base"):
+        return TiktokenTokenizer(kind)
+    raise TokenizerError(f"unknown tokenizer {kind!r}: use char, word, bpe or an OpenAI encoding.")
+
+
+def train_tokenizer(kind: str, text: str, vocab_size: int | None = None,
+                    pattern: str = "gpt2") -> Tokenizer:
+    """A char/word/bpe tokenizer trained on ``text`` (``pattern`` is BPE's split).
+
+    >>> train_tokenizer("word", "to be or not to be", vocab_size=7).symbols
+    [' ', 'be', 'to']
+    """
+    tok = ByteLevelBPE(pattern=pattern) if kind == "bpe" else make_tokenizer(kind)
+    tok.train(text, vocab_size)
+    return tok
+
+
+__all__ = [
+    "train_tokenizer",
+    "BOS", "EOS", "PAD", "UNK", "SEED_SPECIALS", "PATTERNS", "Merge", "TokenInfo", "Tokenizer",
+    "TokenizerError", "MissingEncoding", "CharTokenizer", "WordTokenizer", "ByteLevelBPE",
+    "TiktokenTokenizer", "available_encodings", "load_encoding", "make_tokenizer", "TRAINABLE",
+]

@@ -1,0 +1,169 @@
+"""The interface every tokenizer shares, and the record it returns for display.
+
+A tokenizer is the map ``T: TEXTS -> Seq(V)`` of the seeds: ``encode`` sends a
+text to a list of ids, ``decode`` is its (partial) inverse, and ``tokens``
+returns the same ids together with what a page needs to draw them.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+# The seeds' special tokens, in the order their ids are assigned.
+BOS, EOS, UNK, PAD = "<|BOS|>", "<|EOS|>", "<|UNK|>", "<|PAD|>"
+SEED_SPECIALS: tuple[str, ...] = (BOS, EOS, UNK, PAD)
+
+# What encode does with text that spells a special token, e.g. "<|EOS|>":
+#   "none": it is ordinary text; "all": every registered special is recognised;
+#   or a set of the special strings to recognise.
+AllowedSpecial = str | frozenset[str] | set[str]
+
+
+class TokenizerError(ValueError):
+    """Bad input to a tokenizer; the message says what is wrong and what to do."""
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """One token of an encoded text, as a page displays it.
+
+    ``span`` is the half-open range of *characters* of the input the token
+    covers; a byte-level token that holds part of a multi-byte character
+    covers that whole character and has ``partial=True``.
+    """
+
+    id: int
+    string: str  # the vocabulary entry, decoded with U+FFFD for broken UTF-8
+    bytes: bytes  # the vocabulary entry's UTF-8 bytes
+    span: tuple[int, int]  # characters of the input, [start, end)
+    special: bool = False  # a special token such as <|BOS|>
+    unknown: bool = False  # the input piece was not in the vocabulary
+    partial: bool = False  # the bytes are not a complete UTF-8 sequence
+
+
+class Tokenizer(ABC):
+    """Base class: subclasses implement ``train``, ``encode``, ``decode`` and
+    ``tokens``, plus ``to_dict``/``from_dict``; ``save``/``load`` live here."""
+
+    kind: ClassVar[str]  # registry name, written as "type" in tokenizer.json
+    trainable: ClassVar[bool] = True
+    lossless: ClassVar[bool] = False  # decode(encode(x)) == x for every text x
+
+    _registry: ClassVar[dict[str, type[Tokenizer]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            Tokenizer._registry[cls.kind] = cls
+
+    # ---- the four operations -------------------------------------------------
+    @abstractmethod
+    def train(self, text: str, vocab_size: int | None = None) -> Any:
+        """Learn the vocabulary from ``text``; returns a trace where there is one."""
+
+    @abstractmethod
+    def encode(
+        self, text: str, *, bos: bool = False, eos: bool = False,
+        allowed_special: AllowedSpecial = "none",
+    ) -> list[int]:
+        """Text -> ids. Special-token strings in ``text`` are plain text unless allowed."""
+
+    @abstractmethod
+    def decode(self, ids: Iterable[int]) -> str:
+        """Ids -> text; raises TokenizerError for an id outside the vocabulary."""
+
+    @abstractmethod
+    def tokens(
+        self, text: str, *, bos: bool = False, eos: bool = False,
+        allowed_special: AllowedSpecial = "none",
+    ) -> list[TokenInfo]:
+        """Like ``encode`` but returns a TokenInfo per id (same ids, same order)."""
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int:
+        """Number of ids, specials included: valid ids are 0 .. vocab_size - 1."""
+
+    @property
+    @abstractmethod
+    def special_tokens(self) -> dict[str, int]:
+        """Special string -> id."""
+
+    @abstractmethod
+    def id_to_bytes(self, idx: int) -> bytes:
+        """The bytes of one vocabulary entry."""
+
+    # ---- shared helpers ------------------------------------------------------
+    def id_to_string(self, idx: int) -> str:
+        return self.id_to_bytes(idx).decode("utf-8", errors="replace")
+
+    def check_ids(self, ids: Iterable[int]) -> list[int]:
+        """Return ``ids`` as a list, or raise TokenizerError naming the bad one."""
+        out = []
+        for pos, idx in enumerate(ids):
+            if isinstance(idx, bool) or not isinstance(idx, int):
+                raise TokenizerError(f"id #{pos} ({idx!r}) is not an integer.")
+            if not 0 <= idx < self.vocab_size:
+                raise TokenizerError(
+                    f"id {idx} (position {pos}) is outside the vocabulary: "
+                    f"valid ids are 0 to {self.vocab_size - 1}."
+                )
+            out.append(idx)
+        return out
+
+    def allowed_specials(self, allowed: AllowedSpecial) -> set[str]:
+        if allowed == "none":
+            return set()
+        if allowed == "all":
+            return set(self.special_tokens)
+        unknown = set(allowed) - set(self.special_tokens)
+        if unknown:
+            raise TokenizerError(f"not special tokens of this tokenizer: {sorted(unknown)}")
+        return set(allowed)
+
+    # ---- persistence ---------------------------------------------------------
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable description, with "type" set to ``kind``."""
+
+    @classmethod
+    @abstractmethod
+    def from_dict(cls, data: dict[str, Any]) -> Tokenizer: ...
+
+    def save(self, path: str | Path) -> Path:
+        """Write ``tokenizer.json`` (or the given file name)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "tokenizer.json"
+        path.write_text(json.dumps(self.to_dict(), ensure_ascii=False), encoding="utf-8")
+        return path
+
+    @staticmethod
+    def load(path: str | Path) -> Tokenizer:
+        """Read a file written by ``save``, whatever its tokenizer type."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "tokenizer.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TokenizerError(f"cannot read tokenizer file {path}: {exc}") from exc
+        return Tokenizer.from_json_dict(data, source=str(path))
+
+    @staticmethod
+    def from_json_dict(data: Any, source: str = "tokenizer.json") -> Tokenizer:
+        if not isinstance(data, dict) or data.get("type") not in Tokenizer._registry:
+            known = ", ".join(sorted(Tokenizer._registry))
+            raise TokenizerError(f"{source}: missing or unknown tokenizer 'type' (known: {known}).")
+        try:
+            return Tokenizer._registry[data["type"]].from_dict(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TokenizerError(f"{source}: malformed {data['type']} tokenizer ({exc}).") from exc
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size})"

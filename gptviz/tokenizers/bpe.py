@@ -1,0 +1,347 @@
+"""Byte-level BPE, as in the formal notes: the base vocabulary is the 256
+bytes, so no text is ever unknown; merges are learned on regex-split chunks.
+
+The merges (pair -> new id, in the order learned) are the single source of
+truth; the vocabulary and the byte ranks used by ``encode`` are derived from
+them. Encoding merges, inside each chunk, the adjacent pair whose bytes have
+the lowest rank, which is exactly what tiktoken does: loaded with GPT-2's
+ranks, this class gives tiktoken's ids.
+"""
+
+from __future__ import annotations
+
+import base64
+import heapq
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from gptviz.tokenizers.base import (
+    SEED_SPECIALS,
+    AllowedSpecial,
+    TokenInfo,
+    Tokenizer,
+    TokenizerError,
+)
+from gptviz.tokenizers.bpe_train import PATTERNS, Merge, count_chunks, learn_merges
+from gptviz.tokenizers.specials import split_on_specials
+
+_CACHE_LIMIT = 200_000  # chunks remembered by encode (GPT-2's encoder.py caches too)
+_LONG_CHUNK = 48  # above this many bytes, merge with a heap instead of rescanning
+
+
+class ByteLevelBPE(Tokenizer):
+    """>>> t = ByteLevelBPE(); merges = t.train("abab abab", 256 + 2 + 4)
+    >>> [(m.pair, m.new_id, m.token) for m in merges]
+    [((97, 98), 256, b'ab'), ((256, 256), 257, b'abab')]
+    """
+
+    kind = "bpe"
+    lossless = True
+
+    def __init__(
+        self, pattern: str = "gpt2", specials: Iterable[str] = SEED_SPECIALS,
+        byte_order: list[int] | None = None,
+        merges: Iterable[tuple[int, int, int]] = (),
+        special_ids: dict[str, int] | None = None,
+    ):
+        self.pattern = pattern  # a name in PATTERNS, or a regex
+        source = PATTERNS.get(pattern, pattern)
+        try:
+            self._split = regex.compile(source) if source else None
+        except regex.error as exc:
+            raise TokenizerError(f"the split pattern is not a valid regex: {exc}") from exc
+        # byte_order[i] is the byte with id i (the identity, except for GPT-2's file).
+        self.byte_order = list(byte_order) if byte_order is not None else list(range(256))
+        if sorted(self.byte_order) != list(range(256)):
+            raise TokenizerError("byte_order must be a permutation of 0..255.")
+        self.merges: dict[tuple[int, int], int] = {(a, b): c for a, b, c in merges}
+        self._special_names = list(special_ids or specials)
+        self._given_special_ids = dict(special_ids) if special_ids else None
+        self.trace: list[Merge] = []
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Derive vocab, ranks and special ids from the merges."""
+        self.vocab = {i: bytes([b]) for i, b in enumerate(self.byte_order)}
+        for (a, b), c in self.merges.items():
+            if a not in self.vocab or b not in self.vocab:
+                raise TokenizerError(f"merge ({a}, {b}) -> {c} uses an id not defined before it.")
+            self.vocab[c] = self.vocab[a] + self.vocab[b]
+        self.ranks = {tok: i for i, tok in self.vocab.items()}
+        self._byte_ids = [0] * 256
+        for i, b in enumerate(self.byte_order):
+            self._byte_ids[b] = i
+        first = max(self.vocab) + 1
+        self._specials = self._given_special_ids or {
+            s: first + k for k, s in enumerate(self._special_names)
+        }
+        self._special_by_id = {i: s for s, i in self._specials.items()}
+        self._cache: dict[bytes, list[int]] = {}
+
+    # ---- training ------------------------------------------------------------
+    def train(self, text: str, vocab_size: int | None = 512) -> list[Merge]:
+        """Learn ``vocab_size - 256 - len(specials)`` merges; returns the trace."""
+        n_special = len(self._special_names)
+        if vocab_size is None or vocab_size < 256 + n_special:
+            raise TokenizerError(
+                f"vocab size {vocab_size} is too small: byte-level BPE needs the 256 bytes and "
+                f"{n_special} special tokens, so at least {256 + n_special}."
+            )
+        if not text:
+            raise TokenizerError("the corpus is empty: give some text to learn merges from.")
+        chunks = self.split_text(text)
+        vocab = {i: bytes([b]) for i, b in enumerate(self.byte_order)}
+        wanted = vocab_size - 256 - n_special
+        trace = learn_merges(count_chunks(chunks), vocab, wanted)
+        new_tokens = len({m.new_id for m in trace})
+        if new_tokens < wanted:
+            most = 256 + new_tokens + n_special
+            raise TokenizerError(
+                f"this corpus supports a vocabulary of at most {most} tokens (every pair of "
+                f"neighbouring tokens is merged by then); choose a vocab size of {most} or less, "
+                f"or use a longer corpus."
+            )
+        self.merges = {m.pair: m.new_id for m in trace}
+        self._given_special_ids = None
+        self.trace = trace
+        self._rebuild()
+        return trace
+
+    def split_text(self, text: str) -> list[str]:
+        """The regex chunks merges never cross (the whole text for pattern "none")."""
+        if self._split is None:
+            return [text] if text else []
+        return self._split.findall(text)
+
+    # ---- encoding ------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return max([*self.vocab, *self._special_by_id]) + 1
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._specials)
+
+    def id_to_bytes(self, idx: int) -> bytes:
+        if idx in self._special_by_id:
+            return self._special_by_id[idx].encode("utf-8")
+        return self.vocab[idx]
+
+    def encode_chunk(self, chunk: bytes, max_rank: int | None = None,
+                     steps: list | None = None) -> list[int]:
+        """Ids of one chunk, merging lowest-rank pairs first; only tokens with
+        id < ``max_rank`` may form. ``steps`` collects (rank, left, right)."""
+        if max_rank is None and steps is None:
+            hit = self._cache.get(chunk)
+            if hit is None:
+                hit = self._merge(chunk, None, None)
+                if len(self._cache) < _CACHE_LIMIT:
+                    self._cache[chunk] = hit
+            return hit
+        return self._merge(chunk, max_rank, steps)
+
+    def _merge(self, chunk: bytes, max_rank: int | None, steps: list | None) -> list[int]:
+        ranks = self.ranks
+        whole = ranks.get(chunk)
+        if whole is not None and max_rank is None and steps is None:
+            return [whole]
+        limit = float("inf") if max_rank is None else max_rank
+        if len(chunk) > _LONG_CHUNK:
+            parts = _merge_heap(chunk, ranks, limit, steps)
+        else:
+            parts = [chunk[i:i + 1] for i in range(len(chunk))]
+            while len(parts) > 1:
+                best, at = limit, -1
+                for i in range(len(parts) - 1):
+                    r = ranks.get(parts[i] + parts[i + 1])
+                    if r is not None and r < best:
+                        best, at = r, i
+                if at < 0:
+                    break
+                if steps is not None:
+                    steps.append((best, ranks[parts[at]], ranks[parts[at + 1]]))
+                parts[at:at + 2] = [parts[at] + parts[at + 1]]
+        return [ranks[p] for p in parts]
+
+    def encode(
+        self, text: str, *, bos: bool = False, eos: bool = False,
+        allowed_special: AllowedSpecial = "none", max_rank: int | None = None,
+    ) -> list[int]:
+        """``max_rank`` replays the tokenizer as it was after its first merges."""
+        allowed = self.allowed_specials(allowed_special)
+        ids = [self._marker("<|BOS|>")] if bos else []
+        for piece, _, is_special in split_on_specials(text, allowed):
+            if is_special:
+                ids.append(self._specials[piece])
+                continue
+            for chunk in self.split_text(piece):
+                ids.extend(self.encode_chunk(chunk.encode("utf-8"), max_rank))
+        if eos:
+            ids.append(self._marker("<|EOS|>"))
+        return ids
+
+    def encode_with_steps(self, text: str) -> list[tuple[bytes, list[tuple[int, int, int]]]]:
+        """Per chunk, its bytes and the merges applied: (rank, left id, right id)."""
+        out = []
+        for chunk in self.split_text(text):
+            steps: list = []
+            data = chunk.encode("utf-8")
+            self._merge(data, None, steps)
+            out.append((data, steps))
+        return out
+
+    def _marker(self, name: str) -> int:
+        if name not in self._specials:
+            raise TokenizerError(f"this tokenizer has no {name} token.")
+        return self._specials[name]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return b"".join(self.id_to_bytes(i) for i in self.check_ids(ids)).decode(
+            "utf-8", errors="replace")
+
+    def tokens(
+        self, text: str, *, bos: bool = False, eos: bool = False,
+        allowed_special: AllowedSpecial = "none", max_rank: int | None = None,
+    ) -> list[TokenInfo]:
+        ids = self.encode(text, bos=bos, eos=eos, allowed_special=allowed_special,
+                          max_rank=max_rank)
+        return byte_token_infos(ids, text, self.id_to_bytes, set(self._special_by_id),
+                                bos=bos, eos=eos)
+
+    # ---- persistence ---------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "type": self.kind, "pattern": self.pattern,
+            "merges": [[a, b, c] for (a, b), c in self.merges.items()],
+            "special_ids": self._specials,
+        }
+        if self.byte_order != list(range(256)):
+            data["byte_order"] = self.byte_order
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ByteLevelBPE:
+        return cls(pattern=data["pattern"], byte_order=data.get("byte_order"),
+                   merges=[tuple(m) for m in data["merges"]],
+                   special_ids={str(k): int(v) for k, v in data["special_ids"].items()})
+
+    @classmethod
+    def from_tiktoken_file(cls, path: str | Path, pattern: str = "gpt2",
+                           special_ids: dict[str, int] | None = None) -> ByteLevelBPE:
+        """Rebuild the merges from a ``.tiktoken`` rank file (base64 token, rank)."""
+        ranks: dict[bytes, int] = {}
+        for line in Path(path).read_bytes().splitlines():
+            if line:
+                tok, rank = line.split()
+                ranks[base64.b64decode(tok)] = int(rank)
+        return cls.from_ranks(ranks, pattern, special_ids or {"<|endoftext|>": len(ranks)})
+
+    @classmethod
+    def from_ranks(cls, ranks: dict[bytes, int], pattern: str,
+                   special_ids: dict[str, int]) -> ByteLevelBPE:
+        singles = sorted((r, t[0]) for t, r in ranks.items() if len(t) == 1)
+        if [r for r, _ in singles] != list(range(256)):
+            raise TokenizerError("the rank file must give the 256 single bytes ranks 0..255.")
+        tok = cls(pattern=pattern, byte_order=[b for _, b in singles], special_ids=special_ids)
+        tok.ranks = dict(ranks)
+        merges = []
+        for token, rank in sorted(ranks.items(), key=lambda kv: kv[1])[256:]:
+            parts = tok._merge(token, rank, [])  # BPE with only the earlier tokens
+            if len(parts) != 2:
+                raise TokenizerError(f"rank {rank} is not the merge of two earlier tokens.")
+            merges.append((parts[0], parts[1], rank))
+        tok.merges = {(a, b): c for a, b, c in merges}
+        tok._rebuild()
+        return tok
+
+
+def _merge_heap(chunk: bytes, ranks: dict[bytes, int], limit: float,
+                steps: list | None) -> list[bytes]:
+    """The same lowest-rank-first merging in O(n log n), for long chunks.
+    Ties go to the leftmost pair, as in the rescanning loop."""
+    parts = [chunk[i:i + 1] for i in range(len(chunk))]
+    nxt = list(range(1, len(parts))) + [-1]
+    prev = list(range(-1, len(parts) - 1))
+    heap = []
+
+    def push(i: int) -> None:
+        j = nxt[i]
+        if j != -1:
+            r = ranks.get(parts[i] + parts[j])
+            if r is not None and r < limit:
+                heapq.heappush(heap, (r, i, parts[i], parts[j]))
+
+    for i in range(len(parts) - 1):
+        push(i)
+    while heap:
+        r, i, left, right = heapq.heappop(heap)
+        j = nxt[i]
+        if parts[i] != left or j == -1 or parts[j] != right:
+            continue  # stale: a neighbour changed since this pair was pushed
+        if steps is not None:
+            steps.append((r, ranks[left], ranks[right]))
+        parts[i], parts[j] = left + right, b""
+        nxt[i] = nxt[j]
+        if nxt[j] != -1:
+            prev[nxt[j]] = i
+        push(i)
+        if prev[i] != -1:
+            push(prev[i])
+    return [p for p in parts if p]
+
+
+def byte_token_infos(ids: list[int], text: str, id_to_bytes, special_ids: set[int],
+                     bos: bool = False, eos: bool = False) -> list[TokenInfo]:
+    """Character spans for byte-level ids: a token that holds part of a
+    multi-byte character covers that character and is marked ``partial``.
+
+    Works for any tokenizer whose ids concatenate to the UTF-8 of ``text``
+    (specials spelled out in it), with optional BOS/EOS markers around it.
+    """
+    char_of_byte = []  # byte offset -> index of the character it belongs to
+    for ci, ch in enumerate(text):
+        char_of_byte.extend([ci] * len(ch.encode("utf-8")))
+    char_of_byte.append(len(text))
+    out, pos = [], 0
+    body = ids[1 if bos else 0: len(ids) - (1 if eos else 0)]
+    if bos:
+        out.append(_info(ids[0], id_to_bytes, (0, 0), True))
+    for idx in body:
+        data = id_to_bytes(idx)
+        start = char_of_byte[pos]
+        end = char_of_byte[pos + len(data) - 1] + 1 if data else start
+        pos += len(data)
+        out.append(_info(idx, id_to_bytes, (start, end), idx in special_ids))
+    if eos:
+        out.append(_info(ids[-1], id_to_bytes, (len(text), len(text)), True))
+    return out
+
+
+def _info(idx: int, id_to_bytes, span: tuple[int, int], special: bool) -> TokenInfo:
+    data = id_to_bytes(idx)
+    try:
+        data.decode("utf-8")
+        partial = False
+    except UnicodeDecodeError:
+        partial = True
+    return TokenInfo(idx, data.decode("utf-8", errors="replace"), data, span,
+                     special=special, partial=partial)
+
+
+def replay_steps(data: bytes, steps: list[tuple[int, int, int]], id_to_bytes) -> list[list[bytes]]:
+    """The parts of a chunk before and after each merge step of ``encode_with_steps``.
+
+    >>> replay_steps(b"abc", [(256, 97, 98)], {97: b"a", 98: b"b"}.get)
+    [[b'a', b'b', b'c'], [b'ab', b'c']]
+    """
+    parts = [data[i:i + 1] for i in range(len(data))]
+    states = [list(parts)]
+    for _, left, right in steps:
+        a, b = id_to_bytes(left), id_to_bytes(right)
+        i = next(i for i in range(len(parts) - 1) if parts[i] == a and parts[i + 1] == b)
+        parts[i:i + 2] = [a + b]
+        states.append(list(parts))
+    return states

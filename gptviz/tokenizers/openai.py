@@ -1,0 +1,156 @@
+"""OpenAI's pretrained encodings through ``tiktoken``, loaded from local files only.
+
+``tiktoken.get_encoding`` downloads its rank files on first use, which fails
+(or hangs) in an offline classroom. GPT-2's ranks ship with the project, and
+cl100k_base / o200k_base are offered only when their files are already on this
+machine (in ``assets/tokenizers/`` or in tiktoken's own cache).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
+from gptviz.tokenizers.bpe import byte_token_infos
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "tokenizers"
+GPT2_FILE = ASSETS / "gpt2.tiktoken"
+GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+OPENAI_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
+_patch_lock = threading.Lock()
+
+
+class MissingEncoding(TokenizerError):
+    """The rank file of an encoding is not on this machine."""
+
+
+def read_ranks(path: Path, sha256: str | None = None) -> dict[bytes, int]:
+    """Parse a ``.tiktoken`` file (one ``base64-token rank`` per line)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MissingEncoding(f"{path} cannot be read ({exc.strerror}).") from exc
+    if sha256 and hashlib.sha256(data).hexdigest() != sha256:
+        raise TokenizerError(f"{path} is corrupted: its sha256 is not {sha256}.")
+    ranks = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def _local_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """Stands in for tiktoken's downloader: the bundled copy or tiktoken's cache, or fail."""
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") \
+        or os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    for path in (ASSETS / url.rsplit("/", 1)[-1],
+                 Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest()):
+        if path.is_file():
+            return read_ranks(path, expected_hash)
+    raise MissingEncoding(f"{url.rsplit('/', 1)[-1]} is not on this machine (no download offline).")
+
+
+@cache
+def load_encoding(name: str):
+    """A ``tiktoken.Encoding`` built from local files; raises MissingEncoding."""
+    import tiktoken
+    import tiktoken_ext.openai_public as public
+
+    if name == "gpt2":
+        return tiktoken.Encoding(
+            name="gpt2", pat_str=public.r50k_pat_str, explicit_n_vocab=50257,
+            mergeable_ranks=read_ranks(GPT2_FILE, GPT2_SHA256),
+            special_tokens={"<|endoftext|>": 50256},
+        )
+    if name not in OPENAI_ENCODINGS:
+        raise TokenizerError(f"unknown encoding {name!r}; choose one of {OPENAI_ENCODINGS}.")
+    # Reuse tiktoken's own definition (pattern, specials) with a local-only loader.
+    with _patch_lock:
+        original = public.load_tiktoken_bpe
+        public.load_tiktoken_bpe = _local_ranks
+        try:
+            spec = public.ENCODING_CONSTRUCTORS[name]()
+        finally:
+            public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**spec)
+
+
+def available_encodings() -> list[str]:
+    """The OpenAI encodings that load here, GPT-2's first."""
+    out = []
+    for name in OPENAI_ENCODINGS:
+        try:
+            load_encoding(name)
+            out.append(name)
+        except TokenizerError:
+            pass
+    return out
+
+
+class TiktokenTokenizer(Tokenizer):
+    """A pretrained OpenAI encoding; it cannot be retrained.
+
+    >>> TiktokenTokenizer("gpt2").encode("Hello world")
+    [15496, 995]
+    """
+
+    kind = "tiktoken"
+    trainable = False
+    lossless = True
+
+    def __init__(self, name: str = "gpt2"):
+        self.name = name
+        self.enc = load_encoding(name)
+
+    def train(self, text: str, vocab_size: int | None = None) -> None:
+        raise TokenizerError(f"{self.name} is pretrained by OpenAI; it cannot be retrained here.")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.enc.n_vocab
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return {s: self.enc.encode_single_token(s) for s in self.enc.special_tokens_set}
+
+    def id_to_bytes(self, idx: int) -> bytes:
+        try:
+            return self.enc.decode_single_token_bytes(idx)
+        except KeyError as exc:
+            raise TokenizerError(f"id {idx} is not assigned to any token in {self.name}.") from exc
+
+    def encode(
+        self, text: str, *, bos: bool = False, eos: bool = False,
+        allowed_special: AllowedSpecial = "none",
+    ) -> list[int]:
+        if bos or eos:
+            raise TokenizerError(f"{self.name} has no BOS/EOS tokens; it uses <|endoftext|>.")
+        allowed = self.allowed_specials(allowed_special)
+        return self.enc.encode(text, allowed_special=allowed, disallowed_special=())
+
+    def decode(self, ids: Iterable[int]) -> str:
+        ids = self.check_ids(ids)
+        return b"".join(self.id_to_bytes(i) for i in ids).decode("utf-8", errors="replace")
+
+    def tokens(
+        self, text: str, *, bos: bool = False, eos: bool = False,
+        allowed_special: AllowedSpecial = "none",
+    ) -> list[TokenInfo]:
+        ids = self.encode(text, bos=bos, eos=eos, allowed_special=allowed_special)
+        return byte_token_infos(ids, text, self.id_to_bytes, set(self.special_tokens.values()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "name": self.name}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TiktokenTokenizer:
+        return cls(data["name"])

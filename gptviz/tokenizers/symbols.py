@@ -1,0 +1,133 @@
+"""Tokenizers whose vocabulary is a list of symbols seen in a corpus.
+
+The character and word tokenizers differ only in how they cut a text into
+symbols (``split``); everything else — vocabulary, UNK, specials, ids — lives
+here. Ids are deterministic: the kept symbols sorted by code point get
+0 .. n-1, and the specials follow in the seeds' order (BOS, EOS, UNK, PAD).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+from gptviz.tokenizers.base import (
+    SEED_SPECIALS,
+    UNK,
+    AllowedSpecial,
+    TokenInfo,
+    Tokenizer,
+    TokenizerError,
+)
+from gptviz.tokenizers.specials import split_on_specials
+
+
+class SymbolTokenizer(Tokenizer):
+    """Shared machinery; subclasses define ``split``."""
+
+    kind: ClassVar[str]
+    unit: ClassVar[str] = "symbol"  # "character" or "word", for messages
+
+    def __init__(self, symbols: Iterable[str] = (), specials: Iterable[str] = SEED_SPECIALS):
+        self.specials = tuple(specials)
+        if UNK not in self.specials:
+            raise TokenizerError(f"a {self.kind} tokenizer needs {UNK} among its specials.")
+        self.symbols = sorted(set(symbols) - set(self.specials))  # the one source of truth
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        self.stoi = {s: i for i, s in enumerate(self.symbols)}
+        n = len(self.symbols)
+        self._special_ids = {s: n + i for i, s in enumerate(self.specials)}
+        self.itos = self.symbols + list(self.specials)
+
+    @staticmethod
+    def split(text: str) -> Iterator[tuple[str, int, int]]:
+        """Yield (symbol, start, end) covering ``text`` with no gaps."""
+        raise NotImplementedError
+
+    # ---- training ------------------------------------------------------------
+    def train(self, text: str, vocab_size: int | None = None) -> Counter:
+        """Keep every symbol of ``text`` or, with ``vocab_size`` (specials
+        included), the most frequent ones; returns the symbol counts.
+
+        >>> CharTokenizer().train("abca", vocab_size=6)  # 2 symbols + 4 specials
+        Counter({'a': 2, 'b': 1, 'c': 1})   # keeps 'a' and 'b' (ties: code point)
+        """
+        if not text:
+            raise TokenizerError("the corpus is empty: give some text to learn a vocabulary from.")
+        counts = Counter(piece for piece, _, _ in self.split(text))
+        ranked = sorted(counts, key=lambda s: (-counts[s], s))
+        if vocab_size is not None:
+            keep = vocab_size - len(self.specials)
+            if keep < 1:
+                raise TokenizerError(
+                    f"vocab size {vocab_size} leaves no room for {self.unit}s: it must be at "
+                    f"least {len(self.specials) + 1} ({len(self.specials)} specials + 1)."
+                )
+            ranked = ranked[:keep]
+        self.symbols = sorted(set(ranked) - set(self.specials))
+        self._rebuild()
+        return counts
+
+    # ---- encoding ------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special_ids)
+
+    def id_to_bytes(self, idx: int) -> bytes:
+        return self.itos[idx].encode("utf-8")
+
+    def tokens(
+        self, text: str, *, bos: bool = False, eos: bool = False,
+        allowed_special: AllowedSpecial = "none",
+    ) -> list[TokenInfo]:
+        allowed = self.allowed_specials(allowed_special)
+        out = []
+        if bos:
+            out.append(self._special_info(SEED_SPECIALS[0], (0, 0)))
+        for piece, start, is_special in split_on_specials(text, allowed):
+            if is_special:
+                out.append(self._special_info(piece, (start, start + len(piece))))
+                continue
+            for sym, s, e in self.split(piece):
+                idx = self.stoi.get(sym)
+                if idx is None:
+                    out.append(TokenInfo(self._special_ids[UNK], UNK, UNK.encode(),
+                                         (start + s, start + e), special=True, unknown=True))
+                else:
+                    out.append(TokenInfo(idx, sym, sym.encode("utf-8"), (start + s, start + e)))
+        if eos:
+            out.append(self._special_info(SEED_SPECIALS[1], (len(text), len(text))))
+        return out
+
+    def _special_info(self, name: str, span: tuple[int, int]) -> TokenInfo:
+        if name not in self._special_ids:
+            raise TokenizerError(f"{name} is not a special token of this tokenizer.")
+        return TokenInfo(self._special_ids[name], name, name.encode(), span, special=True)
+
+    def encode(
+        self, text: str, *, bos: bool = False, eos: bool = False,
+        allowed_special: AllowedSpecial = "none",
+    ) -> list[int]:
+        return [t.id for t in self.tokens(text, bos=bos, eos=eos, allowed_special=allowed_special)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Join the symbols; a special decodes to its own text, e.g. "<|UNK|>"."""
+        return "".join(self.itos[i] for i in self.check_ids(ids))
+
+    # ---- persistence ---------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "symbols": self.symbols, "specials": list(self.specials)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SymbolTokenizer:
+        symbols, specials = data["symbols"], data.get("specials", SEED_SPECIALS)
+        if not all(isinstance(s, str) for s in [*symbols, *specials]):
+            raise TokenizerError("symbols and specials must be strings.")
+        return cls(symbols, specials)

@@ -1,0 +1,36 @@
+"""Home: the pipeline of a GPT, and where each step is shown."""
+
+import streamlit as st
+
+st.title("gptviz — a GPT, step by step")
+st.markdown(
+    "A GPT turns text into a probability distribution over the next token. Every step is a "
+    "small, exact piece of mathematics, and each page of this app shows one of them with the "
+    "live numbers of a real model.")
+
+st.latex(r"""
+\text{text}\;\xrightarrow{\;T\;}\;(t_1,\dots,t_N)\;\xrightarrow{\;\mathrm{OH}\;}\;
+X\in\{0,1\}^{N\times|V|}\;\xrightarrow{\;A\;}\;XA + P\;\xrightarrow{\;\text{blocks}\;}\;
+H\;\xrightarrow{\;W_U\;}\;y\;\xrightarrow{\;\mathrm{softmax}(y_N/T)\;}\;P(t_{N+1})
+""")
+
+STEPS = [
+    ("Tokens", "Cut the text into tokens and number them: characters, words, byte-level BPE "
+     "or GPT-2's encoding.", "pages/tokenizers.py"),
+    ("Embeddings + positions", "Each id selects a row of the embedding matrix; a positional "
+     "encoding says where the token stands.", None),
+    ("Transformer blocks", "LayerNorm, causal self-attention and a feed-forward network, "
+     "each added back to the residual stream.", None),
+    ("Logits", "The last row of the final stream is mapped to one score per vocabulary "
+     "entry.", None),
+    ("Sampling", "Temperature, top-k and top-p turn scores into a distribution; one token is "
+     "drawn and appended, and the loop starts again.", None),
+]
+for i, (name, what, page) in enumerate(STEPS, start=1):
+    with st.container(border=True):
+        st.markdown(f"**{i}. {name}** — {what}")
+        if page:
+            st.page_link(page, label=f"Open the {name} page", icon=":material/arrow_forward:")
+        else:
+            st.caption("Its page is being built.")
+st.caption("Runs offline: every model, tokenizer and corpus ships with the app.")

@@ -1,0 +1,129 @@
+"""Shared fixtures: clean Streamlit caches for AppTest, and a running app in Chromium.
+
+The browser fixtures start ``streamlit run app.py`` once per test session on a
+free port and drive it with Playwright through Debian's Chromium. Without
+Chromium (or Playwright) those tests are skipped with the reason; ``.ci/run``
+installs both, so CI always runs them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "tests" / "artifacts" / "screenshots"
+CHROMIUM = os.environ.get("GPTVIZ_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+
+@pytest.fixture(autouse=True)
+def _clear_streamlit_caches():
+    """AppTest runs share one session id, so session-scoped caches would leak between tests."""
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """Base URL of ``streamlit run app.py`` started for this test session."""
+    port = _free_port()
+    log = open(ROOT / "tests" / "artifacts" / "streamlit.log", "w") if _mkdirs() else None
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not answer /_stcore/health within 60 s; see tests/artifacts")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def _mkdirs() -> bool:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return True
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install -r requirements-dev.txt")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    p = context.new_page()
+    yield p
+    context.close()
+
+
+def wait_for_app(page, timeout_ms: int = 60_000) -> None:
+    """Wait until the script has finished running and the page has settled."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app && app.getAttribute('data-test-script-state') === 'notRunning'
+                && !document.querySelector('[data-testid="stSkeleton"]');
+        }""", timeout=timeout_ms)
+    page.wait_for_timeout(300)
+
+
+def visit(page, url: str, name: str | None = None) -> None:
+    """Open ``url``, wait for the app, check there is no exception, save a screenshot."""
+    page.goto(url)
+    wait_for_app(page)
+    check_no_exception(page, name or url)
+    if name:
+        screenshot(page, name)
+
+
+def check_no_exception(page, where: str) -> None:
+    errors = page.locator('[data-testid="stException"]')
+    assert errors.count() == 0, f"{where}: {errors.first.inner_text()[:500]}"
+
+
+def screenshot(page, name: str) -> Path:
+    _mkdirs()
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,195 @@
+"""AppTest of the Home and Tokenizers pages: widgets change the output, bad
+input gets a message, nothing raises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "tokenizers.py")
+
+
+def run_page(**query) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def chips_html(at: AppTest) -> str:
+    return "".join(h.value for h in at.get("html"))
+
+
+def texts(at: AppTest, kind: str) -> str:
+    return " ".join(e.value for e in getattr(at, kind))
+
+
+@pytest.fixture(scope="module")
+def at_default():
+    return run_page()
+
+
+def test_home_page_links_to_the_tokenizers_page():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    assert "a GPT, step by step" in at.title[0].value
+    at.switch_page("pages/tokenizers.py")
+    at.run()
+    assert not at.exception and at.title[0].value == "Tokenizers"
+
+
+def test_default_page_shows_chips_math_and_comparison(at_default):
+    at = at_default
+    assert at.segmented_control(key="tokenizer").value == "bpe"
+    first = at.get("html")[0].value  # the Tokens tab; the BPE tab has its own chips
+    assert first.count('<span class="gv-chip') == int(metric(at, "Tokens"))
+    assert any(r"\mathrm{Seq}(V)" in x.value for x in at.latex)
+    assert any(r"\mathrm{OH}(t_{1})" in x.value for x in at.latex)
+    table = at.dataframe[1].value  # the comparison
+    assert list(table["tokenizer"]) == ["Character", "Word", "BPE", "GPT-2"]
+    assert "the same ids" in texts(at, "markdown")
+
+
+def test_switching_tokenizer_changes_the_tokens():
+    at = run_page()
+    bpe_tokens = metric(at, "Tokens")
+    at.segmented_control(key="tokenizer").set_value("char").run()
+    assert metric(at, "Tokens") == metric(at, "Characters") != bpe_tokens
+    at.segmented_control(key="tokenizer").set_value("gpt2").run()
+    assert metric(at, "Vocabulary |V|") == "50,257"
+
+
+def test_tokenizer_choice_comes_from_the_url():
+    at = run_page(tokenizer="GPT-2")
+    assert at.segmented_control(key="tokenizer").value == "gpt2"
+    assert metric(at, "Vocabulary |V|") == "50,257"
+
+
+def test_editing_the_text_changes_the_output():
+    at = run_page()
+    at.text_area(key="text").input("manifold manifold").run()
+    assert metric(at, "Characters") == "17"
+    assert "manifold" in chips_html(at)
+
+
+def test_bpe_vocab_size_changes_vocabulary_and_merge_table():
+    at = run_page()
+    at.number_input(key="bpe_vocab").set_value(300).run()
+    assert not at.exception
+    assert metric(at, "Vocabulary |V|") == "300"
+    merges = next(d.value for d in at.dataframe if "new token" in d.value.columns)
+    assert len(merges) == 300 - 256 - 4
+
+
+def test_replay_slider_changes_the_token_count():
+    at = run_page()
+    at.slider(key="replay_k").set_value(0).run()
+    zero = [m.value for m in at.markdown if m.value.startswith("After **0** merges")]
+    at.slider(key="replay_k").set_value(200).run()
+    many = [m.value for m in at.markdown if m.value.startswith("After **200** merges")]
+    assert zero and many and zero[0] != many[0]
+
+
+def test_empty_text_gets_a_message():
+    at = run_page()
+    at.text_area(key="text").input("").run()
+    assert not at.exception
+    assert "empty" in texts(at, "info")
+
+
+def test_very_long_text_is_capped_with_a_message():
+    at = run_page()
+    at.text_area(key="text").input("manifold " * 22_300).run()  # ~200k characters
+    assert not at.exception
+    assert "only the first 20,000" in texts(at, "warning")
+    assert metric(at, "Characters") == "20,000"
+
+
+HARD = {
+    "emoji": "I 💜 🙂👍🏽",
+    "zwj": "👨‍👩‍👧‍👦 family",
+    "combining": "e\u0301 n\u0303 a\u0308\u0304",
+    "rtl": "שלום עולם مرحبا",
+    "control": "a\x07b\x1bc\x7f",
+    "nul": "before\x00after",
+    "special-looking": "x <|endoftext|> <|BOS|> y",
+}
+
+
+@pytest.mark.parametrize("kind", ["char", "word", "bpe", "gpt2"])
+@pytest.mark.parametrize("name", list(HARD))
+def test_hard_text_never_raises(kind, name):
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["tokenizer"] = {"char": "Character", "word": "Word", "bpe": "BPE",
+                                    "gpt2": "GPT-2"}[kind]
+    at.session_state["text"] = HARD[name]
+    at.run()
+    assert not at.exception, at.exception
+    assert 'class="gv-chip' in chips_html(at)
+    assert not at.error
+
+
+def test_special_token_toggle_with_gpt2():
+    at = run_page(tokenizer="GPT-2")
+    at.text_area(key="text").input("<|endoftext|>").run()
+    assert 'title="position 0 · id 50256' not in chips_html(at)
+    assert "looks like a special token" in texts(at, "info")
+    at.toggle(key="specials").set_value(True).run()
+    assert metric(at, "Tokens") == "1"
+    assert "id 50256" in chips_html(at)
+
+
+def test_bos_eos_toggle_adds_markers():
+    at = run_page(tokenizer="Character")
+    n = int(metric(at, "Tokens"))
+    at.toggle(key="markers").set_value(True).run()
+    assert int(metric(at, "Tokens")) == n + 2
+    assert "&lt;|BOS|&gt;" in chips_html(at)
+
+
+@pytest.mark.parametrize("ids, message", [
+    ("15496, banana", "not a whole number"),
+    ("1, 2, 99999999", "outside the vocabulary"),
+    ("-3", "outside the vocabulary"),
+])
+def test_decoding_bad_ids_is_explained(ids, message):
+    at = run_page(tokenizer="GPT-2")
+    at.text_input(key="decode_ids").input(ids).run()
+    assert not at.exception
+    assert message in texts(at, "error")
+
+
+def test_decoding_good_ids():
+    at = run_page(tokenizer="GPT-2")
+    at.text_input(key="decode_ids").input("[15496, 11, 995, 0]").run()
+    assert any(c.value == "Hello, world!" for c in at.code)
+
+
+@pytest.mark.parametrize("vocab, message", [(100, "at least 260"), (16000, "at most")])
+def test_bad_bpe_vocab_sizes_are_explained(vocab, message):
+    at = run_page()
+    at.selectbox(key="corpus").set_value("sample").run()
+    at.number_input(key="bpe_vocab").set_value(vocab).run()
+    assert not at.exception
+    assert message in texts(at, "error")
+    # the other tokenizers still work
+    at.segmented_control(key="tokenizer").set_value("word").run()
+    assert 'class="gv-chip' in chips_html(at)
+
+
+def test_small_word_vocab_shows_unknown_words():
+    at = run_page(tokenizer="Word")
+    at.number_input(key="word_vocab").set_value(50).run()
+    assert "<|UNK|>" in texts(at, "info")
+    table = at.dataframe[1].value
+    assert table.loc[table["tokenizer"] == "Word", "round trip"].item() == "✗"

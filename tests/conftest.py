@@ -47,7 +47,8 @@ def _free_port() -> int:
 def app_url():
     """Base URL of ``streamlit run app.py`` started for this test session."""
     port = _free_port()
-    log = open(ROOT / "tests" / "artifacts" / "streamlit.log", "w") if _mkdirs() else None
+    _mkdirs()
+    log = (ROOT / "tests" / "artifacts" / "streamlit.log").open("w")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
@@ -67,21 +68,28 @@ def app_url():
     yield url
     proc.terminate()
     proc.wait(timeout=10)
+    log.close()
 
 
-def _mkdirs() -> bool:
+def _mkdirs() -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return True
+
+
+def _skip_or_fail(reason: str) -> None:
+    """CI sets GPTVIZ_REQUIRE_BROWSER=1: there a missing browser is a failure, not a skip."""
+    if os.environ.get("GPTVIZ_REQUIRE_BROWSER") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
+        _skip_or_fail(f"Chromium not found at {CHROMIUM}: apt-get install -y chromium")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("playwright is not installed: pip install -r requirements-dev.txt")
+        _skip_or_fail("playwright is not installed: pip install -r requirements-dev.txt")
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield b

@@ -173,4 +173,4 @@ def test_corrupted_rank_file_is_named(tmp_path):
 def test_gpt2_pattern_is_tiktokens():
     import tiktoken_ext.openai_public as public
 
-    assert GPT2_PATTERN == public.r50k_pat_str
+    assert public.r50k_pat_str == GPT2_PATTERN

@@ -35,7 +35,10 @@ def test_every_registered_page_is_covered(page, app_url):
 
 
 def test_tokenizers_page_reacts(page, app_url):
+    page.set_viewport_size({"width": 1400, "height": 2200})  # the whole page in one shot
     visit(page, f"{app_url}/tokenizers?tokenizer=GPT-2")
+    assert page.get_by_role("radio", name="GPT-2").is_checked() or \
+        "GPT-2" in page.locator('[data-testid="stButtonGroup"] [aria-checked="true"]').inner_text()
     chips = page.locator(".gv-chip")
     before = chips.count()
     assert before > 10
@@ -54,3 +57,39 @@ def test_tokenizers_page_reacts(page, app_url):
     page.wait_for_timeout(300)
     assert page.get_by_text("the same ids").first.is_visible()
     screenshot(page, "tokenizers-compare")
+
+
+def _choose_upload(page) -> None:
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option", name="Upload a .txt file…").click()
+    wait_for_app(page)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "is empty"),
+    ("Gödel".encode("latin-1") * 10, "not UTF-8"),
+])
+def test_bad_uploads_are_explained(page, app_url, tmp_path, content, message):
+    visit(page, f"{app_url}/tokenizers")
+    _choose_upload(page)
+    bad = tmp_path / "corpus.txt"
+    bad.write_bytes(content)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(bad))
+    wait_for_app(page)
+    check_no_exception(page, f"upload {message}")
+    assert page.get_by_text(message).first.is_visible()
+    assert page.locator(".gv-chip").count() > 0  # the page still works on the bundled corpus
+
+
+def test_good_upload_trains_the_tokenizers(page, app_url, tmp_path):
+    visit(page, f"{app_url}/tokenizers?tokenizer=Word")
+    _choose_upload(page)
+    good = tmp_path / "tiny.txt"
+    good.write_text("The Steenrod problem for closed orientable manifolds. " * 40)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(good))
+    wait_for_app(page)
+    check_no_exception(page, "good upload")
+    assert page.get_by_text("Corpus: tiny.txt").first.is_visible()
+    # "was solved by Thom in 1954" is not in the uploaded text: unknown words appear
+    assert page.locator(".gv-chip").filter(has_text="<|UNK|>").count() > 0
+    screenshot(page, "tokenizers-uploaded-corpus")

@@ -16,7 +16,8 @@ from gptviz.tokenizers import openai as oa
 TEXTS = {
     "english": "The Steenrod problem for closed orientable manifolds was solved by Thom. "
                "It's what they'd've said: don't, won't, I'm, we'll, you're.",
-    "code": "def f(x: int) -> int:\n    return x ** 2  # square\n\nprint([f(i) for i in range(10)])\n",
+    "code": "def f(x: int) -> int:\n    return x ** 2  # square\n\n"
+            "print([f(i) for i in range(10)])\n",
     "emoji": "I 💜 tokens 🙂👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 ☕️",
     "cjk": "東京は日本の首都です。한국어 텍스트도 있습니다. 中文分词很难。",
     "whitespace": "a  b   c\t\td\n\n\n  e \r\n f" + " " * 40 + "g\n" + "\t" * 9,

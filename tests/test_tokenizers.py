@@ -4,7 +4,7 @@ UNK, spans and save/load (parametrized over all of them, as minbpe does)."""
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import given, settings
@@ -32,7 +32,7 @@ CORPUS = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _make(kind: str) -> Tokenizer:
     if kind == "gpt2-tiktoken":
         return TiktokenTokenizer("gpt2")

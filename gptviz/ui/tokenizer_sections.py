@@ -71,7 +71,9 @@ def compare_section(text: str, toks: dict[str, Tokenizer]) -> None:
     df = pd.DataFrame(rows)
     if "round trip" in df:
         df["round trip"] = df["round trip"].map({True: "✓", False: "✗"})
-    st.dataframe(df, hide_index=True, width="stretch")
+    st.dataframe(df, hide_index=True, width="stretch", column_config={
+        "UNK rate": st.column_config.NumberColumn(format="percent"),
+        "chars per token": st.column_config.NumberColumn(format="%.2f")})
     csv_download(df, "tokenizer-comparison.csv")
     if "gpt2" in toks:
         ours = gpt2_as_our_bpe().encode(text)
@@ -106,8 +108,8 @@ def decode_section(tok: Tokenizer, example: list[int]) -> None:
             st.info("Type some ids to decode.")
             return
         st.code(tok.decode(ids) or "(empty)", language=None, wrap_lines=True)
-        pieces = pd.DataFrame([[str(i) for i in ids], [show_bytes(tok.id_to_bytes(i)) for i in ids]],
-                              index=["id", "token"])
+        strings = [show_bytes(tok.id_to_bytes(i)) for i in ids]
+        pieces = pd.DataFrame([[str(i) for i in ids], strings], index=["id", "token"])
         st.dataframe(pieces, width="stretch")
     except TokenizerError as exc:
         problem(f"Cannot decode: {exc}")

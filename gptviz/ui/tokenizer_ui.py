@@ -23,9 +23,9 @@ from gptviz.tokenizers.openai import GPT2_FILE
 from gptviz.ui.common import problem
 
 UPLOAD = "Upload a .txt file…"
-LABELS = {"char": "Character", "word": "Word", "bpe": "Byte-level BPE",
-          "gpt2": "GPT-2 (tiktoken)", "cl100k_base": "cl100k_base (tiktoken)",
-          "o200k_base": "o200k_base (tiktoken)"}
+# Short, since a bound widget writes its label into the URL (?tokenizer=GPT-2).
+LABELS = {"char": "Character", "word": "Word", "bpe": "BPE", "gpt2": "GPT-2",
+          "cl100k_base": "cl100k", "o200k_base": "o200k"}
 
 
 @dataclass(frozen=True)

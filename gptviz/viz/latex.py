@@ -32,7 +32,7 @@ def _token_box(tok: TokenInfo) -> str:
     return r"\fbox{$" + tex_text(label, 16) + "$}"
 
 
-def tokenizer_map(text: str, tokens: list[TokenInfo], vocab_size: int, shown: int = 8) -> str:
+def tokenizer_map(text: str, tokens: list[TokenInfo], vocab_size: int, shown: int = 7) -> str:
     """``T(text) = (t_1, …, t_N) = (id_1, …, id_N) ∈ Seq(V)`` for the live text."""
     more = len(tokens) > shown
     boxes = ",\\,".join(_token_box(t) for t in tokens[:shown]) + (r",\,\dots" if more else "")
@@ -41,7 +41,8 @@ def tokenizer_map(text: str, tokens: list[TokenInfo], vocab_size: int, shown: in
     return (
         r"\begin{aligned}"
         rf"T\big({tex_text(text, 28)}\big) &= \big({boxes}\big) \\"
-        rf"&= \big({ids}\big) \in \mathrm{{Seq}}(V),\quad N = {len(tokens)},\ |V| = {size}"
+        rf"&= \big({ids}\big) \in \mathrm{{Seq}}(V) \\"
+        rf"N &= {len(tokens)} \text{{ tokens}},\quad |V| = {size}"
         r"\end{aligned}"
     )
 

@@ -37,16 +37,14 @@ def visible(s: str) -> str:
     """Make whitespace and control characters visible.
 
     >>> visible("a b\\n\\x00")
-    'a·b↵␀'
+    'a·b↵\\\\x00'
     """
     out = []
     for ch in s:
         if ch in _VISIBLE:
             out.append(_VISIBLE[ch])
-        elif ord(ch) < 32:
-            out.append(chr(0x2400 + ord(ch)))  # the Control Pictures block: ␀ ␁ …
-        elif ord(ch) == 0x7F:
-            out.append("␡")
+        elif ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0:
+            out.append(f"\\x{ord(ch):02x}")  # NUL and other control characters
         elif unicodedata.category(ch) in ("Cf", "Zl", "Zp") or ch == "\u00a0":
             out.append(f"⟨U+{ord(ch):04X}⟩")  # zero-width joiners, direction marks, …
         else:

@@ -1,0 +1,153 @@
+"""Attention maths for the Attention page: the seeds' variants, checks and head ablation.
+
+    simplified (no weights):  W_attn = softmax(X Xᵀ),            Z = W_attn X
+    causal, by renormalising: W = softmax(S) ⊙ tril(1),          W_i ← W_i / Σ_j W_ij
+    causal, by −∞ masking:    W = softmax(S + M),  M_ij = −∞ for j > i, else 0
+
+The two causal forms are equal: softmax(S)_ij ∝ exp(S_ij), so zeroing the future
+and dividing by the row's sum is exactly the softmax over the past.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from gptviz.analysis import ArrayLike, to_numpy
+from gptviz.model import GPT, ablate_heads, causal_mask, hooks
+from gptviz.model.hooks import ActivationCache
+
+Heads = Mapping[int, Iterable[int]]  # layer -> heads, as ``ablate_heads`` takes them
+
+
+def mask_matrix(t: int) -> Tensor:
+    """M (T, T): 0 on and below the diagonal, −∞ above it.
+
+    >>> mask_matrix(2)
+    tensor([[0., -inf],
+            [0., 0.]])
+    """
+    return torch.zeros(t, t).masked_fill(causal_mask(t, t), float("-inf"))  # (T, T)
+
+
+def simplified_attention(X: ArrayLike) -> tuple[Tensor, Tensor, Tensor]:
+    """The seeds' weight-free attention: scores X Xᵀ, pattern softmax by rows, Z = pattern X.
+
+    >>> scores, pattern, z = simplified_attention(torch.eye(2)); pattern[0]
+    tensor([0.7311, 0.2689])
+    """
+    x = torch.as_tensor(to_numpy(X))  # (T, d)
+    scores = x @ x.T  # (T, T), s_qk = x_q · x_k
+    pattern = torch.softmax(scores, dim=-1)  # (T, T), rows sum to 1
+    return scores, pattern, pattern @ x  # (T, T), (T, T), (T, d)
+
+
+def causal_by_renormalising(scores: ArrayLike) -> Tensor:
+    """softmax without a mask, zero the upper triangle, divide each row by its sum.
+
+    >>> causal_by_renormalising(torch.zeros(2, 2))
+    tensor([[1.0000, 0.0000],
+            [0.5000, 0.5000]])
+    """
+    s = torch.as_tensor(to_numpy(scores))  # (T, T)
+    w = torch.softmax(s, dim=-1) * torch.tril(torch.ones_like(s))  # (T, T), future zeroed
+    return w / w.sum(dim=-1, keepdim=True)  # (T, T), rows sum to 1 again
+
+
+def causal_by_neg_inf(scores: ArrayLike) -> Tensor:
+    """softmax(S + M) by rows, M = −∞ above the diagonal (what the model computes).
+
+    >>> causal_by_neg_inf(torch.zeros(2, 2))
+    tensor([[1.0000, 0.0000],
+            [0.5000, 0.5000]])
+    """
+    s = torch.as_tensor(to_numpy(scores))  # (T, T)
+    return torch.softmax(s + mask_matrix(s.shape[-1]), dim=-1)  # (T, T)
+
+
+def head_tensors(cache: ActivationCache, layer: int, head: int,
+                 batch: int = 0) -> dict[str, np.ndarray]:
+    """Every step of one head as float32 arrays (−∞ kept where the mask puts it).
+
+    Keys: Q, K, V, Z (T, d_k); scores = QKᵀ/√d_k, mask M, masked scores
+    = scores + M and pattern (T, T).
+
+    >>> sorted(head_tensors(cache, 0, 1))
+    ['K', 'M', 'Q', 'V', 'Z', 'masked scores', 'pattern', 'scores']
+    """
+    attn = f"blocks.{layer}.attn"
+    pick = {name: cache[f"{attn}.hook_{hook}"][batch, head]  # (T, d_k) or (T, T)
+            for name, hook in [("Q", "q"), ("K", "k"), ("V", "v"), ("scores", "scores"),
+                               ("pattern", "pattern"), ("Z", "z")]}
+    m = mask_matrix(pick["scores"].shape[-1]).to(pick["scores"].device)  # (T, T)
+    pick["M"], pick["masked scores"] = m, pick["scores"] + m
+    return {name: to_numpy(t) for name, t in pick.items()}
+
+
+def all_patterns(cache: ActivationCache, n_layer: int, batch: int = 0) -> np.ndarray:
+    """Every head's pattern stacked, shape (n_layer, n_head, T, T), for the grid."""
+    stack = [cache[f"blocks.{layer}.attn.hook_pattern"][batch] for layer in range(n_layer)]
+    return to_numpy(torch.stack(stack))  # (L, n_head, T, T)
+
+
+def sdpa_max_delta(cache: ActivationCache, layers: Iterable[int]) -> dict[str, float]:
+    """Max |Δ| between the captured pattern and Z and ``scaled_dot_product_attention``.
+
+    SDPA is recomputed from the captured Q, K, V (causal). It does not return
+    its weights, so the pattern is read as SDPA(Q, K, I): attention applied to
+    the identity matrix gives the attention matrix itself.
+
+    >>> sdpa_max_delta(cache, range(2))["Z"] < 1e-5
+    True
+    """
+    delta = {"pattern": 0.0, "Z": 0.0}
+    for layer in layers:
+        attn = f"blocks.{layer}.attn"
+        q, k, v = (cache[f"{attn}.hook_{n}"].float() for n in "qkv")  # (B, h, T, d_k) each
+        eye = torch.eye(q.shape[-2], device=q.device).expand(*q.shape[:-1], -1)  # (B, h, T, T)
+        z = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, h, T, d_k)
+        w = F.scaled_dot_product_attention(q, k, eye, is_causal=True)  # (B, h, T, T)
+        for name, ours, theirs in [("pattern", cache[f"{attn}.hook_pattern"], w),
+                                   ("Z", cache[f"{attn}.hook_z"], z)]:
+            delta[name] = max(delta[name], float((ours.float() - theirs).abs().max()))
+    return delta
+
+
+@torch.no_grad()
+def next_token_probs(model: GPT, ids: Sequence[int] | Tensor, heads: Heads | None = None,
+                     position: int = -1) -> np.ndarray:
+    """P(next token) (|V|,) at ``position``, with the chosen heads switched off.
+
+    >>> float(next_token_probs(model, [1, 2, 3], {0: [1]}).sum().round(4))
+    1.0
+    """
+    # hooks(model, []) puts even "no ablation" on the explicit path, so that the
+    # only difference between before and after is the ablation itself.
+    with hooks(model, []), ablate_heads(model, heads or {}):
+        logits = model(ids)[0, position]  # (|V|,)
+    return to_numpy(torch.softmax(logits.float(), dim=-1))  # (|V|,)
+
+
+def ablation_effect(model: GPT, ids: Sequence[int] | Tensor, heads: Heads,
+                    position: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """Next-token distribution before and after ablating ``heads``, each (|V|,).
+
+    >>> before, after = ablation_effect(model, [1, 2, 3], {0: [1]})
+    """
+    return next_token_probs(model, ids, None, position), next_token_probs(model, ids, heads,
+                                                                          position)
+
+
+def top_changes(before: np.ndarray, after: np.ndarray, k: int = 10) -> np.ndarray:
+    """Ids worth showing: the top k before, then the top k after that are new.
+
+    >>> top_changes(np.array([.5, .3, .2]), np.array([.1, .2, .7]), k=1).tolist()
+    [0, 2]
+    """
+    ids = list(np.argsort(-before, kind="stable")[:k])
+    ids += [i for i in np.argsort(-after, kind="stable")[:k] if i not in ids]
+    return np.array(ids, dtype=np.int64)

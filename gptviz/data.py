@@ -1,0 +1,160 @@
+"""Corpora and the seeds' sliding-window dataset.
+
+A text becomes ids; ids become (input, target) windows of ``context_length``
+tokens whose starts are ``stride`` apart, the target being the input shifted
+by one token. Synthetic corpora (made by code) give tasks with a known answer.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+
+class SlidingWindowDataset:
+    """Windows x = ids[i : i+N], y = ids[i+1 : i+N+1] for i = 0, k, 2k, ... (k = stride).
+
+    >>> ds = SlidingWindowDataset([10, 11, 12, 13, 14], context_length=2, stride=2)
+    >>> len(ds), ds[1]
+    (2, (tensor([12, 13]), tensor([13, 14])))
+    """
+
+    def __init__(self, ids: Sequence[int] | Tensor, context_length: int, stride: int = 1) -> None:
+        if context_length < 1 or stride < 1:
+            raise ValueError(
+                f"context_length and stride must be >= 1, got {context_length}, {stride}."
+            )
+        self.ids = torch.as_tensor(ids, dtype=torch.long)  # (n_tokens,)
+        self.context_length = context_length
+        self.stride = stride
+        n = self.ids.numel()
+        if n < context_length + 1:
+            raise ValueError(
+                f"the corpus has {n} tokens but one window needs context_length + 1 = "
+                f"{context_length + 1} (input plus the next token): give a longer text or "
+                "a shorter context length."
+            )
+        self.starts = torch.arange(0, n - context_length, stride)  # (n_windows,)
+
+    def __len__(self) -> int:
+        return self.starts.numel()
+
+    def __getitem__(self, index: int) -> tuple[Tensor, Tensor]:
+        i = int(self.starts[index])
+        x = self.ids[i:i + self.context_length]  # (N,)
+        return x, self.ids[i + 1:i + 1 + self.context_length]
+
+    def batch(self, window_indices: Tensor) -> tuple[Tensor, Tensor]:
+        """Stack the chosen windows: x, y of shape (B, N)."""
+        offsets = self.starts[window_indices][:, None] + torch.arange(self.context_length)  # (B, N)
+        return self.ids[offsets], self.ids[offsets + 1]
+
+    def random_batch(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """``batch_size`` windows drawn uniformly (with replacement), as nanoGPT does."""
+        return self.batch(torch.randint(len(self), (batch_size,), generator=generator))
+
+    def fixed_batches(self, n_batches: int, batch_size: int) -> list[tuple[Tensor, Tensor]]:
+        """Evenly spread windows, the same every call: a stable validation set."""
+        n = min(n_batches * batch_size, len(self))
+        picks = torch.linspace(0, len(self) - 1, n).round().long()  # (n,)
+        return [self.batch(picks[i:i + batch_size]) for i in range(0, n, batch_size)]
+
+
+def train_val_split(ids: Sequence[int] | Tensor, val_fraction: float, context_length: int
+                    ) -> tuple[Tensor, Tensor]:
+    """The first (1 - f) of the tokens train, the last f validate; both must hold a window.
+
+    >>> [t.tolist() for t in train_val_split(list(range(10)), 0.3, 2)]
+    [[0, 1, 2, 3, 4, 5, 6], [7, 8, 9]]
+    """
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}.")
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    n_val = round(ids.numel() * val_fraction)
+    need = context_length + 1
+    if ids.numel() - n_val < need or n_val < need:
+        raise ValueError(
+            f"the corpus has {ids.numel()} tokens: too short to hold one window of "
+            f"{need} tokens in both the training part and the {val_fraction:.0%} validation "
+            f"part. Use at least {int(need / min(val_fraction, 1 - val_fraction)) + 1} tokens "
+            "or a shorter context length."
+        )
+    return ids[:ids.numel() - n_val], ids[ids.numel() - n_val:]
+
+
+def decode_corpus(data: bytes, max_bytes: int = 20_000_000) -> str:
+    """Bytes of an uploaded .txt -> text, or a ValueError saying what is wrong.
+
+    >>> decode_corpus("héllo".encode())
+    'héllo'
+    """
+    if not data:
+        raise ValueError("the file is empty: give a UTF-8 text file with some text in it.")
+    if len(data) > max_bytes:
+        raise ValueError(f"the file has {len(data):,} bytes; the limit is {max_bytes:,}.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"the file is not UTF-8 text (byte {exc.start} is invalid): save it as UTF-8."
+        ) from exc
+    if "\x00" in text:
+        raise ValueError("the file contains NUL bytes: it looks binary, not like a text corpus.")
+    return text
+
+
+# ---- synthetic corpora --------------------------------------------------------
+def induction_corpus(n_lines: int = 2000, length: int = 10, alphabet: str = string.ascii_lowercase,
+                     seed: int = 0) -> str:
+    """Lines "r|r" where r is random: the second half is predictable only by copying
+    from the first, which is what induction heads learn to do.
+
+    >>> induction_corpus(n_lines=2, length=3, seed=1)
+    'esz|esz\\nyci|yci\\n'
+    """
+    _check_synthetic(n_lines, length, alphabet)
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n_lines):
+        r = "".join(rng.choice(alphabet) for _ in range(length))
+        lines.append(f"{r}|{r}\n")
+    return "".join(lines)
+
+
+def sorting_corpus(n_lines: int = 2000, length: int = 6, alphabet: str = string.digits,
+                   seed: int = 0) -> str:
+    """Lines "s>sorted(s)": the model must sort the characters before the arrow.
+
+    >>> sorting_corpus(n_lines=2, length=4, seed=1)
+    '2914>1249\\n1777>1777\\n'
+    """
+    _check_synthetic(n_lines, length, alphabet)
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n_lines):
+        s = "".join(rng.choice(alphabet) for _ in range(length))
+        lines.append(f"{s}>{''.join(sorted(s))}\n")
+    return "".join(lines)
+
+
+SYNTHETIC_CORPORA = {"induction": induction_corpus, "sorting": sorting_corpus}
+
+
+def synthetic_corpus(name: str, **kwargs: int | str) -> str:
+    """One of ``SYNTHETIC_CORPORA`` by name, e.g. ``synthetic_corpus("sorting", n_lines=10)``."""
+    if name not in SYNTHETIC_CORPORA:
+        raise ValueError(
+            f"unknown synthetic corpus {name!r}; choose from {sorted(SYNTHETIC_CORPORA)}."
+        )
+    return SYNTHETIC_CORPORA[name](**kwargs)
+
+
+def _check_synthetic(n_lines: int, length: int, alphabet: str) -> None:
+    if n_lines < 1 or length < 1 or not alphabet:
+        raise ValueError("n_lines and length must be >= 1 and the alphabet non-empty.")
+    if set(alphabet) & set("|>\n"):
+        raise ValueError("the alphabet must not contain the separators '|', '>' or newline.")

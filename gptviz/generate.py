@@ -1,0 +1,191 @@
+"""Generation: P_T(i) = softmax(y_N / T)_i, filtered by top-k and top-p, then sampled.
+
+``step`` shows the work of one step as data (cropped context, logits,
+probabilities, top candidates, chosen id, entropy); ``generate`` runs many
+steps, with a KV cache by default, and gives the same tokens as without one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from gptviz.model import GPT, KVCache
+from gptviz.tokenizers.base import BOS, Tokenizer
+
+
+@dataclass
+class Step:
+    """One generation step, as the Generation page draws it."""
+
+    context: list[int]  # the ids the model saw: the last context_length of the sequence
+    cropped: int  # how many earlier ids were dropped to fit the context window
+    logits: Tensor  # (|V|,) y_N, the last position's logits
+    probs: Tensor  # (|V|,) P_T after top-k / top-p (what was sampled from)
+    top: list[tuple[int, float]]  # the most probable (id, probability), best first
+    chosen: int  # the sampled (or greedy) id
+    entropy: float  # H(P_T) in nats; 0 means certain
+
+
+def check_sampling(temperature: float, top_k: int | None, top_p: float | None) -> None:
+    """Raise ValueError for settings that define no distribution."""
+    if not isinstance(temperature, (int, float)) or math.isnan(temperature) or temperature < 0:
+        raise ValueError(f"temperature must be >= 0 (0 means greedy), got {temperature}.")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k must be a whole number >= 1 (or None for no limit), got {top_k}.")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1] (1 keeps everything), got {top_p}.")
+
+
+def next_token_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
+                     top_p: float | None = None) -> Tensor:
+    """P_T = softmax(logits / T) restricted to the top-k ids, then to the smallest set
+    whose mass reaches top_p, and renormalised. T = 0 puts all mass on the argmax.
+
+    >>> next_token_probs(torch.tensor([2.0, 1.0, 0.0]), temperature=1.0, top_k=2)
+    tensor([0.7311, 0.2689, 0.0000])
+    """
+    check_sampling(temperature, top_k, top_p)
+    logits = logits.float()  # (|V|,)
+    if temperature == 0:
+        return torch.zeros_like(logits).scatter_(0, logits.argmax().view(1), 1.0)
+    # float64 and <= 0 before dividing: no overflow or 0/0 for tiny T.
+    scaled = (logits.double() - logits.max()) / temperature  # (|V|,)
+    if top_k is not None and top_k < scaled.numel():  # exactly k ids, even with ties
+        keep = scaled.sort(descending=True, stable=True).indices[:top_k]  # (k,) ties: low id
+        scaled = torch.full_like(scaled, float("-inf")).index_copy_(0, keep, scaled[keep])
+    probs = torch.softmax(scaled, dim=-1)  # (|V|,)
+    if top_p is not None and top_p < 1:
+        order = scaled.sort(descending=True, stable=True).indices  # (|V|,) best first
+        sorted_p = probs[order]  # (|V|,)
+        before = sorted_p.cumsum(0) - sorted_p  # mass of the strictly better ids
+        drop = order[before >= top_p]  # ids not needed to reach top_p
+        probs = probs.index_fill(0, drop, 0.0)
+        probs = probs / probs.sum()
+    return probs.float()
+
+
+def entropy(probs: Tensor) -> float:
+    """H(P) = -Σ p log p in nats (0 log 0 = 0).
+
+    >>> round(entropy(torch.tensor([0.5, 0.5])), 4)
+    0.6931
+    """
+    p = probs[probs > 0].double()
+    return float(-(p * p.log()).sum())
+
+
+def choose(probs: Tensor, temperature: float, generator: torch.Generator | None) -> int:
+    """Greedy at T = 0, else one draw from probs."""
+    if temperature == 0:
+        return int(probs.argmax())
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def sample_counts(probs: Tensor, n: int, seed: int | None = None) -> Tensor:
+    """Draw n ids from probs and count them, to set a histogram beside P_T.
+
+    >>> sample_counts(torch.tensor([0.0, 1.0]), 5)
+    tensor([0, 5])
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}.")
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    draws = torch.multinomial(probs.float().cpu(), n, replacement=True, generator=gen)  # (n,)
+    return torch.bincount(draws, minlength=probs.numel())
+
+
+def encode_prompt(tokenizer: Tokenizer, text: str) -> list[int]:
+    """Ids of a prompt; an empty prompt starts from <|BOS|>.
+
+    >>> encode_prompt(tokenizer, "")          # with <|BOS|> at id 3
+    [3]
+    """
+    if text:
+        return tokenizer.encode(text)
+    if BOS not in tokenizer.special_tokens:
+        raise ValueError("the prompt is empty and this tokenizer has no <|BOS|> to start from: "
+                         "type a few characters.")
+    return [tokenizer.special_tokens[BOS]]
+
+
+def _context(model: GPT, ids: Sequence[int]) -> tuple[list[int], int]:
+    ids = [int(i) for i in ids]
+    if not ids:
+        raise ValueError("the prompt is empty: give at least one token (e.g. the <|BOS|> id, "
+                         "which encode_prompt uses for an empty text).")
+    n_ctx = model.config.context_length
+    cropped = max(0, len(ids) - n_ctx)
+    return ids[cropped:], cropped
+
+
+@torch.no_grad()
+def step(model: GPT, ids: Sequence[int], temperature: float = 1.0, top_k: int | None = None,
+         top_p: float | None = None, generator: torch.Generator | None = None,
+         n_top: int = 10) -> Step:
+    """One step: crop to the context window, run the model, build P_T, choose."""
+    check_sampling(temperature, top_k, top_p)
+    context, cropped = _context(model, ids)
+    logits = model(context)[0, -1].float().cpu()  # (|V|,)
+    probs = next_token_probs(logits, temperature, top_k, top_p)  # (|V|,)
+    best = torch.topk(probs, min(n_top, probs.numel()))
+    top = [(int(i), float(p)) for p, i in zip(best.values, best.indices, strict=True)]
+    return Step(context, cropped, logits, probs, top, choose(probs, temperature, generator),
+                entropy(probs))
+
+
+def step_through(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
+                 top_k: int | None = None, top_p: float | None = None,
+                 seed: int | None = None) -> Iterator[Step]:
+    """Yield a Step per new token (each chosen id is appended before the next step)."""
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    ids = list(ids)
+    for _ in range(max_new_tokens):
+        s = step(model, ids, temperature, top_k, top_p, gen)
+        ids.append(s.chosen)
+        yield s
+
+
+@torch.no_grad()
+def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
+             top_k: int | None = None, top_p: float | None = None, seed: int | None = None,
+             use_cache: bool = True, stop_id: int | None = None) -> list[int]:
+    """Prompt ids + up to max_new_tokens sampled ids (stopping after ``stop_id``).
+
+    With ``use_cache`` each step feeds only the new token and reuses the keys and
+    values of earlier ones. Once the sequence outgrows the context window the
+    positions shift, so the window is recomputed, exactly as without a cache.
+
+    >>> generate(model, [3], 5, temperature=0)     # greedy: [3, ...5 ids]
+    """
+    check_sampling(temperature, top_k, top_p)
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}.")
+    context, _ = _context(model, ids)
+    model.check_ids(context)
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    out = [int(i) for i in ids]
+    n_ctx = model.config.context_length
+    cache = model.new_cache() if use_cache else None
+    logits = _logits(model, out[-n_ctx:], cache)
+    for _ in range(max_new_tokens):
+        probs = next_token_probs(logits, temperature, top_k, top_p)
+        out.append(choose(probs, temperature, gen))
+        if out[-1] == stop_id or len(out) - len(ids) == max_new_tokens:
+            break
+        if cache is not None and cache.length < n_ctx:
+            logits = _logits(model, out[-1:], cache)  # one new position
+        else:
+            if cache is not None:
+                cache.length = 0  # the window slid: every position moved
+            logits = _logits(model, out[-n_ctx:], cache)
+    return out
+
+
+def _logits(model: GPT, ids: list[int], cache: KVCache | None) -> Tensor:
+    x = torch.tensor([ids], dtype=torch.long, device=model.device)  # (1, T)
+    return model._forward(x, cache)[0, -1].float().cpu()  # (|V|,)

@@ -1,0 +1,127 @@
+"""Causally masked multi-head self-attention, and the key/value cache for generation.
+
+attention(Q, K, V) = softmax(Q Kᵀ / sqrt(d_k) + M) V, with M = -inf above the
+diagonal, computed per head. The hooked path writes this out step by step so
+the scores and the pattern can be captured; the fast path hands the same
+computation to ``scaled_dot_product_attention``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from gptviz.model.hooks import HookPoint
+
+
+class KVCache:
+    """Keys and values of the tokens seen so far, for every layer.
+
+    Preallocated to the context length; ``length`` tokens are filled. The
+    model writes new keys with ``append`` and calls ``advance`` after a pass.
+
+    >>> cache = KVCache(n_layer=4, batch=1, n_head=4, capacity=64, d_head=32)
+    >>> cache.length, cache.capacity
+    (0, 64)
+    """
+
+    def __init__(self, n_layer: int, batch: int, n_head: int, capacity: int, d_head: int,
+                 device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> None:
+        # Keys and values side by side, so one copy stores both.
+        self.kv = torch.zeros((n_layer, 2, batch, n_head, capacity, d_head), device=device,
+                              dtype=dtype)  # (L, 2, B, n_head, N, d_head)
+        self.length = 0
+        self.capacity = capacity
+
+    def append(self, layer: int, kv: Tensor) -> Tensor:
+        """Store kv (2, B, n_head, T, d_head) after the cached ones; return all of them."""
+        end = self.length + kv.shape[3]
+        if end > self.capacity:
+            raise ValueError(
+                f"the KV cache holds {self.capacity} positions; {end} would not fit. "
+                "Start a new cache from the cropped context."
+            )
+        self.kv[layer, :, :, :, self.length:end] = kv
+        return self.kv[layer, :, :, :, :end]  # (2, B, n_head, end, d_head)
+
+    def advance(self, n: int) -> None:
+        self.length += n
+
+
+def causal_mask(t_query: int, t_key: int, device: torch.device | None = None) -> Tensor:
+    """M as a boolean "blocked" matrix: query i (the last t_query of t_key) sees keys <= i.
+
+    >>> causal_mask(3, 3).int()
+    tensor([[0, 1, 1],
+            [0, 0, 1],
+            [0, 0, 0]], dtype=torch.int32)
+    """
+    offset = t_key - t_query
+    ones = torch.ones(t_query, t_key, dtype=torch.bool, device=device)
+    return torch.triu(ones, diagonal=offset + 1)  # (t_query, t_key)
+
+
+class CausalSelfAttention(nn.Module):
+    """n_head heads of width d_k = d_model / n_head; W_QKV holds W_Q, W_K, W_V side by side."""
+
+    def __init__(self, d_model: int, n_head: int, bias: bool, dropout: float) -> None:
+        super().__init__()
+        self.n_head = n_head
+        self.d_head = d_model // n_head
+        self.W_QKV = nn.Linear(d_model, 3 * d_model, bias=bias)  # [W_Q | W_K | W_V]
+        self.W_O = nn.Linear(d_model, d_model, bias=bias)  # mixes the heads back
+        self.dropout = dropout
+        self.resid_dropout = nn.Dropout(dropout) if dropout > 0 else None
+        for name in ("q", "k", "v", "scores", "pattern", "z"):
+            setattr(self, f"hook_{name}", HookPoint())
+
+    def forward(self, x: Tensor, hooked: bool = False, cache: KVCache | None = None,
+                layer: int = 0) -> Tensor:
+        B, T, d = x.shape
+        qkv = self.W_QKV(x).view(B, T, 3, self.n_head, self.d_head)  # (B, T, 3, n_head, d_head)
+        qkv = qkv.permute(2, 0, 3, 1, 4)  # (3, B, n_head, T, d_head): Q, K, V per head
+        if hooked:
+            q, k, v = self.hook_q(qkv[0]), self.hook_k(qkv[1]), self.hook_v(qkv[2])
+            kv = torch.stack((k, v)) if cache is not None else (k, v)  # (2, B, n_head, T, d_head)
+        else:
+            q, kv = qkv[0], qkv[1:]  # (B, n_head, T, d_head), (2, B, n_head, T, d_head)
+        if cache is not None:
+            kv = cache.append(layer, kv)  # (2, B, n_head, T_past + T, d_head)
+        k, v = kv[0], kv[1]
+        if hooked:
+            z = self._explicit(q, k, v)
+        else:
+            z = self._fused(q, k, v)
+        z = z.transpose(1, 2).reshape(B, T, d)  # (B, T, d): heads side by side
+        out = self.W_O(z)  # (B, T, d)
+        return self.resid_dropout(out) if self.resid_dropout is not None else out
+
+    def _explicit(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        scores = self.hook_scores(q @ k.transpose(-2, -1) / math.sqrt(self.d_head))  # (B, h, T, Tk)
+        blocked = causal_mask(q.shape[2], k.shape[2], device=q.device)  # (T, Tk)
+        pattern = torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1)  # W_attn
+        pattern = self.hook_pattern(pattern)  # (B, n_head, T, Tk), rows sum to 1
+        if self.training and self.dropout > 0:
+            pattern = F.dropout(pattern, self.dropout)
+        return self.hook_z(pattern @ v)  # (B, n_head, T, d_head)
+
+    def _fused(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        p = self.dropout if self.training else 0.0
+        if q.device.type == "cpu" and q.dtype == torch.bfloat16:
+            # CPU's bf16 flash-attention backward is ~4x slower than float32's.
+            with torch.autocast("cpu", enabled=False):
+                return self._sdpa(q.float(), k.float(), v.float(), p)
+        return self._sdpa(q, k, v, p)
+
+    @staticmethod
+    def _sdpa(q: Tensor, k: Tensor, v: Tensor, p: float) -> Tensor:
+        t_query, t_key = q.shape[2], k.shape[2]
+        if t_query == t_key:
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        if t_query == 1:  # one new token sees every cached one: no mask needed
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=p)
+        allowed = ~causal_mask(t_query, t_key, device=q.device)  # (T, Tk)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=p)

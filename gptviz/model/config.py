@@ -1,0 +1,212 @@
+"""Typed configurations: the model (``GPTConfig``) and its training (``TrainConfig``).
+
+Both validate themselves and round-trip through plain dicts (``config.json``),
+so a checkpoint written by one version of the code is checked field by field
+when it is read back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+ACTIVATIONS = ("gelu", "relu")
+POSITIONALS = ("sinusoidal", "learned", "none")
+
+
+@dataclass
+class GPTConfig:
+    """Shape of a GPT. The defaults are nanoGPT's CPU "baby GPT" on characters.
+
+    >>> GPTConfig(vocab_size=65).d_ff   # d_ff=None means 4 * d_model
+    512
+    """
+
+    vocab_size: int = 65  # |V|: ids are 0 .. vocab_size - 1
+    context_length: int = 64  # N: the longest input the model accepts
+    d_model: int = 128  # d: width of the residual stream
+    n_layer: int = 4  # number of transformer blocks
+    n_head: int = 4  # heads per attention layer; d_k = d_model / n_head
+    d_ff: int | None = None  # hidden width of the FFN; None -> 4 * d_model
+    activation: str = "gelu"  # FFN non-linearity: "gelu" (exact, erf form) or "relu"
+    positional: str = "learned"  # "sinusoidal" (the seeds' formula), "learned" or "none"
+    dropout: float = 0.0  # dropout after embeddings, attention and FFN (training only)
+    tie_embeddings: bool = True  # unembedding W_U = token embedding E (transposed)
+    bias: bool = True  # biases in the linear layers and LayerNorms (the seeds' b_1, b_2, b)
+
+    def __post_init__(self) -> None:
+        if self.d_ff is None and isinstance(self.d_model, int):
+            self.d_ff = 4 * self.d_model
+        self.validate()
+
+    @property
+    def d_head(self) -> int:
+        """d_k, the width of one head's queries, keys and values."""
+        return self.d_model // self.n_head
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first field that makes no sense."""
+        _check_types(self)
+        for name in ("vocab_size", "context_length", "d_model", "n_layer", "n_head", "d_ff"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"GPTConfig.{name} must be at least 1, got {getattr(self, name)}.")
+        if self.d_model % self.n_head:
+            raise ValueError(
+                f"GPTConfig: d_model ({self.d_model}) must be divisible by n_head "
+                f"({self.n_head}) so that every head gets d_k = d_model / n_head dimensions."
+            )
+        if self.positional == "sinusoidal" and self.d_model % 2:
+            raise ValueError(
+                f"GPTConfig: sinusoidal positions pair dimensions (sin, cos), so d_model "
+                f"must be even, got {self.d_model}."
+            )
+        _check_choice("activation", self.activation, ACTIVATIONS)
+        _check_choice("positional", self.positional, POSITIONALS)
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GPTConfig:
+        """Build from ``to_dict`` output; unknown or missing keys are errors."""
+        return _from_dict(cls, data)
+
+
+@dataclass
+class TrainConfig:
+    """How to train. Defaults follow nanoGPT's shakespeare-char baby GPT recipe.
+
+    >>> TrainConfig(steps=100).warmup_steps
+    100
+    """
+
+    steps: int = 2000  # optimizer steps
+    batch_size: int = 12  # sequences per step (per process under DDP)
+    learning_rate: float = 1e-3  # peak learning rate, reached after warmup
+    min_lr: float = 1e-4  # floor of the cosine decay
+    warmup_steps: int = 100  # linear warmup from 0 to learning_rate
+    weight_decay: float = 0.1  # AdamW decay on matrices (not on biases, LayerNorm, PE)
+    beta1: float = 0.9  # AdamW first-moment decay
+    beta2: float = 0.99  # AdamW second-moment decay (0.99 suits small batches)
+    grad_clip: float = 1.0  # clip the global gradient norm to this; 0 disables clipping
+    eval_interval: int = 250  # evaluate every this many steps (and at the end)
+    eval_batches: int = 20  # batches averaged for one validation loss
+    val_fraction: float = 0.1  # tail of the corpus held out for validation
+    stride: int = 1  # step between training windows (1 = every offset)
+    seed: int = 1337  # seeds initialisation, batch order and dropout
+    device: str = "auto"  # "auto" (cuda > mps > cpu), "cpu", "cuda", "cuda:1", "mps"
+    dtype: str = "auto"  # "auto" (bf16 autocast on CUDA, else float32), "float32", "bfloat16"
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        _check_types(self)
+        positive = ("steps", "batch_size", "eval_interval", "eval_batches", "stride")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(
+                    f"TrainConfig.{name} must be at least 1, got {getattr(self, name)}."
+                )
+        if not self.learning_rate > 0 or not 0 <= self.min_lr <= self.learning_rate:
+            raise ValueError(
+                f"TrainConfig: need learning_rate > 0 and 0 <= min_lr <= learning_rate, got "
+                f"learning_rate={self.learning_rate}, min_lr={self.min_lr}."
+            )
+        if self.warmup_steps < 0 or self.weight_decay < 0 or self.grad_clip < 0:
+            raise ValueError("TrainConfig: warmup_steps, weight_decay and grad_clip must be >= 0.")
+        if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
+            raise ValueError(
+                f"TrainConfig: betas must be in [0, 1), got {self.beta1}, {self.beta2}."
+            )
+        if not 0 < self.val_fraction < 1:
+            raise ValueError(
+                f"TrainConfig.val_fraction must be in (0, 1), got {self.val_fraction}."
+            )
+        _check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> TrainConfig:
+        return _from_dict(cls, data)
+
+
+@dataclass
+class RunConfig:
+    """A model and its training, nested the way minGPT nests ``C.model`` and ``C.trainer``."""
+
+    model: GPTConfig = field(default_factory=GPTConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+
+# The seeds' GPT_CONFIG_124M (GPT-2 small) in our field names, for parameter counts.
+# The seeds set qkv_bias=False; here ``bias`` covers every layer, so the QKV biases
+# (3 * 768 per block) are counted; ``parameter_counts`` lists them on their own line.
+GPT_CONFIG_124M: dict[str, Any] = dict(
+    vocab_size=50257, context_length=1024, d_model=768, n_layer=12, n_head=12,
+    dropout=0.1, bias=True, positional="learned", tie_embeddings=True,
+)
+
+
+def parameter_counts(config: GPTConfig) -> dict[str, int]:
+    """Trainable numbers per component, computed from the shapes alone (no model built).
+
+    >>> parameter_counts(GPTConfig(**GPT_CONFIG_124M))["total"]
+    124439808
+    """
+    c, d = config, config.d_model
+    b = 1 if c.bias else 0
+    per_block = {
+        "ln1": d + b * d,
+        "attn W_Q, W_K, W_V": 3 * d * d,
+        "attn QKV biases": b * 3 * d,
+        "attn W_O": d * d + b * d,
+        "ln2": d + b * d,
+        "FFN W_1, W_2": 2 * d * c.d_ff + b * (c.d_ff + d),
+    }
+    counts = {
+        "token embedding E": c.vocab_size * d,
+        "positional": c.context_length * d if c.positional == "learned" else 0,
+        **{f"blocks x{c.n_layer}: {k}": c.n_layer * v for k, v in per_block.items()},
+        "final LayerNorm": d + b * d,
+        "unembedding W_U": 0 if c.tie_embeddings else d * c.vocab_size,
+    }
+    counts["total"] = sum(counts.values())
+    return counts
+
+
+def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}.")
+
+
+def _check_types(obj: Any) -> None:
+    """Reject e.g. ``n_head="4"`` or ``dropout=None`` with a message naming the field."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        want = {"int": int, "float": (int, float), "str": str, "bool": bool}.get(
+            str(f.type).replace(" | None", ""), object
+        )
+        if isinstance(value, bool) and want is not bool:
+            ok = False
+        else:
+            ok = isinstance(value, want)
+        if not ok:
+            raise ValueError(f"{type(obj).__name__}.{f.name} must be {f.type}, got {value!r}.")
+
+
+def _from_dict(cls: Any, data: Any) -> Any:
+    if not isinstance(data, dict):
+        raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}.")
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown field(s) {unknown}.")
+    missing = sorted(names - set(data) - {"d_ff"})
+    if missing:
+        raise ValueError(f"{cls.__name__}: missing field(s) {missing}.")
+    return cls(**data)

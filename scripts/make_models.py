@@ -1,0 +1,88 @@
+"""The recipe for the bundled models in ``assets/models/``: rerun it to reproduce them.
+
+    python scripts/make_models.py                 # all three (about 25 min on one CPU core)
+    python scripts/make_models.py --only mathematics-char
+
+Each model is trained by the project's own CLI (``python -m gptviz.train``) with
+the arguments below and a fixed seed; the card is then completed with the
+model's configuration, perplexity and the command that made it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gptviz.data import induction_corpus  # noqa: E402
+from gptviz.train_cli import main as train_main  # noqa: E402
+
+MODELS = ROOT / "assets" / "models"
+CORPORA = ROOT / "assets" / "corpora"
+MATH = str(CORPORA / "mathematics.txt")
+INDUCTION = CORPORA / "induction.txt"
+
+COMMON = ["--activation", "gelu", "--positional", "learned", "--seed", "1337",
+          "--warmup", "100", "--grad-clip", "1.0", "--quiet"]
+RECIPES: dict[str, list[str]] = {
+    # (a) characters: 4 layers x 4 heads, d = 128 (nanoGPT's baby GPT, longer context)
+    "mathematics-char": [
+        "--corpus", MATH, "--tokenizer", "char", "--layers", "4", "--heads", "4",
+        "--d-model", "128", "--context-length", "128", "--batch-size", "16", "--steps", "2000",
+        "--lr", "3e-3", "--min-lr", "3e-4", "--dropout", "0.1", "--eval-interval", "250"],
+    # (b) byte-level BPE, |V| = 1024: same body, tokens are word pieces
+    "mathematics-bpe": [
+        "--corpus", MATH, "--tokenizer", "bpe", "--vocab-size", "1024", "--layers", "4",
+        "--heads", "4", "--d-model", "128", "--context-length", "64", "--batch-size", "32",
+        "--steps", "2000", "--lr", "3e-3", "--min-lr", "3e-4", "--dropout", "0.1",
+        "--eval-interval", "250"],
+    # (c) 2 layers on repeated random strings "r|r": induction heads form
+    "induction-2layer": [
+        "--corpus", str(INDUCTION), "--tokenizer", "char", "--layers", "2", "--heads", "4",
+        "--d-model", "64", "--context-length", "64", "--batch-size", "32", "--steps", "1500",
+        "--lr", "3e-3", "--min-lr", "3e-4", "--dropout", "0.0", "--eval-interval", "250"],
+}
+
+
+def make(name: str) -> dict:
+    if name == "induction-2layer":
+        INDUCTION.write_text(induction_corpus(n_lines=4000, length=10, seed=0), encoding="utf-8")
+    out = MODELS / name
+    t0 = time.time()
+    code = train_main([*RECIPES[name], *COMMON, "--out", str(out)])
+    if code != 0:
+        raise SystemExit(f"training {name} failed (exit {code})")
+    card_path = out / "card.json"
+    card = json.loads(card_path.read_text())
+    config = json.loads((out / "config.json").read_text())
+    evals = card["evals"]
+    card.update({
+        "name": name,
+        "model_config": config,
+        "final_train_loss": evals[-1]["train_loss"],
+        "final_val_perplexity": math.exp(card["final_val_loss"]),
+        "wall_time_s": round(time.time() - t0, 1),
+        "recipe": f"python scripts/make_models.py --only {name}",
+    })
+    card_path.write_text(json.dumps(card, indent=1))
+    return card
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Train the bundled models.")
+    parser.add_argument("--only", choices=list(RECIPES), action="append")
+    args = parser.parse_args()
+    for name in args.only or list(RECIPES):
+        card = make(name)
+        print(f"{name}: val loss {card['final_val_loss']:.3f} "
+              f"(perplexity {card['final_val_perplexity']:.2f}) in {card['wall_time_s']} s")
+
+
+if __name__ == "__main__":
+    main()

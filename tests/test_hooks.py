@@ -1,0 +1,131 @@
+"""Activation names (the golden contract), filters, hook removal and head ablation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gptviz.model import GPT, GPTConfig, ablate_heads, hooks
+
+# The contract of DESIGN §2, plus ``blocks.{l}.ln2.hook_normalized`` (the FFN's input,
+# which the Transformer-block page draws). Pages ask for these names; never rename them.
+PER_LAYER = [
+    "ln1.hook_normalized",
+    "attn.hook_q", "attn.hook_k", "attn.hook_v",
+    "attn.hook_scores", "attn.hook_pattern", "attn.hook_z",
+    "hook_attn_out", "hook_resid_mid",
+    "ln2.hook_normalized",
+    "mlp.hook_pre", "mlp.hook_post",
+    "hook_resid_post",
+]
+GOLDEN_NAMES = (
+    ["hook_embed", "hook_pos_embed"]
+    + [f"blocks.{layer}.{name}" for layer in range(2) for name in PER_LAYER]
+    + ["ln_final.hook_normalized", "hook_logits"]
+)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny tensors: one intra-op thread avoids thread contention on shared CI cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def make_model() -> GPT:
+    torch.manual_seed(0)
+    config = GPTConfig(vocab_size=9, context_length=8, d_model=12, n_layer=2, n_head=3)
+    return GPT(config).eval()
+
+
+def test_golden_hook_names():
+    model = make_model()
+    assert model.hook_names() == GOLDEN_NAMES
+    _, cache = model.run_with_cache([1, 2, 3])
+    assert list(cache) == GOLDEN_NAMES  # captured in forward order
+
+
+def test_activation_shapes():
+    _, c = make_model().run_with_cache([1, 2, 3, 4])  # B=1, T=4, d=12, 3 heads of 4
+    shapes = {
+        "hook_embed": (1, 4, 12), "hook_pos_embed": (4, 12),
+        "blocks.0.attn.hook_q": (1, 3, 4, 4), "blocks.0.attn.hook_pattern": (1, 3, 4, 4),
+        "blocks.0.attn.hook_z": (1, 3, 4, 4), "blocks.0.mlp.hook_pre": (1, 4, 48),
+        "blocks.1.hook_resid_post": (1, 4, 12), "hook_logits": (1, 4, 9),
+    }
+    for name, shape in shapes.items():
+        assert tuple(c[name].shape) == shape, name
+
+
+@pytest.mark.parametrize("names_filter,expected", [
+    ("hook_logits", ["hook_logits"]),
+    (["hook_embed", "blocks.1.attn.hook_pattern"], ["hook_embed", "blocks.1.attn.hook_pattern"]),
+    (lambda name: name.endswith("hook_pattern"),
+     ["blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern"]),
+])
+def test_names_filter(names_filter, expected):
+    _, cache = make_model().run_with_cache([1, 2], names_filter=names_filter)
+    assert list(cache) == expected
+
+
+def test_unknown_name_is_a_clear_error():
+    with pytest.raises(ValueError, match="no hook point named 'blocks.9.attn.hook_q'"):
+        make_model().run_with_cache([1], names_filter=["blocks.9.attn.hook_q"])
+    _, cache = make_model().run_with_cache([1], names_filter="hook_logits")
+    with pytest.raises(KeyError, match="no activation named"):
+        cache["hook_embed"]
+
+
+def _hook_count(model: GPT) -> int:
+    return sum(len(m._forward_hooks) for m in model.modules())
+
+
+def test_hooks_are_removed_even_after_an_error():
+    model = make_model()
+    with pytest.raises(RuntimeError, match="boom"), hooks(model, [(None, lambda x, name: None)]):
+        assert _hook_count(model) == len(GOLDEN_NAMES) and model.hooked_depth == 1
+        raise RuntimeError("boom")
+    assert _hook_count(model) == 0 and model.hooked_depth == 0
+    model.run_with_cache([1, 2])
+    assert _hook_count(model) == 0
+
+
+def test_a_hook_can_replace_an_activation():
+    model = make_model()
+    with hooks(model, [("blocks.0.hook_attn_out", lambda x, name: torch.zeros_like(x))]):
+        _, cache = model.run_with_cache([1, 2, 3])
+    assert (cache["blocks.0.hook_attn_out"] == 0).all()
+    torch.testing.assert_close(cache["blocks.0.hook_resid_mid"],
+                               cache["hook_embed"] + cache["hook_pos_embed"])
+
+
+def test_ablating_a_head_equals_zeroing_its_slice_of_W_O():
+    model, ids = make_model(), torch.tensor([[1, 2, 3, 4, 5]])
+    with ablate_heads(model, {1: [2]}):
+        ablated = model(ids)
+    reference = make_model()
+    with torch.no_grad():
+        reference.blocks[1].attn.W_O.weight[:, 8:12] = 0.0  # head 2 = columns 8..11
+    torch.testing.assert_close(ablated, reference(ids))
+    assert not torch.allclose(ablated, model(ids))  # and it is undone afterwards
+    torch.testing.assert_close(model(ids), make_model()(ids))
+
+
+def test_ablating_nothing_changes_nothing_and_bad_heads_are_errors():
+    model, ids = make_model(), torch.tensor([[1, 2, 3]])
+    with ablate_heads(model, {0: []}):
+        torch.testing.assert_close(model(ids), make_model()(ids))
+    with pytest.raises(ValueError, match="head"), ablate_heads(model, {0: [3]}):
+        pass
+    with pytest.raises(ValueError, match="layer 5"), ablate_heads(model, {5: [0]}):
+        pass
+
+
+def test_the_cache_sees_the_ablated_heads():
+    model = make_model()
+    with ablate_heads(model, {0: [0, 2]}):
+        _, cache = model.run_with_cache([1, 2, 3])
+    z = cache["blocks.0.attn.hook_z"]  # (B, n_head, T, d_head)
+    assert (z[:, [0, 2]] == 0).all() and (z[:, 1] != 0).any()

@@ -1,0 +1,207 @@
+"""The GPT and its layers: formulas, parity with torch's built-ins, both paths equal."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gptviz.model import (
+    GPT,
+    GPT_CONFIG_124M,
+    GPTConfig,
+    LayerNorm,
+    gelu,
+    parameter_counts,
+    relu,
+    sinusoidal_table,
+)
+from gptviz.model.attention import causal_mask
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny tensors: one intra-op thread avoids thread contention on shared CI cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny(**kw) -> GPTConfig:
+    base = dict(vocab_size=11, context_length=12, d_model=16, n_layer=2, n_head=4)
+    return GPTConfig(**{**base, **kw})
+
+
+def model_of(seed: int = 0, **kw) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(tiny(**kw)).eval()
+
+
+# ---- layers ------------------------------------------------------------------------
+@pytest.mark.parametrize("bias", [True, False])
+def test_layernorm_equals_torch(bias):
+    ln = LayerNorm(8, bias=bias)
+    with torch.no_grad():
+        ln.lam.uniform_(0.5, 2.0)
+        if bias:
+            ln.b.uniform_(-1, 1)
+    x = torch.randn(3, 5, 8) * 4 + 2
+    ref = F.layer_norm(x, (8,), ln.lam, ln.b if bias else None, 1e-5)
+    torch.testing.assert_close(ln(x, hooked=True), ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ln(x), ref)
+
+
+def test_layernorm_rows_have_mean_0_var_1_at_init():
+    y = LayerNorm(32)(torch.randn(4, 32) * 7 + 3, hooked=True)
+    torch.testing.assert_close(y.mean(-1), torch.zeros(4), atol=1e-5, rtol=0)
+    torch.testing.assert_close(y.var(-1, unbiased=False), torch.ones(4), atol=1e-3, rtol=0)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_equals_torch(approximate):
+    x = torch.linspace(-6, 6, 1001)
+    torch.testing.assert_close(gelu(x, approximate), F.gelu(x, approximate=approximate))
+
+
+def test_gelu_and_relu_golden():
+    x = torch.tensor([-1.0, 0.0, 1.0])
+    torch.testing.assert_close(gelu(x), torch.tensor([-0.158655, 0.0, 0.841345]), atol=1e-6, rtol=0)
+    assert relu(x).tolist() == [0.0, 0.0, 1.0]
+
+
+def test_sinusoidal_follows_the_formula():
+    d = 6
+    pe = sinusoidal_table(5, d)
+    for i in range(5):
+        for j in range(d // 2):
+            angle = i / 10000 ** (2 * j / d)
+            assert pe[i, 2 * j].item() == pytest.approx(math.sin(angle), abs=1e-6)
+            assert pe[i, 2 * j + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+    assert pe[0].tolist() == [0.0, 1.0] * 3  # position 0: sin 0, cos 0
+
+
+def test_causal_mask_blocks_the_future():
+    assert causal_mask(2, 4).tolist() == [[False, False, False, True], [False, False, False, False]]
+
+
+# ---- the model ---------------------------------------------------------------------
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned", "none"])
+@pytest.mark.parametrize("activation", ["gelu", "relu"])
+@pytest.mark.parametrize("bias,tie", [(True, True), (False, False)])
+def test_hooked_path_equals_fast_path(positional, activation, bias, tie):
+    model = model_of(positional=positional, activation=activation, bias=bias, tie_embeddings=tie)
+    ids = torch.randint(0, 11, (3, 12))
+    fast = model(ids)  # scaled_dot_product_attention, F.layer_norm, F.gelu
+    hooked, cache = model.run_with_cache(ids)  # explicit softmax, hand-written layers
+    torch.testing.assert_close(hooked, fast, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(cache["hook_logits"], fast, atol=1e-5, rtol=1e-5)
+
+
+def test_attention_pattern_is_causal_and_normalised():
+    _, cache = model_of().run_with_cache([1, 2, 3, 4, 5])
+    pattern = cache["blocks.1.attn.hook_pattern"][0]  # (n_head, T, T)
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(4, 5))
+    assert (pattern.triu(1) == 0).all()
+    q, k = cache["blocks.1.attn.hook_q"], cache["blocks.1.attn.hook_k"]
+    torch.testing.assert_close(cache["blocks.1.attn.hook_scores"], q @ k.transpose(-2, -1) / 2.0)
+    z = pattern @ cache["blocks.1.attn.hook_v"][0]
+    torch.testing.assert_close(cache["blocks.1.attn.hook_z"][0], z)
+
+
+def test_future_tokens_do_not_change_earlier_logits():
+    model = model_of()
+    a = model(torch.tensor([[1, 2, 3, 4]]))
+    b = model(torch.tensor([[1, 2, 3, 9]]))
+    torch.testing.assert_close(a[:, :3], b[:, :3])
+    assert not torch.allclose(a[:, 3], b[:, 3])
+
+
+def test_resid_stream_adds_up():
+    _, c = model_of().run_with_cache([3, 1, 4, 1])
+    torch.testing.assert_close(c["blocks.0.hook_resid_mid"],
+                               c["hook_embed"] + c["hook_pos_embed"] + c["blocks.0.hook_attn_out"])
+
+
+def test_kv_cache_gives_the_same_logits():
+    model = model_of(positional="sinusoidal")
+    ids = torch.randint(0, 11, (2, 12))
+    full = model(ids)
+    cache = model.new_cache(batch=2)
+    parts = [model(ids[:, :5], cache)] + [model(ids[:, t:t + 1], cache) for t in range(5, 12)]
+    torch.testing.assert_close(torch.cat(parts, 1), full, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="context_length"):
+        model(ids[:, :1], cache)
+
+
+def test_tied_embeddings_share_one_matrix():
+    model = model_of(tie_embeddings=True)
+    assert model.unembed.weight is model.embed.weight
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(bias=False), dict(tie_embeddings=False),
+                                dict(positional="sinusoidal"), dict(d_ff=24)])
+def test_parameter_counts_match_the_model(kw):
+    config = tiny(**kw)
+    assert parameter_counts(config)["total"] == GPT(config).num_params()
+
+
+def test_gpt2_small_parameter_count():
+    assert parameter_counts(GPTConfig(**GPT_CONFIG_124M))["total"] == 124_439_808
+    untied = GPTConfig(**{**GPT_CONFIG_124M, "tie_embeddings": False})
+    assert parameter_counts(untied)["total"] == 124_439_808 + 50257 * 768
+
+
+def test_bf16_autocast_forward_on_cpu():
+    model = model_of()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(torch.tensor([[1, 2, 3]]))
+    torch.testing.assert_close(out.float(), model(torch.tensor([[1, 2, 3]])), atol=0.05, rtol=0.05)
+
+
+# ---- bad input ---------------------------------------------------------------------
+@pytest.mark.parametrize("ids,message", [
+    ([1, 11], "outside the vocabulary"),
+    ([-1, 2], "outside the vocabulary"),
+    (list(range(11)) + [1, 2], "longer than the model's context_length"),
+    ([], "non-empty"),
+    (torch.tensor([0.5, 1.0]), "must be integers"),
+])
+def test_bad_ids_are_clear_value_errors(ids, message):
+    with pytest.raises(ValueError, match=message):
+        model_of()(ids)
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(d_model=10, n_head=4), "divisible by n_head"),
+    (dict(activation="tanh"), "activation must be one of"),
+    (dict(positional="rotary"), "positional must be one of"),
+    (dict(n_layer=0), "n_layer must be at least 1"),
+    (dict(dropout=1.0), "dropout"),
+    (dict(n_head="4"), "n_head must be int"),
+    (dict(d_model=9, n_head=3, positional="sinusoidal"), "even"),
+])
+def test_invalid_config_is_a_clear_value_error(kw, message):
+    with pytest.raises(ValueError, match=message):
+        tiny(**kw)
+
+
+def test_config_round_trips_and_rejects_unknown_fields():
+    c = tiny(positional="none")
+    assert GPTConfig.from_dict(c.to_dict()) == c
+    with pytest.raises(ValueError, match="unknown field"):
+        GPTConfig.from_dict({**c.to_dict(), "n_embd": 3})
+    with pytest.raises(ValueError, match="missing field"):
+        GPTConfig.from_dict({"vocab_size": 3})
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 3))
+def test_logits_shape_and_finite_for_any_length(t, b):
+    ids = torch.randint(0, 11, (b, t))
+    out = model_of()(ids)
+    assert out.shape == (b, t, 11) and torch.isfinite(out).all()

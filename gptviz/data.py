@@ -86,27 +86,6 @@ def train_val_split(ids: Sequence[int] | Tensor, val_fraction: float, context_le
     return ids[:ids.numel() - n_val], ids[ids.numel() - n_val:]
 
 
-def decode_corpus(data: bytes, max_bytes: int = 20_000_000) -> str:
-    """Bytes of an uploaded .txt -> text, or a ValueError saying what is wrong.
-
-    >>> decode_corpus("héllo".encode())
-    'héllo'
-    """
-    if not data:
-        raise ValueError("the file is empty: give a UTF-8 text file with some text in it.")
-    if len(data) > max_bytes:
-        raise ValueError(f"the file has {len(data):,} bytes; the limit is {max_bytes:,}.")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"the file is not UTF-8 text (byte {exc.start} is invalid): save it as UTF-8."
-        ) from exc
-    if "\x00" in text:
-        raise ValueError("the file contains NUL bytes: it looks binary, not like a text corpus.")
-    return text
-
-
 # ---- synthetic corpora --------------------------------------------------------
 def induction_corpus(n_lines: int = 2000, length: int = 10, alphabet: str = string.ascii_lowercase,
                      seed: int = 0) -> str:

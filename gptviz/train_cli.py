@@ -16,7 +16,7 @@ from typing import TextIO
 
 from gptviz import ddp
 from gptviz.checkpoints import save_checkpoint
-from gptviz.data import decode_corpus
+from gptviz.corpora import decode_text
 from gptviz.model import GPTConfig, RunConfig, TrainConfig
 from gptviz.tokenizers.base import Tokenizer
 from gptviz.train import EvalInfo, StepInfo, Trainer
@@ -110,7 +110,7 @@ def run(a: argparse.Namespace) -> Path | None:
     """Train and save; returns the checkpoint folder (None on non-zero ranks)."""
     dist = ddp.init_from_env(a.device)
     try:
-        text = decode_corpus(a.corpus.read_bytes())
+        text = decode_text(a.corpus.read_bytes(), str(a.corpus), limit=50_000_000)
         tokenizer = make_tokenizer(a.tokenizer)
         tokenizer.train(text, a.vocab_size)
         ids = tokenizer.encode(text)

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from gptviz.data import (
     SlidingWindowDataset,
-    decode_corpus,
     induction_corpus,
     sorting_corpus,
     synthetic_corpus,
@@ -66,18 +65,6 @@ def test_split_keeps_order_and_checks_length():
     assert train.tolist() == list(range(90)) and val.tolist() == list(range(90, 100))
     with pytest.raises(ValueError, match="too short to hold one window"):
         train_val_split(list(range(20)), 0.1, context_length=4)
-
-
-def test_decode_corpus_errors():
-    assert decode_corpus("\ufeffhi ☃".encode()) == "hi ☃"
-    with pytest.raises(ValueError, match="empty"):
-        decode_corpus(b"")
-    with pytest.raises(ValueError, match="not UTF-8"):
-        decode_corpus(b"caf\xe9")
-    with pytest.raises(ValueError, match="NUL"):
-        decode_corpus(b"a\x00b")
-    with pytest.raises(ValueError, match="limit"):
-        decode_corpus(b"abc", max_bytes=2)
 
 
 def test_induction_lines_repeat_their_first_half():

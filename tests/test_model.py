@@ -205,3 +205,14 @@ def test_logits_shape_and_finite_for_any_length(t, b):
     ids = torch.randint(0, 11, (b, t))
     out = model_of()(ids)
     assert out.shape == (b, t, 11) and torch.isfinite(out).all()
+
+
+def test_sinusoidal_table_with_an_odd_width():
+    import math
+
+    from gptviz.model.layers import sinusoidal_table
+
+    pe = sinusoidal_table(6, 5)  # columns: sin, cos, sin, cos, sin
+    assert pe.shape == (6, 5)
+    assert float(pe[3, 4]) == pytest.approx(math.sin(3 / 10000 ** (4 / 5)), abs=1e-6)
+    assert float(pe[3, 3]) == pytest.approx(math.cos(3 / 10000 ** (2 / 5)), abs=1e-6)

@@ -44,7 +44,7 @@ def sinusoidal_table(n_positions: int, d_model: int) -> Tensor:
     angle = i / torch.pow(10000.0, two_j / d_model)  # (N, d/2)
     pe = torch.empty(n_positions, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # odd d: the last column is a sine
     return pe.float()  # (N, d)
 
 

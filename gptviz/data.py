@@ -88,18 +88,23 @@ def train_val_split(ids: Sequence[int] | Tensor, val_fraction: float, context_le
 
 # ---- synthetic corpora --------------------------------------------------------
 def induction_corpus(n_lines: int = 2000, length: int = 10, alphabet: str = string.ascii_lowercase,
-                     seed: int = 0) -> str:
+                     seed: int = 0, max_length: int | None = None) -> str:
     """Lines "r|r" where r is random: the second half is predictable only by copying
-    from the first, which is what induction heads learn to do.
+    from the first, which is what induction heads learn to do. With ``max_length``
+    each r has a random length in [length, max_length], so that the copy is not at
+    a fixed distance and a head that merely looks a fixed number of places back fails.
 
     >>> induction_corpus(n_lines=2, length=3, seed=1)
     'esz|esz\\nyci|yci\\n'
     """
     _check_synthetic(n_lines, length, alphabet)
+    if max_length is not None and max_length < length:
+        raise ValueError(f"max_length ({max_length}) must be >= length ({length}).")
     rng = random.Random(seed)
     lines = []
     for _ in range(n_lines):
-        r = "".join(rng.choice(alphabet) for _ in range(length))
+        n = length if max_length is None else rng.randint(length, max_length)
+        r = "".join(rng.choice(alphabet) for _ in range(n))
         lines.append(f"{r}|{r}\n")
     return "".join(lines)
 

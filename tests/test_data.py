@@ -88,3 +88,14 @@ def test_synthetic_by_name_and_bad_arguments():
         synthetic_corpus("parity")
     with pytest.raises(ValueError, match="separators"):
         induction_corpus(alphabet="ab|")
+
+
+def test_induction_lines_of_varying_length_repeat_exactly():
+    from gptviz.data import induction_corpus
+
+    lines = induction_corpus(n_lines=200, length=4, max_length=9, seed=3).splitlines()
+    halves = [line.split("|") for line in lines]
+    assert all(a == b for a, b in halves)
+    assert {len(a) for a, _ in halves} == set(range(4, 10))
+    with pytest.raises(ValueError, match="max_length"):
+        induction_corpus(n_lines=1, length=5, max_length=4)

@@ -1,6 +1,8 @@
-"""Home: the pipeline of a GPT, and where each step is shown."""
+"""Home: the pipeline of a GPT, the model loaded now, and where each step is shown."""
 
 import streamlit as st
+
+from gptviz.ui.models import describe, model_picker
 
 st.title("gptviz — a GPT, step by step")
 st.markdown(
@@ -14,17 +16,28 @@ X\in\{0,1\}^{N\times|V|}\;\xrightarrow{\;A\;}\;XA + P\;\xrightarrow{\;\text{bloc
 H\;\xrightarrow{\;W_U\;}\;y\;\xrightarrow{\;\mathrm{softmax}(y_N/T)\;}\;P(t_{N+1})
 """)
 
+picked = model_picker()
+if picked is not None:
+    card = picked.checkpoint.card
+    with st.container(border=True):
+        st.markdown(f"**Model loaded: `{picked.name}`** — {describe(picked)}")
+        facts = {k: card[k] for k in ("corpus", "tokenizer", "steps", "final_val_loss",
+                                      "final_val_perplexity", "wall_time_s", "date") if k in card}
+        if facts:
+            st.caption(" · ".join(f"{k.replace('_', ' ')}: {v:.3f}" if isinstance(v, float)
+                                  else f"{k.replace('_', ' ')}: {v}" for k, v in facts.items()))
+
 STEPS = [
     ("Tokens", "Cut the text into tokens and number them: characters, words, byte-level BPE "
      "or GPT-2's encoding.", "pages/tokenizers.py"),
     ("Embeddings + positions", "Each id selects a row of the embedding matrix; a positional "
-     "encoding says where the token stands.", None),
+     "encoding says where the token stands.", "pages/embeddings.py"),
     ("Transformer blocks", "LayerNorm, causal self-attention and a feed-forward network, "
-     "each added back to the residual stream.", None),
+     "each added back to the residual stream.", "pages/block.py"),
     ("Logits", "The last row of the final stream is mapped to one score per vocabulary "
      "entry.", None),
     ("Sampling", "Temperature, top-k and top-p turn scores into a distribution; one token is "
-     "drawn and appended, and the loop starts again.", None),
+     "drawn and appended, and the loop starts again.", "pages/generation.py"),
 ]
 for i, (name, what, page) in enumerate(STEPS, start=1):
     with st.container(border=True):

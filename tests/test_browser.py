@@ -15,6 +15,11 @@ pytestmark = pytest.mark.browser
 PAGES = {
     "": "a GPT, step by step",
     "tokenizers": "Tokenizers",
+    "embeddings": "One-hot × E",
+    "positional": "Sinusoidal formula",
+    "attention": "All heads",
+    "block": "The block, step by step",
+    "generation": "Generation",
 }
 
 

@@ -151,3 +151,44 @@ def _shared_range(mats: list[np.ndarray], kind: str) -> tuple[float, float]:
         bound = float(np.abs(finite).max()) or 1.0
         return (-bound, bound)
     return (float(finite.min()), float(finite.max()))
+
+
+def title_room(fig: go.Figure, top: int = 86) -> go.Figure:
+    """Room for the title above a top x-axis, so title, ticks and axis title do not overlap.
+
+    >>> title_room(heatmap([[1.0]], title="t")).layout.margin.t
+    86
+    """
+    fig.update_layout(margin=dict(t=top),
+                      title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=10)))
+    return fig
+
+
+def legend_on_top(fig: go.Figure) -> go.Figure:
+    """A horizontal legend above the plot, clear of the x-axis title below it.
+
+    >>> legend_on_top(go.Figure()).layout.legend.yanchor
+    'bottom'
+    """
+    fig.update_layout(legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1.0,
+                                  xanchor="right"))
+    return fig
+
+
+def thin_ticks(fig: go.Figure, max_labels: int = 32) -> go.Figure:
+    """Label every k-th token on axes with more than ``max_labels`` token ticks.
+
+    The browser measures every tick label; 128 of them per axis cost more to draw
+    than the heatmap itself, and at that density they cannot be read anyway. Hover
+    still names every cell.
+
+    >>> fig = thin_ticks(heatmap(np.eye(100), [str(i) for i in range(100)]))
+    >>> len(fig.layout.xaxis.tickvals), fig.layout.xaxis.ticktext[1]
+    (25, '4')
+    """
+    for axis in [*fig.select_xaxes(), *fig.select_yaxes()]:
+        vals, text = axis.tickvals, axis.ticktext
+        if axis.tickmode == "array" and vals is not None and len(vals) > max_labels:
+            step = -(-len(vals) // max_labels)  # ceil
+            axis.update(tickvals=list(vals[::step]), ticktext=list(text[::step]))
+    return fig

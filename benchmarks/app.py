@@ -1,0 +1,164 @@
+"""Speed of the model pages: warm AppTest runs of every view, and the browser time until
+the Attention page is fully drawn for a 128-token prompt with all heads.
+
+    python benchmarks/app.py [--reps 7] [--no-browser]
+
+Warm = the same AppTest session run again after a first (cold) run: models loaded and
+forward passes cached, so what is timed is the page script, its figures and their
+serialisation. The browser figure is the time from ``page.goto`` to: script finished,
+every plotly chart drawn (its SVG present) and every formula typeset. It uses the
+bundled model with the longest context (the prompt is cut to exactly 128 tokens of the
+bundled corpus, or to the context if that is shorter). Targets (issue 5): ≤ 300 ms per
+warm run with the default model; ≤ 1.5 s for the Attention page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gptviz.checkpoints import load_checkpoint  # noqa: E402
+from gptviz.models import DEFAULT_MODEL, bundled_models  # noqa: E402
+
+VIEWS = {
+    "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
+    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
+    "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
+    "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
+              "Residual stream and logit lens"],
+}
+CORPUS = ROOT / "assets" / "corpora" / "mathematics.txt"
+DRAWN = """(charts) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+    const all = document.querySelectorAll('[data-testid="stPlotlyChart"]').length;
+    const drawn = document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length;
+    return all >= charts && drawn >= all && document.querySelectorAll('.katex').length > 0;
+}"""  # script finished, every plotly chart drawn, formulas typeset
+
+
+def warm_apptest(model: str, reps: int) -> list[tuple[str, str, float, float]]:
+    """(page, view, cold s, median warm ms) for every view of every page."""
+    from streamlit.testing.v1 import AppTest
+
+    rows = []
+    for page, views in VIEWS.items():
+        for view in views:
+            at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=300)
+            at.query_params["model"] = model
+            at.query_params["view"] = view
+            t = time.perf_counter()
+            at.run()
+            cold = time.perf_counter() - t
+            assert not at.exception, at.exception
+            times = []
+            for _ in range(reps):
+                t = time.perf_counter()
+                at.run()
+                times.append((time.perf_counter() - t) * 1e3)
+            rows.append((page, view, cold, statistics.median(times)))
+    return rows
+
+
+def long_prompt(model: str, n: int = 128) -> tuple[str, int]:
+    """The first n tokens (or the context, if shorter) of the corpus, as text."""
+    ckpt = load_checkpoint(bundled_models()[model])
+    n = min(n, ckpt.config.context_length)
+    text = CORPUS.read_text(encoding="utf-8")[:4000]
+    tokens = ckpt.tokenizer.tokens(text)
+    return text[: tokens[n - 1].span[1]], n
+
+
+def browser_attention(model: str, reps: int) -> tuple[int, list[float], list[float]]:
+    """Seconds until Attention (128 tokens) and, as a reference, Home are fully drawn."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import CHROMIUM, CHROMIUM_ARGS, wait_for_app
+
+    prompt, n = long_prompt(model)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    pages = {"attention": (f"{base}/attention?" + urllib.parse.urlencode(
+        {"model": model, "prompt": prompt}), 2), "home": (f"{base}/?model={model}", 0)}
+    times: dict[str, list[float]] = {name: [] for name in pages}
+    try:
+        for _ in range(120):
+            try:
+                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(base)  # the router first (see tests/test_browser_model_pages.py)
+            wait_for_app(page)
+            for rep in range(reps + 1):  # the first round fills the caches: not counted
+                for name, (url, charts) in pages.items():  # interleaved: same load for both
+                    t = time.perf_counter()
+                    page.goto(url)
+                    page.wait_for_function(DRAWN, arg=charts, timeout=120_000, polling=20)
+                    if rep:
+                        times[name].append(time.perf_counter() - t)
+            browser.close()
+        return n, times["attention"], times["home"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--no-browser", action="store_true")
+    args = p.parse_args()
+    models = bundled_models()
+    if not models:
+        raise SystemExit("no bundled models in assets/models (or GPTVIZ_MODELS_DIR)")
+    default = DEFAULT_MODEL if DEFAULT_MODEL in models else sorted(models)[0]
+    print(f"# Model pages, {platform.python_version()}, {os.cpu_count()} CPUs, "
+          f"models: {', '.join(sorted(models))}\n")
+    print(f"## Warm AppTest runs, model {default} (median of {args.reps}; target ≤ 300 ms "
+          "for each page's default view)\n")
+    print("| page | view | cold run (s) | warm run (ms) |\n|---|---|---|---|")
+    for page, view, cold, warm in warm_apptest(default, args.reps):
+        print(f"| {page} | {view} | {cold:.2f} | {warm:.0f} |")
+    if args.no_browser:
+        return
+    longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
+    n, attention, home = browser_attention(longest, max(3, args.reps // 2))
+    c = load_checkpoint(models[longest]).config
+    print(f"\n## Browser: Attention page fully drawn, {n}-token prompt, all "
+          f"{c.n_layer * c.n_head} heads ({c.n_layer} layers × {c.n_head}), model {longest}\n")
+    print("Each load is a new session (page.goto), caches warm; Home (the router, the model "
+          "picker and one formula) is loaded alternately as the reference.\n")
+    print("| page | median (s) | min (s) | max (s) |\n|---|---|---|---|")
+    for name, times in [("Attention, 128 tokens", attention), ("Home (reference)", home)]:
+        print(f"| {name} | {statistics.median(times):.2f} | {min(times):.2f} | "
+              f"{max(times):.2f} |")
+    extra = statistics.median(a - h for a, h in zip(attention, home, strict=True))
+    print(f"\nAttention − Home, median of pairs: {extra:.2f} s. Target: ≤ 1.5 s for the "
+          "Attention page.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""The Generation page's speed: one "Next token" rerun, and "Generate 200" end to end.
+
+    OMP_NUM_THREADS=1 python benchmarks/generation_page.py            # AppTest (server side)
+    OMP_NUM_THREADS=1 python benchmarks/generation_page.py --browser  # + Chromium, end to end
+
+AppTest runs the whole page script as the server does (widgets, the model step, the
+figures and their serialisation) without a browser. ``--browser`` starts
+``streamlit run app.py`` and times, in headless Chromium, from the click to the page
+having settled (script finished, everything drawn). Beside each figure: the same work
+done by the library alone (``generate.step`` and the KV-cached ``generate.generate``),
+so the ratio shows what the page adds. Targets (issue 6): step <= 150 ms warm,
+Generate 200 <= 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gptviz import generate as gen  # noqa: E402
+from gptviz.checkpoints import load_checkpoint  # noqa: E402
+from gptviz.models import DEFAULT_MODEL, bundled_models  # noqa: E402
+
+PAGE = str(ROOT / "pages" / "generation.py")
+VIEWS = ["This step", "Three temperatures", "Sample N times", "Attention", "History"]
+
+
+def ms(times: list[float]) -> str:
+    return f"{statistics.median(times) * 1e3:.0f} ms (min {min(times) * 1e3:.0f})"
+
+
+def apptest_step(view: str, reps: int) -> list[float]:
+    """Seconds per warm "Next token" rerun with ``view`` open."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.query_params["view"] = view
+    at.run()
+    clicks = 0
+
+    def click() -> None:  # "Next token" sends its running total of clicks
+        nonlocal clicks
+        clicks += 1
+        at.session_state["gen_next"] = {"clicks": clicks}
+
+    for _ in range(3):  # warm: model loaded, caches and imports in place
+        click()
+        at.run()
+    times = []
+    for _ in range(reps):
+        click()
+        t = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - t)
+        assert not at.exception, at.exception
+    return times
+
+
+def apptest_generate(n: int, reps: int) -> list[float]:
+    """Seconds for "Generate n": the callback, the streamed loop, the rerun that redraws."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.run()
+    at.number_input(key="gen_n").set_value(n).run()
+    times = []
+    for _ in range(reps + 1):
+        if not at.button(key="gen_reset").disabled:
+            at.button(key="gen_reset").click().run()
+        at.button(key="gen_run").click()
+        t = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - t)
+        assert len(at.session_state["gen_history"].turns) == n, "not every token was made"
+    return times[1:]  # the first is the warm-up
+
+
+def library(n: int, reps: int) -> tuple[list[float], list[float], list[float]]:
+    """The model work alone: one step, n steps (as the page runs them), n with the KV cache."""
+    ckpt = load_checkpoint(bundled_models()[DEFAULT_MODEL])
+    model = ckpt.model.eval()
+    ids = ckpt.tokenizer.encode("The Steenrod problem asks which homology classes of a space")
+    one, steps, cached = [], [], []
+    for _ in range(reps + 1):
+        t = time.perf_counter()
+        gen.step(model, ids, 1.0, generator=None)
+        one.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        list(gen.step_through(model, ids, n, 1.0, seed=0))
+        steps.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        gen.generate(model, ids, n, 1.0, seed=0)
+        cached.append(time.perf_counter() - t)
+    return one[1:], steps[1:], cached[1:]
+
+
+def browser(n: int, reps: int) -> tuple[list[float], list[float]]:
+    """Click to settled page in Chromium: "Next token" and "Generate n"."""
+    from playwright.sync_api import sync_playwright
+
+    port = 8765
+    env = dict(os.environ)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        with sync_playwright() as pw:
+            b = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                   args=["--no-sandbox", "--disable-gpu"])
+            page = b.new_page(viewport={"width": 1400, "height": 1000})
+            idle = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+            def settle() -> None:
+                page.wait_for_timeout(50)  # let the click's rerun start
+                page.wait_for_selector(idle, timeout=120_000)
+
+            page.goto(url)
+            settle()
+            page.goto(f"{url}/generation")
+            settle()
+            step_times, gen_times = [], []
+            for i in range(reps + 2):
+                t = time.perf_counter()
+                page.get_by_role("button", name="Next token").click()
+                settle()
+                if i >= 2:
+                    step_times.append(time.perf_counter() - t)
+            box = page.get_by_label("n", exact=True)
+            box.fill(str(n))
+            box.press("Enter")
+            settle()
+            for _ in range(reps):
+                page.get_by_role("button", name="Reset", exact=True).click()
+                settle()
+                t = time.perf_counter()
+                page.get_by_role("button", name="Generate n").click()
+                page.get_by_text(f"Generated {n} tokens").first.wait_for(timeout=120_000)
+                settle()
+                gen_times.append(time.perf_counter() - t)
+            b.close()
+        return step_times, gen_times
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--n", type=int, default=200)
+    p.add_argument("--browser", action="store_true", help="also time it in headless Chromium")
+    args = p.parse_args()
+    import torch
+
+    print(f"# Generation page, model {DEFAULT_MODEL}, torch threads {torch.get_num_threads()}, "
+          f"median of {args.reps}\n")
+    one, steps, cached = library(args.n, args.reps)
+    print("## Library alone")
+    print(f"- one step (forward + P_T + choice): {ms(one)}")
+    print(f"- {args.n} steps, each a full forward (what the page runs): {ms(steps)}")
+    print(f"- {args.n} tokens with the KV cache (generate.generate): {ms(cached)}\n")
+    print("## Page, AppTest (server side: script, model, figures)")
+    for view in VIEWS:
+        print(f"- Next token, '{view}' open: {ms(apptest_step(view, args.reps))}")
+    runs = apptest_generate(args.n, max(3, args.reps // 2))
+    print(f"- Generate {args.n}, end to end: {ms(runs)}")
+    if args.browser:
+        step_times, gen_times = browser(args.n, max(3, args.reps // 2))
+        print("\n## Page in Chromium (click to settled page)")
+        print(f"- Next token ('This step' open): {ms(step_times)}")
+        print(f"- Generate {args.n}: {ms(gen_times)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Attention: softmax(QKᵀ/√d_k + M) V, head by head, with the live numbers."""
+
+import streamlit as st
+
+from gptviz.ui import attention_sections as sections
+from gptviz.ui.model_inputs import encode, layer_and_head, prompt_input
+from gptviz.ui.models import describe, model_picker
+
+st.title("Attention")
+st.markdown(
+    "Attention lets each token gather information from the tokens before it. A head turns "
+    "every token into a query $q_i$, a key $k_j$ and a value $v_j$; query $i$ scores key $j$ "
+    "by $q_i\\cdot k_j/\\sqrt{d_k}$, the mask $M$ forbids the future, a softmax turns each row "
+    "of scores into weights, and token $i$ receives $z_i=\\sum_j w_{ij}v_j$.")
+st.latex(r"W_{\text{attn}} = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big),\qquad "
+         r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases},\qquad "
+         r"Z = W_{\text{attn}}\, V")
+
+picked = model_picker()
+if picked is None:
+    st.stop()
+config = picked.checkpoint.config
+st.caption(f"Model **{picked.name}** — {describe(picked)}")
+prompt = encode(picked.checkpoint, prompt_input(picked.checkpoint))
+if prompt is None:
+    st.stop()
+layer, head = layer_and_head(config.n_layer, config.n_head)
+cache = sections.run(picked, prompt)
+
+tabs = st.tabs(["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
+               key="view", bind="query-params", on_change="rerun")
+with tabs[0]:
+    if tabs[0].open:
+        sections.overview(picked, prompt, cache, layer, head)
+with tabs[1]:
+    if tabs[1].open:
+        sections.head_steps(picked, prompt, cache, layer, head)
+with tabs[2]:
+    if tabs[2].open:
+        sections.masks_and_check(picked, prompt, cache, layer, head)
+with tabs[3]:
+    if tabs[3].open:
+        sections.ablation_view(picked, prompt, layer, head)

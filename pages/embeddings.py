@@ -1,0 +1,36 @@
+"""Embeddings: each token id selects one row of E (the seeds' A ∘ OH)."""
+
+import streamlit as st
+
+from gptviz.ui import embedding_sections as sections
+from gptviz.ui.model_inputs import encode, position_input, prompt_input
+from gptviz.ui.models import describe, model_picker
+
+st.title("Embeddings")
+st.markdown(
+    "After the tokenizer, a text is a sequence of ids $t_1,\\dots,t_N$. The embedding turns "
+    "each id into a vector: write the id as a one-hot row $e_{t_i}$ and multiply by the "
+    "embedding matrix $E\\in\\mathbb{R}^{|V|\\times d}$ (the seeds' $A\\circ\\mathrm{OH}$). "
+    "The product is simply row $t_i$ of $E$, a point in $d$-dimensional space that training "
+    "has placed.")
+
+picked = model_picker()
+if picked is None:
+    st.stop()
+st.caption(f"Model **{picked.name}** — {describe(picked)}")
+prompt = encode(picked.checkpoint, prompt_input(picked.checkpoint))
+if prompt is None:
+    st.stop()
+pos = position_input(prompt, "Token to follow in the formulas")
+
+tabs = st.tabs(["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"], key="view",
+               bind="query-params", on_change="rerun")
+with tabs[0]:
+    if tabs[0].open:
+        sections.lookup(picked, prompt, pos)
+with tabs[1]:
+    if tabs[1].open:
+        sections.vocabulary(picked, prompt, pos)
+with tabs[2]:
+    if tabs[2].open:
+        sections.trained_vs_fresh(picked, prompt, pos)

@@ -1,0 +1,52 @@
+"""Generation: y_N → P_T = softmax(y_N / T) → one token drawn and appended, step by step."""
+
+import streamlit as st
+
+from gptviz.ui import generation_sections as views
+from gptviz.ui import generation_ui as ui
+from gptviz.ui.model_inputs import prompt_input
+from gptviz.ui.models import describe, model_picker
+
+st.title("Generation")
+st.markdown(
+    "A GPT reads the last $N$ tokens $x_1,\\dots,x_N$ and returns logits "
+    "$y_N\\in\\mathbb{R}^{|V|}$ for the next one. Dividing by a temperature $T$ and taking the "
+    "softmax gives the distribution $P_T(i)=\\sigma(y_N/T)_i$; one token is chosen from it "
+    "(the most probable one when $T=0$), appended, and the loop starts again.")
+
+picked = model_picker()
+if picked is None:
+    st.stop()
+ckpt = picked.checkpoint
+st.caption(f"Model **{picked.name}** — {describe(picked)}")
+
+prompt = ui.prompt_tokens(ckpt, prompt_input(ckpt))
+if prompt is None:
+    st.stop()
+sampling = ui.sampling_controls(ckpt.config.vocab_size)
+hist = ui.history(picked, prompt)
+ui.buttons(hist, ckpt.model, sampling)
+
+text_box = st.empty()
+if hist.pending:
+    ui.stream(hist, ckpt.model, sampling, text_box, ckpt.tokenizer)
+text_box.html(ui.text_html(hist, prompt, ckpt.tokenizer, ckpt.config.context_length))
+if len(hist.ids) > ckpt.config.context_length:
+    st.caption(f"✂ The text has {len(hist.ids):,} tokens; the model reads only the last "
+               f"N = {ckpt.config.context_length} (its context window). The struck-through "
+               "tokens before ✂ are cut, exactly as generation crops its input.")
+
+view = views.viewed(hist, picked, sampling)
+tabs = st.tabs(["This step", "Three temperatures", "Sample N times", "Attention", "History"],
+               key="view", bind="query-params", on_change="rerun")
+sections = [
+    lambda: views.step_view(view, hist, picked, sampling),
+    lambda: views.temperatures(view, picked),
+    lambda: views.samples(view, picked),
+    lambda: views.attention(view, picked),
+    lambda: views.history_table(hist, picked),
+]
+for tab, draw in zip(tabs, sections, strict=True):
+    with tab:
+        if tab.open:
+            draw()

@@ -1,0 +1,34 @@
+"""Positional encoding: where each token stands, added to its embedding."""
+
+import streamlit as st
+
+from gptviz.ui import positional_sections as sections
+from gptviz.ui.model_inputs import encode, position_input, prompt_input
+from gptviz.ui.models import describe, model_picker
+
+st.title("Positional encoding")
+st.markdown(
+    "Attention by itself treats its input as a set: shuffle the tokens and each one sees the "
+    "same keys. So a GPT adds to each token's embedding a vector $p_i$ that depends only on "
+    "its position $i$: $x_i = E[t_i] + p_i$. The seeds use the sinusoidal table below; many "
+    "models (GPT-2 among them) learn $P$ instead.")
+
+picked = model_picker()
+if picked is None:
+    st.stop()
+st.caption(f"Model **{picked.name}** — {describe(picked)}")
+
+tabs = st.tabs(["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
+               key="view", bind="query-params", on_change="rerun")
+with tabs[0]:
+    if tabs[0].open:
+        sections.sinusoidal(picked)
+with tabs[1]:
+    if tabs[1].open:
+        sections.learned(picked)
+with tabs[2]:
+    if tabs[2].open:
+        prompt = encode(picked.checkpoint, prompt_input(picked.checkpoint))
+        if prompt is not None:
+            pos = position_input(prompt, "Token to follow in the formula")
+            sections.sum_with_tokens(picked, prompt, pos)

@@ -1,0 +1,225 @@
+"""AppTest of the model pages (Embeddings, Positional encoding, Attention, Transformer
+block): every view runs on every bundled model, the main widgets change what is drawn,
+and bad input (empty or long prompts, bad URL values, a broken upload) gets a message."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from gptviz.checkpoints import checkpoint_to_zip, load_checkpoint
+from gptviz.model import GPT, GPTConfig
+from gptviz.models import bundled_models
+
+ROOT = Path(__file__).resolve().parents[1]
+VIEWS = {
+    "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
+    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
+    "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
+    "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
+              "Residual stream and logit lens"],
+}
+MODELS = sorted(bundled_models())
+LONG = "The Steenrod problem asks which homology classes are images of manifolds. " * 40
+
+pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
+
+
+def run_page(page: str, **query: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def rerun(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def figure(at: AppTest, title: str) -> dict:
+    """The first figure whose title contains ``title``."""
+    return next(f for f in figures(at) if title in str(f["layout"].get("title", {}).get("text")))
+
+
+def z_of(trace: dict) -> np.ndarray:
+    z = trace["z"]
+    if isinstance(z, dict):  # plotly's typed-array encoding of numpy data
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"])
+    return np.asarray(z, dtype=np.float64)
+
+
+def texts(at: AppTest, kind: str) -> str:
+    return " ".join(e.value for e in getattr(at, kind))
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_view_of_every_page_runs_on_every_model(model):
+    for page, views in VIEWS.items():
+        at = run_page(page, model=model)
+        assert at.selectbox(key="model").value == model
+        for view in views:
+            at.session_state["view"] = view
+            rerun(at)
+            assert at.get("plotly_chart") or at.latex, f"{page} / {view} drew nothing"
+            tables, csvs = len(at.dataframe), len(at.get("download_button"))
+            assert csvs >= tables, f"{page} / {view}: {tables} tables, {csvs} CSV buttons"
+
+
+def test_attention_layer_and_head_change_the_pattern():
+    at = run_page("attention")
+    before = z_of(figure(at, "layer 0, head 0")["data"][0])
+    at.segmented_control(key="head").set_value(1)
+    rerun(at)
+    other_head = z_of(figure(at, "layer 0, head 1")["data"][0])
+    at.segmented_control(key="layer").set_value(1)
+    rerun(at)
+    other_layer = z_of(figure(at, "layer 1, head 1")["data"][0])
+    assert not np.allclose(before, other_head) and not np.allclose(other_head, other_layer)
+    t = math.isqrt(before.size)
+    rows = before.reshape(t, t)
+    np.testing.assert_allclose(rows.sum(axis=1), 1.0, atol=1e-5)  # what is drawn is W_attn
+    assert np.triu(rows, 1).max() == 0.0
+    assert r"\mathrm{softmax}_j" in texts(at, "latex")  # the worked row of the math panel
+
+
+def test_ablating_a_head_changes_the_next_token_probabilities():
+    at = run_page("attention", view="Head ablation")
+    table = at.dataframe[0].value
+    assert np.abs(table["change"]).max() > 0  # L0 H0 is switched off by default
+    one_head = table["P ablated"].to_numpy()
+    at.multiselect(key="ablate").set_value([])
+    rerun(at)
+    table = at.dataframe[0].value
+    np.testing.assert_array_equal(table["P all heads"], table["P ablated"])
+    at.multiselect(key="ablate").set_value([(0, 0), (0, 1), (1, 0)])
+    rerun(at)
+    assert not np.allclose(at.dataframe[0].value["P ablated"].to_numpy()[:3], one_head[:3])
+    assert "distribution" not in texts(at, "error")
+
+
+def test_masks_view_shows_the_checks_pass():
+    at = run_page("attention", view="Masks and the SDPA check")
+    assert "equal up to float32 rounding" in texts(at, "success")
+    assert any("W^{\\text{SDPA}}" in x.value for x in at.latex)
+
+
+def test_block_layer_changes_the_flow_and_layernorm_is_standardised():
+    at = run_page("block")
+    first = json.dumps(figures(at)[0]["data"])
+    at.segmented_control(key="layer").set_value(1)
+    rerun(at)
+    assert json.dumps(figures(at)[0]["data"]) != first
+    at.session_state["view"] = "LayerNorm"
+    rerun(at)
+    stats = at.dataframe[0].value
+    np.testing.assert_allclose(stats["mean standardised"], 0.0, atol=1e-4)
+    var = stats["var before"] / (stats["var before"] + 1e-5)  # σ²/(σ²+ε), not exactly 1
+    np.testing.assert_allclose(stats["var standardised"], var, rtol=1e-4)
+    at.session_state["view"] = "Parameters"
+    rerun(at)
+    tied = at.dataframe[1].value
+    assert tied.iloc[-1].tolist()[1:] == [124_412_160, 163_009_536]
+
+
+def test_logit_lens_last_row_is_the_models_prediction():
+    at = run_page("block", view="Residual stream and logit lens")
+    lens = at.dataframe[1].value
+    model = lens[lens["read after"] == lens["read after"].iloc[-1]]
+    assert model["probability"].is_monotonic_decreasing
+    assert lens["read after"].iloc[0] == "embeddings"
+
+
+def test_embeddings_token_choice_and_projection():
+    at = run_page("embeddings")
+    first = texts(at, "latex")
+    at.selectbox(key="position").set_value(0)
+    rerun(at)
+    assert texts(at, "latex") != first and "A_{" in texts(at, "latex")
+    at.session_state["view"] = "The vocabulary (PCA)"
+    rerun(at)
+    assert figures(at)[0]["data"][0]["type"] in ("scatter", "scattergl")
+    at.segmented_control(key="pca_dims").set_value(3)
+    rerun(at)
+    assert figures(at)[0]["data"][0]["type"] == "scatter3d"
+
+
+def test_positional_formula_point_is_the_formula():
+    at = run_page("positional")
+    at.number_input(key="pe_i").set_value(7)
+    at.number_input(key="pe_dim").set_value(5)
+    rerun(at)
+    d = load_checkpoint(bundled_models()[at.selectbox(key="model").value]).config.d_model
+    expected = math.cos(7 / 10000 ** (4 / d))
+    assert f"{expected:.4f}" in texts(at, "latex")
+
+
+@pytest.mark.parametrize("page", ["embeddings", "attention", "block"])
+def test_empty_prompt_gets_a_message(page):
+    at = run_page(page, prompt="")
+    assert "The prompt is empty" in texts(at, "info")
+    assert not at.get("plotly_chart")
+
+
+def test_long_prompt_is_cropped_and_the_crop_is_shown():
+    at = run_page("attention", prompt=LONG)
+    assert "context window" in texts(at, "warning")
+    assert "✂" in at.get("html")[0].value and "gv-dropped" in at.get("html")[0].value
+
+
+def test_text_that_looks_like_a_special_token_is_explained():
+    at = run_page("block", prompt="a <|endoftext|> b <|BOS|>")
+    assert "looks like a special token" in texts(at, "info")
+
+
+@pytest.mark.parametrize("layer, head", [("99", "abc"), ("-1", "2.5"), ("x", "")])
+def test_bad_layer_or_head_in_the_url_gets_a_message(layer, head):
+    at = run_page("attention", layer=layer, head=head)
+    warnings = texts(at, "warning")
+    assert f"asks for layer “{layer}”" in warnings
+    assert at.segmented_control(key="layer").value == 0
+    assert at.get("plotly_chart")  # the page still draws
+
+
+def test_uploads_malformed_then_good_checkpoint():
+    """A broken zip is named in the sidebar; a good one becomes this session's model on
+    every page (the session-scoped cache path)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.switch_page("pages/attention.py")
+    rerun(at)
+    at.file_uploader(key="model_upload").set_value(("broken.zip", b"not a zip", "application/zip"))
+    rerun(at)
+    assert "Cannot use broken.zip" in texts(at, "error") and at.get("plotly_chart")
+    torch.manual_seed(0)
+    tok = load_checkpoint(bundled_models()[MODELS[0]]).tokenizer
+    mine = GPT(GPTConfig(vocab_size=tok.vocab_size, context_length=16, d_model=16, n_layer=1,
+                         n_head=2, positional="sinusoidal", tie_embeddings=False)).eval()
+    at.file_uploader(key="model_upload").set_value(
+        ("mine.zip", checkpoint_to_zip(mine, tok, {"corpus": "x"}), "application/zip"))
+    rerun(at)
+    assert at.selectbox(key="model").value == "mine"
+    assert "mine (this session)" in at.selectbox(key="model").format_func("mine")
+    assert "context window" in texts(at, "warning")  # 16 tokens: the prompt is cropped
+    for page in ("embeddings", "positional", "block"):
+        at.switch_page(f"pages/{page}.py")
+        rerun(at)  # AppTest's switch_page drops the URL params a browser keeps: choose again
+        at.selectbox(key="model").set_value("mine")
+        if page != "positional":
+            at.text_area(key="prompt").input(LONG)
+        rerun(at)
+        assert at.selectbox(key="model").value == "mine"
+        assert at.get("plotly_chart") or at.latex

@@ -1,0 +1,136 @@
+"""The Generation page in a real browser: stepping, streaming, Stop, fast clicks, every view.
+
+Screenshots land in tests/artifacts/screenshots/generation-*.png.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import check_no_exception, screenshot, visit, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(autouse=True)
+def _router_first(page, app_url):
+    """Open the app's root first: on a fresh server, a first visit straight to /generation is
+    served as a bare script from pages/ (no router, no wide layout) by Streamlit."""
+    visit(page, app_url)
+
+
+def generated(page) -> int:
+    """The page's own count of generated tokens ("12 generated · 80 tokens in all")."""
+    text = page.get_by_text(re.compile(r"generated · .* tokens in all")).first.inner_text()
+    return int(text.split()[0].replace(",", ""))
+
+
+def new_chips(page) -> int:
+    return page.locator(".gv-chip.gv-new").count()
+
+
+def main(page):
+    return page.get_by_test_id("stMainBlockContainer")
+
+
+def set_n(page, n: int) -> None:
+    box = page.get_by_label("n", exact=True)
+    box.fill(str(n))
+    box.press("Enter")
+    wait_for_app(page)
+
+
+def test_step_generate_and_every_view(page, app_url):
+    page.set_viewport_size({"width": 1400, "height": 1800})
+    visit(page, f"{app_url}/generation?temperature=0.8", name="generation-start")
+    assert page.locator(".gv-chip").count() > 5 and new_chips(page) == 0
+    page.get_by_role("button", name="Next token").click()
+    wait_for_app(page)
+    check_no_exception(page, "after Next token")
+    assert new_chips(page) == generated(page) == 1
+    assert page.locator(".katex").filter(has_text="↦").count() > 0  # the seeds' display
+    screenshot(page, "generation-one-step")
+    set_n(page, 40)
+    page.get_by_role("button", name="Generate n").click()
+    wait_for_app(page)
+    check_no_exception(page, "after Generate n")
+    assert new_chips(page) == generated(page) == 41
+    assert page.get_by_text("Generated 40 tokens").first.is_visible()
+    screenshot(page, "generation-after-generate")
+    for tab, shown in [("Three temperatures", "Temperatures"),
+                       ("Sample N times", "N, the number of draws"), ("Attention", "Layer"),
+                       ("History", "Download CSV")]:
+        page.get_by_role("tab", name=tab).click()
+        page.get_by_text(shown, exact=True).first.wait_for()
+        wait_for_app(page)
+        check_no_exception(page, tab)
+        slug = tab.lower().replace(" ", "-")
+        screenshot(page, f"generation-{slug}")
+    page.get_by_role("button", name="Undo").click()
+    wait_for_app(page)
+    assert new_chips(page) == generated(page) == 40
+
+
+def test_stop_mid_generate_keeps_every_token(page, app_url):
+    visit(page, f"{app_url}/generation")
+    set_n(page, 500)
+    stop = main(page).get_by_role("button", name="Stop").bounding_box()  # not the header's
+    page.get_by_role("button", name="Generate n").click()
+    page.get_by_text("Generating:").first.wait_for(timeout=30_000)  # tokens are arriving
+    # Click where a user would: Playwright's own click waits for the page to settle.
+    page.mouse.click(stop["x"] + stop["width"] / 2, stop["y"] + stop["height"] / 2)
+    wait_for_app(page)
+    check_no_exception(page, "after Stop")
+    note = page.get_by_text(re.compile(r"Stopped after [\d,]+ of 500 tokens")).first
+    assert note.is_visible()
+    done = int(re.search(r"after ([\d,]+) of", note.inner_text()).group(1).replace(",", ""))
+    assert 0 < done < 500
+    assert generated(page) == done  # nothing lost, nothing extra
+    assert new_chips(page) == min(done, 400)  # the chips show the last 400 tokens
+    screenshot(page, "generation-stopped")
+
+
+def test_fast_clicks_stay_consistent(page, app_url):
+    visit(page, f"{app_url}/generation")
+    box = page.get_by_role("button", name="Next token").bounding_box()
+    for _ in range(6):  # as fast as a mouse can: no waiting for the page in between
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_timeout(20)
+    wait_for_app(page)
+    page.wait_for_timeout(500)
+    wait_for_app(page)
+    check_no_exception(page, "after fast clicks")
+    n = generated(page)
+    assert n == 6 and new_chips(page) == 6  # one click, one token, even when reruns merge
+    page.get_by_role("tab", name="History").click()
+    wait_for_app(page)
+    assert page.get_by_text(f"{n} generated").first.is_visible()
+
+
+@pytest.mark.parametrize("query, message", [
+    ("temperature=0", "Greedy decoding"),
+    ("temperature=abc", "is not a number"),
+    ("prompt=", "The prompt is empty"),
+])
+def test_bad_urls_are_explained(page, app_url, query, message):
+    visit(page, f"{app_url}/generation?{query}")
+    assert page.get_by_text(message).first.is_visible()
+    page.get_by_role("button", name="Next token").click()
+    wait_for_app(page)
+    check_no_exception(page, query)
+    assert generated(page) == 1
+
+
+@pytest.mark.parametrize("name", ["induction-2layer", "mathematics-char"])
+def test_other_bundled_models(page, app_url, name):
+    page.set_viewport_size({"width": 1400, "height": 1800})
+    visit(page, f"{app_url}/generation?model={name}&temperature=0&view=Attention&layer=1")
+    set_n(page, 30)
+    page.get_by_role("button", name="Generate n").click()
+    page.get_by_text("Generated 30 tokens").first.wait_for(timeout=60_000)
+    wait_for_app(page)
+    check_no_exception(page, name)
+    assert new_chips(page) == generated(page) == 30
+    screenshot(page, f"generation-{name}")

@@ -1,0 +1,84 @@
+"""The model pages in a real browser: every view of Embeddings, Positional encoding,
+Attention and Transformer block draws its figures and formulas without an exception,
+the layer and head pills redraw the figures, and bad URLs get a message.
+
+Screenshots land in tests/artifacts/screenshots/model-*.png.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import check_no_exception, screenshot, visit, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+VIEWS = {
+    "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
+    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
+    "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
+    "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
+              "Residual stream and logit lens"],
+}
+CHART = '[data-testid="stPlotlyChart"] .main-svg'  # a plotly chart that has drawn
+MATH = ".katex"
+
+
+@pytest.fixture(autouse=True)
+def _router_first(page, app_url):
+    """Open the app's root first: on a fresh server, a first visit straight to /attention is
+    served as a bare script from pages/ (no router, no wide layout) by Streamlit."""
+    page.set_viewport_size({"width": 1400, "height": 2400})  # most of a view in one shot
+    visit(page, app_url)
+
+
+def main(page):
+    return page.get_by_test_id("stMainBlockContainer")
+
+
+def open_tab(page, label: str) -> None:
+    page.get_by_role("tab", name=label, exact=True).click()
+    wait_for_app(page)
+
+
+def drawn(page, where: str) -> None:
+    check_no_exception(page, where)
+    page.locator(f"{CHART}, {MATH}").first.wait_for(state="visible", timeout=20_000)
+
+
+@pytest.mark.parametrize("path", list(VIEWS))
+def test_every_view_draws(page, app_url, path):
+    visit(page, f"{app_url}/{path}")
+    for n, label in enumerate(VIEWS[path]):
+        if n:
+            open_tab(page, label)
+        drawn(page, f"{path} / {label}")
+        assert page.get_by_role("tab", name=label, exact=True).get_attribute(
+            "aria-selected") == "true"
+        screenshot(page, f"model-{path}-{n}-{label.split()[0].lower()}")
+
+
+def test_attention_pills_redraw_the_head(page, app_url):
+    visit(page, f"{app_url}/attention?layer=1&head=2")
+    assert main(page).get_by_text("layer 1, head 2: W_attn").first.is_visible()
+    page.locator(".st-key-head button", has_text="0").click()
+    wait_for_app(page)
+    check_no_exception(page, "attention after choosing head 0")
+    assert main(page).get_by_text("layer 1, head 0: W_attn").first.is_visible()
+    assert "head=" not in page.url  # head 0 is the default: the URL stays clean
+    open_tab(page, "Head ablation")
+    drawn(page, "ablation")
+    assert main(page).get_by_text("L1 H0").first.is_visible()  # the current head, switched off
+    screenshot(page, "model-attention-ablation-L1H0")
+
+
+def test_bad_url_and_long_prompt_get_messages(page, app_url):
+    long = "The Steenrod problem asks which classes are images of manifolds. " * 30
+    visit(page, f"{app_url}/attention?layer=99&head=abc&prompt={long}")
+    assert main(page).get_by_text("The link asks for layer “99”").is_visible()
+    assert main(page).get_by_text("The link asks for head “abc”").is_visible()
+    assert main(page).get_by_text("cut here").first.is_visible()
+    drawn(page, "attention with a bad URL")
+    screenshot(page, "model-attention-bad-url-long-prompt")
+    visit(page, f"{app_url}/block?prompt=")
+    assert main(page).get_by_text("The prompt is empty").is_visible()

@@ -14,5 +14,6 @@ PAGES = {
         st.Page("pages/block.py", title="Transformer block", icon=":material/view_agenda:"),
         st.Page("pages/generation.py", title="Generation", icon=":material/auto_awesome:"),
     ],
+    "Train": [st.Page("pages/training.py", title="Training", icon=":material/model_training:")],
 }
 st.navigation(PAGES).run()

@@ -46,4 +46,5 @@ for i, (name, what, page) in enumerate(STEPS, start=1):
             st.page_link(page, label=f"Open the {name} page", icon=":material/arrow_forward:")
         else:
             st.caption("Its page is being built.")
+st.page_link("pages/training.py", label="Train your own GPT", icon=":material/model_training:")
 st.caption("Runs offline: every model, tokenizer and corpus ships with the app.")

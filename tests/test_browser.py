@@ -20,6 +20,7 @@ PAGES = {
     "attention": "All heads",
     "block": "The block, step by step",
     "generation": "Generation",
+    "training": "The data and the loss",
 }
 
 

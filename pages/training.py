@@ -1,0 +1,49 @@
+"""Training: train a small GPT in the browser, watch it learn, then explore it everywhere."""
+
+import streamlit as st
+
+from gptviz.ui import training_sections as sections
+from gptviz.ui.models import describe, model_picker
+from gptviz.ui.training_ui import session_trainer, setup, warm_up
+
+st.title("Training")
+st.markdown(
+    "Training a GPT means lowering one number, the **cross-entropy** $L$ of its next-token "
+    "predictions, by gradient descent (AdamW) on windows of a corpus. Choose a corpus, a "
+    "tokenizer and a model, press Start, and watch $L$ fall from $\\ln|V|$, the loss of a "
+    "uniform guess. The result joins the model list of every page, for this session only.")
+
+warm_up()  # loads the optimizer code in the background while the user reads
+holder = session_trainer()
+sections.register_finished(holder)  # before the picker, so a new model is selectable
+picked = model_picker()
+job = holder.job
+busy = job is not None and job.active
+
+st.header("1. Setup", divider="gray")
+s = setup(disabled=busy)
+
+st.header("2. The data and the loss", divider="gray")
+if s.tokenizer is None:
+    st.info("Fix the setup above to see how the corpus becomes training examples.",
+            icon=":material/info:")
+else:
+    evals = job.snapshot().evals if job is not None else []
+    same_vocab = job is not None and job.run.model.vocab_size == s.tokenizer.vocab_size
+    last = evals[-1] if evals and same_vocab else None
+    sections.data_lesson(s, last.val_loss if last else None, last.step if last else None)
+
+st.header("3. Train", divider="gray")
+sections.plan(s, holder)
+sections.live_panel(holder)
+
+st.header("4. Afterwards", divider="gray")
+if picked is None:
+    st.info("No model to show yet.", icon=":material/info:")
+else:
+    st.markdown(f"The model chosen in the sidebar, **{picked.name}**: {describe(picked)}. "
+                "Upload a checkpoint zip in the sidebar to bring back a model trained earlier "
+                "(only safetensors and JSON are read; pickles are refused).")
+    sections.afterwards(picked)
+    st.page_link("pages/attention.py", label="See its attention heads",
+                 icon=":material/grid_on:")

@@ -1,0 +1,211 @@
+"""AppTest of the Training page: a tiny run finishes and becomes selectable, Stop
+stops it, a diverging learning rate gets a message, extra trainers queue,
+checkpoints upload (and bad ones are refused), and bad setups are explained.
+
+The page is opened through ``app.py`` (its page links need the router). Runs use
+a tiny model on the bundled ``sample`` corpus so that each takes a second or two.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from gptviz.checkpoints import checkpoint_to_zip, load_checkpoint_zip
+from gptviz.jobs import initial_model
+from gptviz.model import GPTConfig
+from gptviz.tokenizers import train_tokenizer
+from gptviz.ui import training_ui
+from gptviz.ui.models import SESSION_MODELS
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+TINY = {"tr_corpus": "sample", "tr_d_model": 16, "tr_n_layer": 1, "tr_n_head": 2,
+        "tr_context_length": 16, "tr_steps": 30, "tr_batch_size": 4}
+
+
+@pytest.fixture
+def at():
+    app = AppTest.from_file(APP, default_timeout=120)
+    app.switch_page("pages/training.py")
+    for key, value in TINY.items():  # start small: no need to encode the big corpus
+        app.session_state[key] = value
+    app.run()
+    assert not app.exception, app.exception
+    yield app
+    st.cache_resource.clear()  # releases the session's trainer: its thread stops
+    for thread in threading.enumerate():
+        if thread.name == "gptviz-training":
+            thread.join(10)
+
+
+def configure(at: AppTest, **changes) -> AppTest:
+    for key, value in {**TINY, **changes}.items():
+        at.get_by_key(key).set_value(value)
+        if key == "tr_corpus":
+            at.run()  # the upload widget appears only once "upload" is chosen
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def text(at: AppTest, kind: str) -> str:
+    return " ".join(str(e.value) for e in getattr(at, kind))
+
+
+def run_until(at: AppTest, predicate, timeout: float = 60.0) -> AppTest:
+    deadline = time.monotonic() + timeout
+    while True:
+        at.run()
+        assert not at.exception, at.exception
+        if predicate(at):
+            return at
+        assert time.monotonic() < deadline, "timed out waiting for the page"
+        time.sleep(0.3)
+
+
+def picker_options(at: AppTest) -> list[str]:
+    return [o.removesuffix(" (this session)") for o in at.sidebar.selectbox(key="model").options]
+
+
+def test_the_page_shows_setup_data_and_loss_before_any_run(at):
+    assert at.title[0].value == "Training"
+    labels = [m.label for m in at.metric]
+    assert {"Parameters", "Estimated time", "Tokens in the corpus"} <= set(labels)
+    assert any(r"\ln |V|" in x.value for x in at.latex)  # L ≈ ln|V| for an untrained model
+    assert "gv-chip" in text(at, "html")  # the sliding windows
+    assert not at.button(key="tr_start").disabled
+
+
+def test_a_preset_sets_the_widgets(at):
+    at.button(key="tr_preset-induction heads").click().run()
+    assert at.selectbox(key="tr_corpus").value == "synthetic:induction"
+    assert at.slider(key="tr_n_layer").value == 2
+
+
+def test_a_tiny_run_finishes_and_is_selectable(at):
+    configure(at)
+    at.button(key="tr_start").click().run()
+    run_until(at, lambda a: "Finished after 30 steps" in text(a, "success"))
+    assert at.sidebar.selectbox(key="model").value == "trained-sample-char"
+    assert "trained-sample-char" in picker_options(at)
+    assert "It is now **trained-sample-char**" in text(at, "success")
+    assert any(m.label == "Validation loss" for m in at.metric)
+    assert at.download_button(key="tr_download").proto.deferred_file_id
+    ckpt = at.session_state[SESSION_MODELS]["trained-sample-char"]
+    back = load_checkpoint_zip(checkpoint_to_zip(ckpt.model, ckpt.tokenizer, ckpt.card))
+    assert back.card["steps"] == 30 and back.config == ckpt.config  # what the button downloads
+    assert "After training (30 steps)" in text(at, "markdown")
+    assert not at.button(key="tr_start").disabled  # ready for another run
+
+
+def test_stop_stops_and_keeps_the_model(at):
+    configure(at, tr_steps=5000)
+    at.button(key="tr_start").click().run()
+    assert at.button(key="tr_start").disabled  # setup is locked while training
+    run_until(at, lambda a: "step " in " ".join(p.proto.text for p in a.get("progress")))
+    at.button(key="tr_stop").click().run()
+    run_until(at, lambda a: "Stopped after" in text(a, "success"), timeout=15)
+    assert "trained-sample-char" in picker_options(at)
+    assert at.session_state[SESSION_MODELS]["trained-sample-char"].card["steps"] < 5000
+
+
+def test_a_diverging_learning_rate_gets_a_message(at):
+    configure(at, tr_learning_rate=100.0, tr_steps=300)
+    at.button(key="tr_start").click().run()
+    run_until(at, lambda a: "diverged" in text(a, "error"))
+    assert "Lower the learning rate" in text(at, "error")
+    assert not any(o.startswith("trained-") for o in picker_options(at))
+
+
+def test_an_extra_trainer_waits_for_a_free_slot(at):
+    configure(at)
+    slots = training_ui.trainer_slots()
+    assert slots.acquire(threading.Event())  # another user's run holds the only slot
+    try:
+        at.button(key="tr_start").click().run()
+        run_until(at, lambda a: "Waiting for a free trainer" in text(a, "info"))
+    finally:
+        slots.release()
+    run_until(at, lambda a: "Finished after" in text(a, "success"))
+
+
+def tiny_checkpoint_zip() -> bytes:
+    tok = train_tokenizer("char", "abcabc")
+    model = initial_model(GPTConfig(vocab_size=tok.vocab_size, context_length=8, d_model=8,
+                                    n_layer=1, n_head=2), 0)
+    return checkpoint_to_zip(model, tok, {"steps": 0})
+
+
+def test_a_checkpoint_upload_becomes_selectable(at):
+    at.sidebar.file_uploader(key="model_upload").upload("mine.zip", tiny_checkpoint_zip(),
+                                                        "application/zip").run()
+    assert not at.exception
+    assert "mine" in picker_options(at) and at.sidebar.selectbox(key="model").value == "mine"
+    assert at.download_button(key="tr_download").proto.label == "Download mine as a checkpoint zip"
+
+
+def pickle_in_a_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        good = zipfile.ZipFile(io.BytesIO(tiny_checkpoint_zip()))
+        for name in ("config.json", "tokenizer.json"):
+            zf.writestr(name, good.read(name))
+        zf.writestr("model.safetensors", b"\x80\x04\x95" + b"cos\nsystem\n" * 10)  # a pickle
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"not a zip at all", "not a .zip"),
+    (pickle_in_a_zip(), "never unpickles"),
+])
+def test_bad_checkpoint_uploads_are_refused(at, data, message):
+    at.sidebar.file_uploader(key="model_upload").upload("bad.zip", data, "application/zip").run()
+    assert not at.exception
+    assert message in " ".join(e.value for e in at.sidebar.error)
+    assert "bad" not in picker_options(at)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"   ", "is empty"),
+    ("Gödel".encode("latin-1") * 10, "not UTF-8"),
+    (b"x" * (training_ui.UPLOAD_LIMIT + 1), "the limit is 2 MB"),
+    (b"abc", "shorter than one window"),
+])
+def test_bad_corpus_uploads_are_explained(at, content, message):
+    configure(at, tr_corpus="upload")
+    at.file_uploader(key="tr_upload").upload("corpus.txt", content, "text/plain").run()
+    assert not at.exception
+    assert message in text(at, "error")
+    assert at.button(key="tr_start").disabled
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"tr_d_model": 512, "tr_n_layer": 12, "tr_n_head": 8}, "this server allows"),
+    ({"tr_steps": 50_000}, "over this server's limit"),
+    ({"tr_d_model": 16, "tr_n_head": 3}, "divisible by n_head"),
+    ({"tr_context_length": 1024}, "shorter than one window"),
+])
+def test_bad_settings_are_explained_and_block_start(at, changes, message):
+    configure(at, **changes)
+    assert message in text(at, "error")
+    assert at.button(key="tr_start").disabled
+
+
+def test_a_bpe_vocab_larger_than_the_corpus_allows_is_explained(at):
+    configure(at, tr_tokenizer="bpe")  # its callback sets the vocab size to 512 ...
+    at.number_input(key="tr_vocab_size").set_value(50_000).run()  # ... then ask for too many
+    assert "supports a vocabulary of at most" in text(at, "error")
+    assert at.button(key="tr_start").disabled
+
+
+def test_a_vocab_larger_than_the_corpus_is_explained_for_characters(at):
+    configure(at, tr_vocab_size=5000)
+    assert "this corpus has only" in text(at, "info")
+    assert not at.button(key="tr_start").disabled

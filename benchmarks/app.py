@@ -57,7 +57,7 @@ def warm_apptest(model: str, reps: int) -> list[tuple[str, str, float, float]]:
     rows = []
     for page, views in VIEWS.items():
         for view in views:
-            at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=300)
+            at = AppTest.from_file(str(ROOT / "app_pages" / f"{page}.py"), default_timeout=300)
             at.query_params["model"] = model
             at.query_params["view"] = view
             t = time.perf_counter()

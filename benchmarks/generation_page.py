@@ -30,7 +30,7 @@ from gptviz import generate as gen  # noqa: E402
 from gptviz.checkpoints import load_checkpoint  # noqa: E402
 from gptviz.models import DEFAULT_MODEL, bundled_models  # noqa: E402
 
-PAGE = str(ROOT / "pages" / "generation.py")
+PAGE = str(ROOT / "app_pages" / "generation.py")
 VIEWS = ["This step", "Three temperatures", "Sample N times", "Attention", "History"]
 
 

@@ -8,6 +8,7 @@ installs both, so CI always runs them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -43,32 +44,40 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def app_url():
-    """Base URL of ``streamlit run app.py`` started for this test session."""
+@contextlib.contextmanager
+def running_app():
+    """``streamlit run app.py`` on a free port; yields its base URL, stops it afterwards."""
     port = _free_port()
     _mkdirs()
-    log = (ROOT / "tests" / "artifacts" / "streamlit.log").open("w")  # noqa: SIM115
+    log = (ROOT / "tests" / "artifacts" / f"streamlit-{port}.log").open("w")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not answer /_stcore/health within 60 s; see tests/artifacts")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            pytest.fail("streamlit did not answer /_stcore/health within 60 s; see tests/artifacts")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """Base URL of ``streamlit run app.py`` started for this test session."""
+    with running_app() as url:
+        yield url
 
 
 def _mkdirs() -> None:

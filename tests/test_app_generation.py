@@ -24,7 +24,7 @@ from gptviz.models import bundled_models
 from gptviz.ui.generation_state import History, Sampling
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "generation.py")
+PAGE = str(ROOT / "app_pages" / "generation.py")
 MODELS = sorted(bundled_models())
 
 

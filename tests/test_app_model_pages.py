@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/
 
 
 def run_page(page: str, **query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "app_pages" / f"{page}.py"), default_timeout=120)
     for key, value in query.items():
         at.query_params[key] = value
     at.run()
@@ -199,7 +199,7 @@ def test_uploads_malformed_then_good_checkpoint():
     """A broken zip is named in the sidebar; a good one becomes this session's model on
     every page (the session-scoped cache path)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.switch_page("pages/attention.py")
+    at.switch_page("app_pages/attention.py")
     rerun(at)
     at.file_uploader(key="model_upload").set_value(("broken.zip", b"not a zip", "application/zip"))
     rerun(at)
@@ -215,7 +215,7 @@ def test_uploads_malformed_then_good_checkpoint():
     assert "mine (this session)" in at.selectbox(key="model").format_func("mine")
     assert "context window" in texts(at, "warning")  # 16 tokens: the prompt is cropped
     for page in ("embeddings", "positional", "block"):
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"app_pages/{page}.py")
         rerun(at)  # AppTest's switch_page drops the URL params a browser keeps: choose again
         at.selectbox(key="model").set_value("mine")
         if page != "positional":

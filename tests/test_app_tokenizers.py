@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "tokenizers.py")
+PAGE = str(ROOT / "app_pages" / "tokenizers.py")
 
 
 def run_page(**query) -> AppTest:
@@ -43,7 +43,7 @@ def test_home_page_links_to_the_tokenizers_page():
     at.run()
     assert not at.exception
     assert "a GPT, step by step" in at.title[0].value
-    at.switch_page("pages/tokenizers.py")
+    at.switch_page("app_pages/tokenizers.py")
     at.run()
     assert not at.exception and at.title[0].value == "Tokenizers"
 

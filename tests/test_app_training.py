@@ -33,7 +33,7 @@ TINY = {"tr_corpus": "sample", "tr_d_model": 16, "tr_n_layer": 1, "tr_n_head": 2
 @pytest.fixture
 def at():
     app = AppTest.from_file(APP, default_timeout=120)
-    app.switch_page("pages/training.py")
+    app.switch_page("app_pages/training.py")
     for key, value in TINY.items():  # start small: no need to encode the big corpus
         app.session_state[key] = value
     app.run()

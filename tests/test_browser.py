@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import check_no_exception, screenshot, visit, wait_for_app
+from tests.conftest import check_no_exception, running_app, screenshot, visit, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -99,3 +99,15 @@ def test_good_upload_trains_the_tokenizers(page, app_url, tmp_path):
     # "was solved by Thom in 1954" is not in the uploaded text: unknown words appear
     assert page.locator(".gv-chip").filter(has_text="<|UNK|>").count() > 0
     screenshot(page, "tokenizers-uploaded-corpus")
+
+
+def test_a_direct_link_on_a_fresh_server_gets_the_router(page):
+    """A shared link opened before anyone has visited Home still runs app.py's router
+    (a folder named pages/ would make Streamlit serve the bare script instead)."""
+    with running_app() as url:
+        page.goto(f"{url}/tokenizers?tokenizer=GPT-2")
+        wait_for_app(page)
+        check_no_exception(page, "direct link")
+        nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "Tokenizers" in nav and "Transformer block" in nav
+        assert "app_pages" not in nav and "\napp\n" not in f"\n{nav}\n"

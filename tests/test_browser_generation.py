@@ -16,8 +16,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(autouse=True)
 def _router_first(page, app_url):
-    """Open the app's root first: on a fresh server, a first visit straight to /generation is
-    served as a bare script from pages/ (no router, no wide layout) by Streamlit."""
+    """Open the app's root first, as a user arriving from Home does (direct links on a
+    fresh server are checked in tests/test_browser.py)."""
     visit(page, app_url)
 
 

@@ -26,8 +26,8 @@ MATH = ".katex"
 
 @pytest.fixture(autouse=True)
 def _router_first(page, app_url):
-    """Open the app's root first: on a fresh server, a first visit straight to /attention is
-    served as a bare script from pages/ (no router, no wide layout) by Streamlit."""
+    """Open the app's root first, as a user arriving from Home does (direct links on a
+    fresh server are checked in tests/test_browser.py)."""
     page.set_viewport_size({"width": 1400, "height": 2400})  # most of a view in one shot
     visit(page, app_url)
 

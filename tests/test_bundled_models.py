@@ -110,8 +110,8 @@ def test_induction_model_has_an_induction_head(models):
 
 
 def test_an_untrained_model_has_no_induction_head(models):
-    from gptviz.model import GPT
     from gptviz.checkpoints import Checkpoint
+    from gptviz.model import GPT
 
     torch.manual_seed(0)
     fresh = GPT(models["induction-2layer"].config).eval()

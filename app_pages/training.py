@@ -45,5 +45,5 @@ else:
                 "Upload a checkpoint zip in the sidebar to bring back a model trained earlier "
                 "(only safetensors and JSON are read; pickles are refused).")
     sections.afterwards(picked)
-    st.page_link("pages/attention.py", label="See its attention heads",
+    st.page_link("app_pages/attention.py", label="See its attention heads",
                  icon=":material/grid_on:")

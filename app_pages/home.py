@@ -29,15 +29,15 @@ if picked is not None:
 
 STEPS = [
     ("Tokens", "Cut the text into tokens and number them: characters, words, byte-level BPE "
-     "or GPT-2's encoding.", "pages/tokenizers.py"),
+     "or GPT-2's encoding.", "app_pages/tokenizers.py"),
     ("Embeddings + positions", "Each id selects a row of the embedding matrix; a positional "
-     "encoding says where the token stands.", "pages/embeddings.py"),
+     "encoding says where the token stands.", "app_pages/embeddings.py"),
     ("Transformer blocks", "LayerNorm, causal self-attention and a feed-forward network, "
-     "each added back to the residual stream.", "pages/block.py"),
+     "each added back to the residual stream.", "app_pages/block.py"),
     ("Logits", "The last row of the final stream is mapped to one score per vocabulary "
      "entry.", None),
     ("Sampling", "Temperature, top-k and top-p turn scores into a distribution; one token is "
-     "drawn and appended, and the loop starts again.", "pages/generation.py"),
+     "drawn and appended, and the loop starts again.", "app_pages/generation.py"),
 ]
 for i, (name, what, page) in enumerate(STEPS, start=1):
     with st.container(border=True):
@@ -46,5 +46,5 @@ for i, (name, what, page) in enumerate(STEPS, start=1):
             st.page_link(page, label=f"Open the {name} page", icon=":material/arrow_forward:")
         else:
             st.caption("Its page is being built.")
-st.page_link("pages/training.py", label="Train your own GPT", icon=":material/model_training:")
+st.page_link("app_pages/training.py", label="Train your own GPT", icon=":material/model_training:")
 st.caption("Runs offline: every model, tokenizer and corpus ships with the app.")

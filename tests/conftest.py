@@ -134,6 +134,21 @@ def visit(page, url: str, name: str | None = None) -> None:
         screenshot(page, name)
 
 
+def eventually(condition, timeout_s: float = 20.0, every_s: float = 0.25) -> bool:
+    """Poll ``condition()`` until it is true or time runs out (a rerun may still be
+    drawing when the script state first reads "notRunning"); returns its last value."""
+    deadline = time.time() + timeout_s
+    while True:
+        try:
+            if condition():
+                return True
+        except Exception:  # an element replaced mid-read: try again
+            pass
+        if time.time() > deadline:
+            return bool(condition())
+        time.sleep(every_s)
+
+
 def check_no_exception(page, where: str) -> None:
     errors = page.locator('[data-testid="stException"]')
     assert errors.count() == 0, f"{where}: {errors.first.inner_text()[:500]}"

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import check_no_exception, running_app, screenshot, visit, wait_for_app
+from tests.conftest import (
+    check_no_exception,
+    eventually,
+    running_app,
+    screenshot,
+    visit,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -53,15 +60,15 @@ def test_tokenizers_page_reacts(page, app_url):
     box.press("Control+Enter")
     wait_for_app(page)
     check_no_exception(page, "tokenizers after typing")
-    assert chips.count() != before
-    assert page.locator(".gv-chip.partial").count() > 0  # the emoji's partial bytes
+    assert eventually(lambda: chips.count() != before)
+    assert eventually(lambda: page.locator(".gv-chip.partial").count() > 0)  # emoji bytes
     screenshot(page, "tokenizers-gpt2-hard-text")
     page.get_by_role("tab", name="BPE merges").click()
     page.wait_for_timeout(300)
     screenshot(page, "tokenizers-bpe-merges")
     page.get_by_role("tab", name="Compare").click()
     page.wait_for_timeout(300)
-    assert page.get_by_text("the same ids").first.is_visible()
+    assert eventually(lambda: page.get_by_text("the same ids").first.is_visible())
     screenshot(page, "tokenizers-compare")
 
 
@@ -83,7 +90,7 @@ def test_bad_uploads_are_explained(page, app_url, tmp_path, content, message):
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(bad))
     wait_for_app(page)
     check_no_exception(page, f"upload {message}")
-    assert page.get_by_text(message).first.is_visible()
+    assert eventually(lambda: page.get_by_text(message).first.is_visible())
     assert page.locator(".gv-chip").count() > 0  # the page still works on the bundled corpus
 
 
@@ -95,7 +102,7 @@ def test_good_upload_trains_the_tokenizers(page, app_url, tmp_path):
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(good))
     wait_for_app(page)
     check_no_exception(page, "good upload")
-    assert page.get_by_text("Corpus: tiny.txt").first.is_visible()
+    assert eventually(lambda: page.get_by_text("Corpus: tiny.txt").first.is_visible())
     # "was solved by Thom in 1954" is not in the uploaded text: unknown words appear
     assert page.locator(".gv-chip").filter(has_text="<|UNK|>").count() > 0
     screenshot(page, "tokenizers-uploaded-corpus")

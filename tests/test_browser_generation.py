@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.conftest import check_no_exception, screenshot, visit, wait_for_app
+from tests.conftest import check_no_exception, eventually, screenshot, visit, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -49,14 +49,16 @@ def test_step_generate_and_every_view(page, app_url):
     page.get_by_role("button", name="Next token").click()
     wait_for_app(page)
     check_no_exception(page, "after Next token")
-    assert new_chips(page) == generated(page) == 1
+    assert eventually(lambda: new_chips(page) == generated(page) == 1), \
+        (new_chips(page), generated(page))
     assert page.locator(".katex").filter(has_text="↦").count() > 0  # the seeds' display
     screenshot(page, "generation-one-step")
     set_n(page, 40)
     page.get_by_role("button", name="Generate n").click()
     wait_for_app(page)
     check_no_exception(page, "after Generate n")
-    assert new_chips(page) == generated(page) == 41
+    assert eventually(lambda: new_chips(page) == generated(page) == 41), \
+        (new_chips(page), generated(page))
     assert page.get_by_text("Generated 40 tokens").first.is_visible()
     screenshot(page, "generation-after-generate")
     for tab, shown in [("Three temperatures", "Temperatures"),
@@ -70,7 +72,8 @@ def test_step_generate_and_every_view(page, app_url):
         screenshot(page, f"generation-{slug}")
     page.get_by_role("button", name="Undo").click()
     wait_for_app(page)
-    assert new_chips(page) == generated(page) == 40
+    assert eventually(lambda: new_chips(page) == generated(page) == 40), \
+        (new_chips(page), generated(page))
 
 
 def test_stop_mid_generate_keeps_every_token(page, app_url):
@@ -132,5 +135,6 @@ def test_other_bundled_models(page, app_url, name):
     page.get_by_text("Generated 30 tokens").first.wait_for(timeout=60_000)
     wait_for_app(page)
     check_no_exception(page, name)
-    assert new_chips(page) == generated(page) == 30
+    assert eventually(lambda: new_chips(page) == generated(page) == 30), \
+        (new_chips(page), generated(page))
     screenshot(page, f"generation-{name}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import check_no_exception, screenshot, visit, wait_for_app
+from tests.conftest import check_no_exception, eventually, screenshot, visit, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -64,7 +64,7 @@ def test_attention_pills_redraw_the_head(page, app_url):
     page.locator(".st-key-head button", has_text="0").click()
     wait_for_app(page)
     check_no_exception(page, "attention after choosing head 0")
-    assert main(page).get_by_text("layer 1, head 0: W_attn").first.is_visible()
+    assert eventually(lambda: main(page).get_by_text("layer 1, head 0: W_attn").first.is_visible())
     assert "head=" not in page.url  # head 0 is the default: the URL stays clean
     open_tab(page, "Head ablation")
     drawn(page, "ablation")

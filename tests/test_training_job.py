@@ -105,7 +105,7 @@ def test_corpus_length_check_agrees_with_the_split(n_tokens):
 
 
 def test_default_prompt():
-    assert default_prompt("abc|abc\nxyz|xyz\n") == "abc|"
+    assert default_prompt("abc|abc\nxyz|xyz\n") == "abc|abc\nxyz|"  # the answer is next
     assert default_prompt("12>12\n") == "12>"
     assert default_prompt("Representing homology classes by manifolds") == \
         "Representing homology classes"

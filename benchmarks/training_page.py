@@ -39,7 +39,7 @@ from gptviz.generate import encode_prompt, generate  # noqa: E402
 from gptviz.jobs import pick_dtype  # noqa: E402
 from gptviz.tokenizers import train_tokenizer  # noqa: E402
 from gptviz.train import Trainer  # noqa: E402
-from gptviz.training_plan import PRESETS, default_prompt, run_config  # noqa: E402
+from gptviz.training_plan import PRESETS, default_prompt, run_config, synthetic_text  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS, wait_for_app  # noqa: E402
 
 
@@ -194,8 +194,7 @@ def main() -> None:
     a = p.parse_args()
     spec = PRESETS[a.preset]
     if spec.corpus.startswith("synthetic:"):
-        from gptviz.data import synthetic_corpus
-        corpus = synthetic_corpus(spec.corpus.split(":", 1)[1], n_lines=4000, seed=0)
+        corpus = synthetic_text(spec.corpus.split(":", 1)[1])
     else:
         corpus = read_corpus(spec.corpus)
     print(f"preset {a.preset!r}: {spec}")

@@ -86,9 +86,9 @@ def plan(s: Setup, holder: SessionTrainer) -> None:
         st.info(note, icon=":material/info:")
     for problem in s.problems:
         st.error(problem, icon=":material/error:")
-    prompt = st.text_input("Sample prompt", value=default_prompt(s.text),
-                           key=f"tr_prompt-{s.corpus_name}", disabled=active,
-                           help="At every evaluation the model continues this text.")
+    prompt = st.text_area("Sample prompt", value=default_prompt(s.text), height=68,
+                          key=f"tr_prompt-{s.corpus_name}", disabled=active,
+                          help="At every evaluation the model continues this text.")
     cap = caps()
     st.caption(f"Limits on this server: {cap.max_params:,} parameters, {cap.max_steps:,} steps, "
                f"context {cap.max_context}, batch {cap.max_batch}, "
@@ -227,8 +227,8 @@ def afterwards(picked: Picked) -> None:
              "sidebar of any page (here or on another server).")
     seed = (ckpt.card.get("train_config") or {}).get("seed", 1337)
     before = _initial(json.dumps(ckpt.config.to_dict(), sort_keys=True), int(seed))
-    prompt = st.text_input("Prompt for both", value=ckpt.card.get("prompt") or "The ",
-                           key=f"tr_compare-{picked.name}")
+    prompt = st.text_area("Prompt for both", value=ckpt.card.get("prompt") or "The ",
+                          key=f"tr_compare-{picked.name}", height=68)
     cols = st.columns(2)
     steps = ckpt.card.get("steps", "?")
     key = picked.name if picked.bundled else f"{picked.name}#{id(ckpt.model)}"

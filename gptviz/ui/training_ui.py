@@ -17,7 +17,6 @@ import streamlit as st
 
 from gptviz import jobs
 from gptviz.corpora import CorpusError, bundled_corpora, decode_text, read_corpus
-from gptviz.data import synthetic_corpus
 from gptviz.jobs import SessionTrainer, TrainerSlots, pick_dtype
 from gptviz.model import RunConfig
 from gptviz.tokenizers import Tokenizer, TokenizerError
@@ -29,12 +28,14 @@ from gptviz.training_plan import (
     check_corpus_length,
     estimate_seconds,
     run_config,
+    synthetic_text,
 )
 from gptviz.ui.tokenizer_ui import _train_private, _train_shared
 
 UPLOAD_LIMIT = 2_000_000  # bytes of an uploaded .txt: plenty for a few minutes of training
 UPLOAD, SYNTHETIC = "upload", "synthetic:"
-TASKS = {"induction": "r|r: copy a random string", "sorting": "s>sorted(s): sort digits"}
+TASKS = {"induction": "r|r: copy a random string of 6–14 letters",
+         "sorting": "s>sorted(s): sort 6 digits"}
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 6e-3, 1e-2, 3e-2, 0.1, 1.0, 10.0, 100.0)
 K = "tr_"  # prefix of this page's widget keys
 
@@ -99,7 +100,7 @@ def _init_state() -> None:
 
 @st.cache_data(max_entries=4, show_spinner="Making the synthetic corpus…")
 def _synthetic(task: str) -> str:
-    return synthetic_corpus(task, n_lines=4000, seed=0)
+    return synthetic_text(task)
 
 
 def _corpus(disabled: bool) -> tuple[str, str, str, bool] | None:

@@ -70,6 +70,13 @@ def replicas_identical(model: nn.Module) -> bool:
     return len(set(digests)) == 1
 
 
+def finish() -> None:
+    """After a successful run, wait for every rank: a rank that tears gloo down while
+    another is still saving can abort ("terminate called without an active exception")."""
+    if dist.is_initialized():
+        dist.barrier()
+
+
 def cleanup() -> None:
     if dist.is_initialized():
         dist.destroy_process_group()

@@ -141,11 +141,13 @@ def run(a: argparse.Namespace) -> Path | None:
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "world_size": dist.world_size if dist else 1,
         }
+        out = None
         if dist is not None:
             card["replicas_identical"] = ddp.replicas_identical(trainer.model)
-            if not dist.is_main:
-                return None
-        return save_checkpoint(a.out, trainer.model, tokenizer, card)
+        if dist is None or dist.is_main:
+            out = save_checkpoint(a.out, trainer.model, tokenizer, card)
+        ddp.finish()  # every rank leaves together, after rank 0 has saved
+        return out
     finally:
         ddp.cleanup()
 

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from gptviz.ui import attention_sections as sections
-from gptviz.ui.model_inputs import encode, layer_and_head, prompt_input
-from gptviz.ui.models import describe, model_picker
+from gptviz.ui.model_inputs import layer_and_head, prompt_or_stop
+from gptviz.ui.models import picked_or_stop
 
 st.title("Attention")
 st.markdown(
@@ -16,14 +16,9 @@ st.latex(r"W_{\text{attn}} = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M
          r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases},\qquad "
          r"Z = W_{\text{attn}}\, V")
 
-picked = model_picker()
-if picked is None:
-    st.stop()
+picked = picked_or_stop()
 config = picked.checkpoint.config
-st.caption(f"Model **{picked.name}** — {describe(picked)}")
-prompt = encode(picked.checkpoint, prompt_input(picked.checkpoint))
-if prompt is None:
-    st.stop()
+prompt = prompt_or_stop(picked.checkpoint)
 layer, head = layer_and_head(config.n_layer, config.n_head)
 cache = sections.run(picked, prompt)
 

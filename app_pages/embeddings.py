@@ -3,8 +3,8 @@
 import streamlit as st
 
 from gptviz.ui import embedding_sections as sections
-from gptviz.ui.model_inputs import encode, position_input, prompt_input
-from gptviz.ui.models import describe, model_picker
+from gptviz.ui.model_inputs import position_input, prompt_or_stop
+from gptviz.ui.models import picked_or_stop
 
 st.title("Embeddings")
 st.markdown(
@@ -14,13 +14,8 @@ st.markdown(
     "The product is simply row $t_i$ of $E$, a point in $d$-dimensional space that training "
     "has placed.")
 
-picked = model_picker()
-if picked is None:
-    st.stop()
-st.caption(f"Model **{picked.name}** — {describe(picked)}")
-prompt = encode(picked.checkpoint, prompt_input(picked.checkpoint))
-if prompt is None:
-    st.stop()
+picked = picked_or_stop()
+prompt = prompt_or_stop(picked.checkpoint)
 pos = position_input(prompt, "Token to follow in the formulas")
 
 tabs = st.tabs(["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"], key="view",

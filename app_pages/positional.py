@@ -4,7 +4,7 @@ import streamlit as st
 
 from gptviz.ui import positional_sections as sections
 from gptviz.ui.model_inputs import encode, position_input, prompt_input
-from gptviz.ui.models import describe, model_picker
+from gptviz.ui.models import picked_or_stop
 
 st.title("Positional encoding")
 st.markdown(
@@ -13,10 +13,7 @@ st.markdown(
     "its position $i$: $x_i = E[t_i] + p_i$. The seeds use the sinusoidal table below; many "
     "models (GPT-2 among them) learn $P$ instead.")
 
-picked = model_picker()
-if picked is None:
-    st.stop()
-st.caption(f"Model **{picked.name}** — {describe(picked)}")
+picked = picked_or_stop()
 
 tabs = st.tabs(["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
                key="view", bind="query-params", on_change="rerun")

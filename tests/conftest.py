@@ -29,6 +29,17 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 
 @pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny tensors: one intra-op thread avoids thread contention on shared CI cores."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
 def _clear_streamlit_caches():
     """AppTest runs share one session id, so session-scoped caches would leak between tests."""
     import streamlit as st

@@ -24,15 +24,6 @@ from gptviz.model import GPT, GPTConfig
 from gptviz.tokenizers.char import CharTokenizer
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids thread contention on shared CI cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def make(tie: bool = True) -> tuple[GPT, CharTokenizer]:
     tok = CharTokenizer()
     tok.train("hello world")

@@ -16,15 +16,6 @@ from gptviz.data import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids thread contention on shared CI cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_windows_follow_the_seeds_definition():
     ds = SlidingWindowDataset(list(range(10)), context_length=4, stride=3)
     # i in range(0, len - N, stride) = 0, 3; x = ids[i:i+N], y = ids[i+1:i+N+1]

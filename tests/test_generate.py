@@ -22,15 +22,6 @@ from gptviz.model import GPT, GPTConfig
 from gptviz.tokenizers.char import CharTokenizer
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids thread contention on shared CI cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def make_model(positional: str = "learned") -> GPT:
     torch.manual_seed(0)
     config = GPTConfig(vocab_size=13, context_length=8, d_model=16, n_layer=2, n_head=2,

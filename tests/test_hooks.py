@@ -25,14 +25,6 @@ GOLDEN_NAMES = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids thread contention on shared CI cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def make_model() -> GPT:
     torch.manual_seed(0)

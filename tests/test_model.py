@@ -23,15 +23,6 @@ from gptviz.model import (
 from gptviz.model.attention import causal_mask
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids thread contention on shared CI cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def tiny(**kw) -> GPTConfig:
     base = dict(vocab_size=11, context_length=12, d_model=16, n_layer=2, n_head=4)
     return GPTConfig(**{**base, **kw})

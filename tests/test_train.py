@@ -18,15 +18,6 @@ from gptviz.tokenizers.char import CharTokenizer
 from gptviz.train import DivergenceError, Trainer, lr_at
 from gptviz.train_cli import main
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids thread contention on shared CI cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 TEXT = induction_corpus(n_lines=300, length=6, alphabet="abcdefgh", seed=0)
 
 

@@ -93,6 +93,14 @@ def encode(ckpt: Checkpoint, text: str) -> Prompt | None:
     return prompt
 
 
+def prompt_or_stop(ckpt: Checkpoint) -> Prompt:
+    """The prompt box, encoded; stops the page (after its message) when it is unusable."""
+    prompt = encode(ckpt, prompt_input(ckpt))
+    if prompt is None:
+        st.stop()
+    return prompt
+
+
 def _notes(prompt: Prompt, n_ctx: int, ckpt: Checkpoint) -> None:
     if prompt.dropped:
         st.warning(f"The prompt has {len(prompt.all_tokens):,} tokens but the model reads at "

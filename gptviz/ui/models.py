@@ -124,3 +124,12 @@ def describe(picked: Picked) -> str:
     return (f"{c.n_layer} layers · {c.n_head} heads · d={c.d_model} · context {c.context_length}"
             f" · |V|={c.vocab_size:,} · {n / 1e6:.2f}M params · {c.positional} positions{tail}")
 
+
+
+def picked_or_stop() -> Picked:
+    """The sidebar picker plus the model's one-line caption; stops the page when no model loads."""
+    picked = model_picker()
+    if picked is None:
+        st.stop()
+    st.caption(f"Model **{picked.name}** — {describe(picked)}")
+    return picked

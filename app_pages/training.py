@@ -15,10 +15,9 @@ st.markdown(
 
 warm_up()  # loads the optimizer code in the background while the user reads
 holder = session_trainer()
-sections.register_finished(holder)  # before the picker, so a new model is selectable
+busy = sections.register_finished(holder)  # before the picker, so a new model is selectable
 picked = model_picker()
 job = holder.job
-busy = job is not None and job.active
 
 st.header("1. Setup", divider="gray")
 s = setup(disabled=busy)
@@ -35,7 +34,7 @@ else:
 
 st.header("3. Train", divider="gray")
 sections.plan(s, holder)
-sections.live_panel(holder)
+sections.live_panel(holder, busy)
 
 st.header("4. Afterwards", divider="gray")
 if picked is None:

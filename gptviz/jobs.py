@@ -208,24 +208,29 @@ class TrainingJob:
         if self.threads:
             torch.set_num_threads(self.threads)  # two busy threads on 2 cores thrash otherwise
         if not self.slots.acquire(self._stop):
-            self._set(status="cancelled", message="Cancelled before it started; no model.")
             self._ids = None
+            self._set(status="cancelled", message="Cancelled before it started; no model.")
             return
+        end = {"status": "failed", "message": "Training ended without a result."}
         try:
             self._t0 = time.monotonic()
             self._set(status="running")
-            self._train()
+            end = self._train()
         except DivergenceError as exc:
-            self._set(status="failed", message=f"Training diverged: {exc} No model was kept.")
+            end = {"status": "failed", "message": f"Training diverged: {exc} No model was kept."}
         except Exception as exc:  # the page shows a message, never a traceback
             log.exception("training failed")
-            self._set(status="failed", message=f"Training failed: {exc}")
+            end = {"status": "failed", "message": f"Training failed: {exc}"}
         finally:
             self._trainer = None  # frees the optimizer state and the corpus
             self._ids = None
             self.slots.release()
+            # The thread's last act: once a page sees a final status, the checkpoint is
+            # set and nothing of this job changes any more, so it can be registered at once.
+            self._set(**end)
 
-    def _train(self) -> None:
+    def _train(self) -> dict[str, str]:
+        """Train; return the final status and message (published when the thread ends)."""
         with _OPTIMIZER_IMPORT:
             self._trainer = Trainer(self.run, self._ids, on_step=self._on_step,
                                     on_eval=self._on_eval, stop=self._stop)
@@ -252,8 +257,8 @@ class TrainingJob:
             status, why = "stopped", "Stopped"
         else:
             status, why = "done", "Finished"
-        self._set(status=status, message=f"{why} after {result.steps_done:,} steps: validation "
-                  f"loss {evals[-1].val_loss:.3f} (perplexity {evals[-1].val_perplexity:.1f}).")
+        return {"status": status, "message": f"{why} after {result.steps_done:,} steps: validation "
+                f"loss {evals[-1].val_loss:.3f} (perplexity {evals[-1].val_perplexity:.1f})."}
 
     def _on_step(self, info: StepInfo) -> None:
         with self._lock:

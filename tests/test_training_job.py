@@ -144,6 +144,26 @@ def test_stop_ends_within_a_second_and_keeps_the_model(tok):
     assert s.message.startswith("Stopped after")
 
 
+@pytest.mark.parametrize("stop", [False, True])
+def test_a_final_status_is_published_only_after_the_job_has_wound_down(tok, stop):
+    """The page registers a model the moment it sees a final status (the race behind a
+    flaky "Stopped after …" with the model missing from the picker): by then the checkpoint
+    must be set and the slot released, and nothing of the job may change afterwards."""
+    slots = TrainerSlots(1)
+    job = make_job(tok, slots=slots, steps=5000 if stop else 20)
+    job.start()
+    if stop:
+        wait_for(lambda: job.snapshot().step >= 2)
+        job.stop()
+    seen = job.snapshot()
+    while seen.active:  # poll often, to catch the moment it ends
+        time.sleep(0.002)
+        seen = job.snapshot()
+    assert job.checkpoint is not None and slots.running == 0
+    assert job.join(5)
+    assert job.snapshot().message == seen.message and job.snapshot().status == seen.status
+
+
 def test_a_diverging_learning_rate_fails_with_a_message_and_no_model(tok):
     job = make_job(tok, learning_rate=1e4, steps=200)
     job.start()

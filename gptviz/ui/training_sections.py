@@ -107,30 +107,44 @@ def plan(s: Setup, holder: SessionTrainer) -> None:
         st.rerun()  # redraw with the setup locked and the live panel ticking
 
 
-def register_finished(holder: SessionTrainer) -> None:
-    """Put a finished job's model in this session's picker (once) and select it."""
+def register_finished(holder: SessionTrainer) -> bool:
+    """Put a finished job's model in this session's picker (once) and select it.
+
+    Returns whether the job was still active when looked at. The live panel must draw
+    from this same observation: a job that ends later in this run is drawn as active,
+    and its panel reruns the page, which registers it before anything says "Stopped".
+    """
     job = holder.job
-    if job is None or job.checkpoint is None or job.registered_as or job.active:
-        return
+    if job is None:
+        return False
+    if job.active:
+        return True
+    if job.checkpoint is None or job.registered_as:
+        return False
     job.registered_as = add_session_model(job.card["name"], job.checkpoint)
     holder.history.append(job.registered_as)
     st.session_state["model"] = job.registered_as
+    return False
 
 
-def live_panel(holder: SessionTrainer) -> None:
-    """Progress, curves and samples; a fragment redraws it every 0.5 s while training."""
+def live_panel(holder: SessionTrainer, active: bool) -> None:
+    """Progress, curves and samples; a fragment redraws it every 0.5 s while training.
+
+    ``active`` is what ``register_finished`` saw at the top of this run.
+    """
     job = holder.job
     if job is None:
         st.caption("No run yet in this session: press Start training.")
         return
-    active = job.active
 
     @st.fragment(run_every=REDRAW_S if active else None)
     def panel() -> None:
         snap = job.snapshot()
-        _draw(job, snap)
         if active and not snap.active:
-            st.rerun()  # the whole page: the model joins the picker, the redraws stop
+            # Ended since the top of this run: rerun the whole page first, so the model
+            # is in the picker before the panel says "Finished" or "Stopped".
+            st.rerun()
+        _draw(job, snap)
 
     panel()
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
 from gptviz.model import GPT, GPTConfig, ablate_heads, hooks
+from gptviz.model.hooks import is_hooked
 
 # The contract of DESIGN §2, plus ``blocks.{l}.ln2.hook_normalized`` (the FFN's input,
 # which the Transformer-block page draws). Pages ask for these names; never rename them.
@@ -71,17 +74,88 @@ def test_unknown_name_is_a_clear_error():
 
 
 def _hook_count(model: GPT) -> int:
-    return sum(len(m._forward_hooks) for m in model.modules())
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
 
 
-def test_hooks_are_removed_even_after_an_error():
+def test_hooks_never_touch_the_model_and_end_even_after_an_error():
     model = make_model()
-    with pytest.raises(RuntimeError, match="boom"), hooks(model, [(None, lambda x, name: None)]):
-        assert _hook_count(model) == len(GOLDEN_NAMES) and model.hooked_depth == 1
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    fired = []
+    with pytest.raises(RuntimeError, match="boom"), \
+            hooks(model, [(None, lambda x, name: fired.append(name))]):
+        assert is_hooked(model) and _hook_count(model) == 0
+        model([1, 2])
         raise RuntimeError("boom")
-    assert _hook_count(model) == 0 and model.hooked_depth == 0
-    model.run_with_cache([1, 2])
-    assert _hook_count(model) == 0
+    assert fired == GOLDEN_NAMES
+    assert not is_hooked(model) and _hook_count(model) == 0
+    model([1, 2])  # no hook of the block above fires any more
+    assert len(fired) == len(GOLDEN_NAMES)
+    assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
+
+
+def test_hooks_of_one_model_do_not_reach_another():
+    a, b = make_model(), make_model()
+    seen = []
+    with hooks(a, [("hook_logits", lambda x, name: seen.append(name))]):
+        b([1, 2])
+        assert not is_hooked(b)
+        a([1, 2])
+    assert seen == ["hook_logits"]
+
+
+def _capture_in_threads(capture, prompts, repeats: int = 3):
+    """Run ``capture(prompt)`` for every prompt from its own thread, all released at once."""
+    barrier = threading.Barrier(len(prompts))
+    results: dict[int, list] = {i: [] for i in range(len(prompts))}
+
+    def work(i: int) -> None:
+        barrier.wait()
+        for _ in range(repeats):
+            results[i].append(capture(prompts[i]))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results
+
+
+# Eight prompts of different lengths, as eight students would type them.
+PROMPTS = [[(3 * i + j) % 9 for j in range(1 + i)] for i in range(8)]
+
+
+def test_eight_threads_sharing_one_model_each_capture_their_own_activations():
+    """The classroom race: one shared model, eight sessions capturing at the same moment.
+    Each cache must equal what the same prompt gives alone (when hooks lived on the model,
+    threads recorded each other's tensors, and unequal lengths crashed the pages)."""
+    torch.set_num_threads(1)
+    model = make_model()
+    alone = {i: model.run_with_cache(p) for i, p in enumerate(PROMPTS)}
+    results = _capture_in_threads(lambda p: model.run_with_cache(p), PROMPTS)
+    for i, runs in results.items():
+        assert len(runs) == 3
+        for logits, cache in runs:
+            assert list(cache) == GOLDEN_NAMES
+            torch.testing.assert_close(logits, alone[i][0], rtol=0, atol=0)
+            for name in GOLDEN_NAMES:
+                torch.testing.assert_close(cache[name], alone[i][1][name], rtol=0, atol=0)
+
+
+def test_ablation_in_one_thread_does_not_switch_heads_off_in_another():
+    model = make_model()
+    plain = model.run_with_cache([1, 2, 3])[0]  # the explicit path, as the threads take it
+
+    def capture(prompt):
+        if prompt == "ablate":
+            with ablate_heads(model, {0: [0, 1]}):
+                return model([1, 2, 3])
+        return model.run_with_cache([1, 2, 3])[0]
+
+    results = _capture_in_threads(capture, ["ablate", "plain"] * 4, repeats=5)
+    for i, runs in results.items():
+        for logits in runs:
+            assert torch.equal(logits, plain) == (i % 2 == 1)
 
 
 def test_a_hook_can_replace_an_activation():

@@ -16,7 +16,14 @@ from torch import Tensor, nn
 
 from gptviz.model.attention import CausalSelfAttention, KVCache
 from gptviz.model.config import GPTConfig
-from gptviz.model.hooks import ActivationCache, HookPoint, NamesFilter, hook_points, hooks
+from gptviz.model.hooks import (
+    ActivationCache,
+    HookPoint,
+    NamesFilter,
+    hook_points,
+    hooks,
+    is_hooked,
+)
 from gptviz.model.layers import FeedForward, LayerNorm, PositionalEncoding
 
 IdsLike = Sequence[int] | Tensor
@@ -70,7 +77,6 @@ class GPT(nn.Module):
         if config.tie_embeddings:
             self.unembed.weight = self.embed.weight
         self.hook_logits = HookPoint()
-        self.hooked_depth = 0  # > 0 while ``hooks`` is active: take the explicit path
         for name, point in hook_points(self).items():
             point.name = name
         self.apply(self._init_weights)
@@ -96,7 +102,7 @@ class GPT(nn.Module):
 
     def _forward(self, ids: Tensor, cache: KVCache | None = None) -> Tensor:
         """``forward`` without input checks, for loops whose ids are known to be valid."""
-        hooked = self.hooked_depth > 0
+        hooked = is_hooked(self)  # inside this thread's ``hooks`` block: the explicit path
         start = cache.length if cache is not None else 0
         x = self.embed(ids)  # (B, T, d)
         pe = self.pos(start, ids.shape[1])  # (T, d)

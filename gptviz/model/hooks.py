@@ -2,8 +2,10 @@
 
 Every interesting tensor of the forward pass goes through a ``HookPoint``, an
 identity module whose name comes from ``named_modules()`` (e.g.
-``blocks.0.attn.hook_pattern``). Forward hooks are attached only inside a
-``with`` block and always removed afterwards, so a model never keeps stray hooks.
+``blocks.0.attn.hook_pattern``). Hooks are never stored on the model: ``hooks``
+puts them in a context variable for the duration of a ``with`` block, so they
+belong to that call alone. One model shared by many threads (every session of a
+Streamlit server uses the same bundled model) captures each thread's own tensors.
 
 The names, in forward order (B batch, T tokens, d = d_model, h = n_head, d_k = d / h):
 
@@ -27,27 +29,51 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
-
-if TYPE_CHECKING:
-    from gptviz.model.gpt import GPT
 
 NamesFilter = None | str | Iterable[str] | Callable[[str], bool]
 HookFn = Callable[[Tensor, str], Tensor | None]  # (activation, name) -> replacement or None
 
 
+@dataclass(frozen=True)
+class _Active:
+    """The hooks of the calls in progress in this context, by hook point and by model."""
+
+    fns: Mapping[int, tuple[HookFn, ...]] = field(default_factory=dict)  # id(HookPoint) -> fns
+    models: frozenset[int] = frozenset()  # id(model) of models inside a ``hooks`` block
+
+
+# Each thread starts with an empty context, so one session's hooks never reach another's.
+_ACTIVE: ContextVar[_Active | None] = ContextVar("gptviz_hooks", default=None)
+_NONE = _Active()
+
+
+def _current() -> _Active:
+    return _ACTIVE.get() or _NONE
+
+
 class HookPoint(nn.Module):
-    """Identity on tensors; exists so that a forward hook can see or replace one."""
+    """Identity on tensors; exists so that a hook of the current call can see or replace one."""
 
     def __init__(self) -> None:
         super().__init__()
         self.name = ""  # set by GPT from named_modules()
 
     def forward(self, x: Tensor) -> Tensor:
+        for fn in _current().fns.get(id(self), ()):
+            out = fn(x, self.name)
+            if out is not None:
+                x = out
         return x
+
+
+def is_hooked(model: nn.Module) -> bool:
+    """True inside a ``hooks(model, ...)`` block of this thread: take the explicit path."""
+    return id(model) in _current().models
 
 
 class ActivationCache(Mapping[str, Tensor]):
@@ -105,33 +131,35 @@ def hook_points(model: nn.Module) -> dict[str, HookPoint]:
 
 
 @contextmanager
-def hooks(model: GPT, fwd_hooks: Iterable[tuple[NamesFilter, HookFn]]) -> Iterator[GPT]:
-    """Attach ``fn(activation, name)`` to the matching hook points for the ``with`` body.
+def hooks(model: nn.Module, fwd_hooks: Iterable[tuple[NamesFilter, HookFn]]
+          ) -> Iterator[nn.Module]:
+    """Run ``fn(activation, name)`` at the matching hook points during the ``with`` body.
 
-    While any hooks are attached the model takes its explicit (hooked) path, so
-    each hook point fires. A hook may return a tensor to replace the activation.
+    The hooks live in this thread's context, not on the model: another thread
+    running the same model at the same time neither sees them nor is seen. Inside
+    the block the model takes its explicit (hooked) path, so each hook point fires.
+    A hook may return a tensor to replace the activation; blocks nest.
 
-    >>> with hooks(model, [("blocks.0.hook_attn_out", lambda x, name: 0 * x)]):
-    ...     logits = model(ids)   # block 0's attention switched off
+    >>> seen = []
+    >>> with hooks(model, [("hook_embed", lambda x, name: seen.append(name))]):
+    ...     _ = model([1, 2])
+    >>> seen
+    ['hook_embed']
     """
-    handles = []
     points = hook_points(model)
-    entered = False
+    before = _current()
+    fns = {key: tuple(value) for key, value in before.fns.items()}
+    for names_filter, fn in fwd_hooks:
+        _check_names(names_filter, points)
+        keep = make_filter(names_filter)
+        for name, point in points.items():
+            if keep(name):
+                fns[id(point)] = (*fns.get(id(point), ()), fn)
+    token = _ACTIVE.set(_Active(fns, before.models | {id(model)}))
     try:
-        for names_filter, fn in fwd_hooks:
-            keep = make_filter(names_filter)
-            matched = [name for name in points if keep(name)]
-            _check_names(names_filter, points)
-            for name in matched:
-                handles.append(points[name].register_forward_hook(_adapter(fn, name)))
-        model.hooked_depth += 1
-        entered = True
         yield model
     finally:
-        if entered:
-            model.hooked_depth -= 1
-        for h in handles:
-            h.remove()
+        _ACTIVE.reset(token)
 
 
 def _check_names(names_filter: NamesFilter, points: Mapping[str, HookPoint]) -> None:
@@ -143,15 +171,8 @@ def _check_names(names_filter: NamesFilter, points: Mapping[str, HookPoint]) -> 
         raise ValueError(f"no hook point named {unknown[0]!r}; see model.hook_names().")
 
 
-def _adapter(fn: HookFn, name: str) -> Callable[..., Tensor | None]:
-    def hook(module: nn.Module, args: tuple[Tensor, ...], output: Tensor) -> Tensor | None:
-        return fn(output, name)
-
-    return hook
-
-
 @contextmanager
-def ablate_heads(model: GPT, heads: Mapping[int, Iterable[int]]) -> Iterator[GPT]:
+def ablate_heads(model: nn.Module, heads: Mapping[int, Iterable[int]]) -> Iterator[nn.Module]:
     """Zero the output z of chosen heads, e.g. ``{0: [1, 3]}`` = heads 1 and 3 of layer 0.
 
     >>> with ablate_heads(model, {0: [1]}):
@@ -178,5 +199,5 @@ def ablate_heads(model: GPT, heads: Mapping[int, Iterable[int]]) -> Iterator[GPT
 
 
 @contextmanager
-def _nothing(model: GPT) -> Iterator[GPT]:
+def _nothing(model: nn.Module) -> Iterator[nn.Module]:
     yield model

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from gptviz.ui import attention_sections as sections
-from gptviz.ui.model_inputs import layer_and_head, prompt_or_stop
-from gptviz.ui.models import picked_or_stop
+from gptviz.app.attention import view as sections
+from gptviz.app.shared.inputs import layer_and_head, prompt_or_stop
+from gptviz.app.shared.picker import picked_or_stop
 
 st.title("Attention")
 st.markdown(

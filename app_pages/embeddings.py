@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from gptviz.ui import embedding_sections as sections
-from gptviz.ui.model_inputs import position_input, prompt_or_stop
-from gptviz.ui.models import picked_or_stop
+from gptviz.app.embeddings import view as sections
+from gptviz.app.shared.inputs import position_input, prompt_or_stop
+from gptviz.app.shared.picker import picked_or_stop
 
 st.title("Embeddings")
 st.markdown(

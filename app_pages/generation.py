@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from gptviz.ui import generation_sections as views
-from gptviz.ui import generation_ui as ui
-from gptviz.ui.model_inputs import prompt_input
-from gptviz.ui.models import describe, model_picker
+from gptviz.app.generation import controls as ui
+from gptviz.app.generation import view as views
+from gptviz.app.shared.inputs import prompt_input
+from gptviz.app.shared.picker import describe, model_picker
 
 st.title("Generation")
 st.markdown(

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from gptviz.ui.models import describe, model_picker
+from gptviz.app.shared.picker import describe, model_picker
 
 st.title("gptviz — a GPT, step by step")
 st.markdown(

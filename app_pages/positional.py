@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from gptviz.ui import positional_sections as sections
-from gptviz.ui.model_inputs import encode, position_input, prompt_input
-from gptviz.ui.models import picked_or_stop
+from gptviz.app.positional import view as sections
+from gptviz.app.shared.inputs import encode, position_input, prompt_input
+from gptviz.app.shared.picker import picked_or_stop
 
 st.title("Positional encoding")
 st.markdown(

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
+from gptviz.app.shared.widgets import cap_text, problem
+from gptviz.app.tokenizers import view as sections
+from gptviz.app.tokenizers.controls import LABELS, all_tokenizers, corpus_picker, train_settings
 from gptviz.tokenizers import TokenizerError
-from gptviz.ui import tokenizer_sections as sections
-from gptviz.ui.common import cap_text, problem
-from gptviz.ui.tokenizer_ui import LABELS, all_tokenizers, corpus_picker, train_settings
 
 DEFAULT_TEXT = ("The Steenrod problem for closed orientable manifolds was solved by Thom in 1954.\n"
                 "Its orbifold analogue: représentation des classes — “naïve” 🙂 ∫ω = 0")

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from gptviz.ui import training_sections as sections
-from gptviz.ui.models import describe, model_picker
-from gptviz.ui.training_ui import session_trainer, setup, warm_up
+from gptviz.app.shared.picker import describe, model_picker
+from gptviz.app.training import view as sections
+from gptviz.app.training.controls import session_trainer, setup, warm_up
 
 st.title("Training")
 st.markdown(

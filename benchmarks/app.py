@@ -29,8 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gptviz.checkpoints import load_checkpoint  # noqa: E402
-from gptviz.models import DEFAULT_MODEL, bundled_models  # noqa: E402
+from gptviz.checkpoints import (  # noqa: E402
+    DEFAULT_MODEL,
+    bundled_models,
+    load_checkpoint,
+)
 
 VIEWS = {
     "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],

@@ -27,8 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gptviz import generate as gen  # noqa: E402
-from gptviz.checkpoints import load_checkpoint  # noqa: E402
-from gptviz.models import DEFAULT_MODEL, bundled_models  # noqa: E402
+from gptviz.checkpoints import (  # noqa: E402
+    DEFAULT_MODEL,
+    bundled_models,
+    load_checkpoint,
+)
 
 PAGE = str(ROOT / "app_pages" / "generation.py")
 VIEWS = ["This step", "Three temperatures", "Sample N times", "Attention", "History"]

@@ -16,8 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gptviz.checkpoints import load_checkpoint  # noqa: E402
-from gptviz.models import DEFAULT_MODEL, bundled_models  # noqa: E402
+from gptviz.checkpoints import (
+    DEFAULT_MODEL,
+    bundled_models,  # noqa: E402
+    load_checkpoint,  # noqa: E402
+)
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ from nanogpt_ref import NanoGPT, train_step  # noqa: E402
 from gptviz.data import SlidingWindowDataset  # noqa: E402
 from gptviz.model import GPTConfig, RunConfig, TrainConfig  # noqa: E402
 from gptviz.tokenizers.char import CharTokenizer  # noqa: E402
-from gptviz.train import Trainer  # noqa: E402
+from gptviz.train.trainer import Trainer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"

@@ -34,12 +34,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gptviz.checkpoints import load_checkpoint_zip  # noqa: E402
-from gptviz.corpora import read_corpus  # noqa: E402
+from gptviz.data import read_corpus  # noqa: E402
 from gptviz.generate import encode_prompt, generate  # noqa: E402
-from gptviz.jobs import pick_dtype  # noqa: E402
 from gptviz.tokenizers import train_tokenizer  # noqa: E402
-from gptviz.train import Trainer  # noqa: E402
-from gptviz.training_plan import PRESETS, default_prompt, run_config, synthetic_text  # noqa: E402
+from gptviz.train.jobs import pick_dtype  # noqa: E402
+from gptviz.train.plan import PRESETS, default_prompt, run_config, synthetic_text  # noqa: E402
+from gptviz.train.trainer import Trainer  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS, wait_for_app  # noqa: E402
 
 

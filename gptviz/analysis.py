@@ -1,13 +1,14 @@
 """Tensor maths behind the Embeddings, Positional encoding and Transformer block pages.
 
 Everything here takes tensors (a model, its weights or an ``ActivationCache``)
-and returns float32 numpy arrays or plain numbers, ready for ``gptviz.viz``.
+and returns float32 numpy arrays or plain numbers, ready for the figure builders of ``gptviz.app``.
 The attention maths lives in ``gptviz.attention_math``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -223,3 +224,46 @@ def seeds_124m_counts(tied: bool = True) -> dict[str, int]:
     """
     config = GPTConfig(**{**GPT_CONFIG_124M, "bias": True, "tie_embeddings": tied})
     return parameter_table(config, qkv_bias=False)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str  # e.g. "LN₁(X)"
+    shape: str  # e.g. "N×d = 64×128"
+    values: np.ndarray  # (rows, cols) float32, tokens down
+    columns: str = "dimension"  # what the columns are: "dimension" or "key"
+
+
+def block_stages(cache: ActivationCache, layer: int, head: int = 0,
+                 activation: str = "gelu") -> list[Stage]:
+    """The twelve stages of block ``layer`` (batch 0), in forward order, two halves of six.
+
+    >>> [s.name for s in block_stages(cache, 0)][:3]
+    ['X', 'LN₁(X)', 'W_attn (head 0)']
+    """
+    b = f"blocks.{layer}"
+    x = to_numpy(layernorm_input(cache, layer))  # (T, d)
+    t, d = x.shape
+    z = cache[f"{b}.attn.hook_z"][0]  # (h, T, d_k)
+    h, _, d_k = z.shape
+    pre = to_numpy(cache[f"{b}.mlp.hook_pre"][0])  # (T, d_ff)
+    mid = to_numpy(cache[f"{b}.hook_resid_mid"][0])  # (T, d)
+    post = to_numpy(cache[f"{b}.hook_resid_post"][0])  # (T, d)
+    act = "GELU" if activation == "gelu" else "ReLU"
+    td, tf = f"N×d = {t}×{d}", f"N×d_ff = {t}×{pre.shape[1]}"
+    return [
+        Stage("X", td, x),
+        Stage("LN₁(X)", td, to_numpy(cache[f"{b}.ln1.hook_normalized"][0])),
+        Stage(f"W_attn (head {head})", f"h×N×N = {h}×{t}×{t}",
+              to_numpy(cache[f"{b}.attn.hook_pattern"][0, head]), "key"),
+        Stage("Z, heads side by side", f"N×(h·d_k) = {t}×{h * d_k}",
+              to_numpy(z.transpose(0, 1).reshape(t, h * d_k))),
+        Stage("attention out Z W_O", td, to_numpy(cache[f"{b}.hook_attn_out"][0])),
+        Stage("Y = X + Z W_O", td, mid),
+        Stage("Y", td, mid),
+        Stage("LN₂(Y)", td, to_numpy(cache[f"{b}.ln2.hook_normalized"][0])),
+        Stage("H = LN₂(Y) W₁ + b₁", tf, pre),
+        Stage(f"{act}(H)", tf, to_numpy(cache[f"{b}.mlp.hook_post"][0])),
+        Stage("FFN(Y) = act(H) W₂ + b₂", td, post - mid),
+        Stage("X' = Y + FFN(Y)", td, post),
+    ]

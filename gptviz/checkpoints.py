@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,9 @@ from gptviz.model import GPT, GPTConfig, parameter_counts
 from gptviz.tokenizers.base import Tokenizer
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
+
+
+
 FILES = (WEIGHTS, CONFIG, TOKENIZER, CARD)
 _PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol >= 2; torch.save's zip format
 
@@ -212,3 +216,25 @@ def bundled_checkpoints(root: str | Path = "assets/models") -> dict[str, Path]:
     if not root.is_dir():
         return {}
     return {p.name: p for p in sorted(root.iterdir()) if (p / WEIGHTS).is_file()}
+
+
+def initial_model(config: GPTConfig, seed: int) -> GPT:
+    """The model exactly as ``Trainer`` initialises it for ``seed``, before any step."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return GPT(config).eval()
+
+
+# GPTVIZ_MODELS_DIR points the app at another folder of checkpoints (development, tests).
+MODELS_DIR = Path(os.environ.get("GPTVIZ_MODELS_DIR")
+                  or Path(__file__).resolve().parents[1] / "assets" / "models")
+
+
+# The BPE model: its tokens are word pieces, so attention maps and next-token
+# charts read as words, which is what a class can follow (see the README).
+DEFAULT_MODEL = "mathematics-bpe"
+
+
+def bundled_models() -> dict[str, Path]:
+    """Name -> checkpoint folder for every model under ``assets/models``."""
+    return bundled_checkpoints(MODELS_DIR)

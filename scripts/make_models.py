@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gptviz.data import induction_corpus  # noqa: E402
-from gptviz.train_cli import main as train_main  # noqa: E402
+from gptviz.train.__main__ import main as train_main  # noqa: E402
 
 MODELS = ROOT / "assets" / "models"
 CORPORA = ROOT / "assets" / "corpora"

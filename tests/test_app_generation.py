@@ -18,10 +18,9 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from gptviz import generate as gen
-from gptviz.checkpoints import load_checkpoint
+from gptviz.app.generation.state import History, Sampling
+from gptviz.checkpoints import bundled_models, load_checkpoint
 from gptviz.model import GPT, GPTConfig
-from gptviz.models import bundled_models
-from gptviz.ui.generation_state import History, Sampling
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "app_pages" / "generation.py")

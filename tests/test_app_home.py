@@ -8,8 +8,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-import gptviz.models
-from gptviz.models import DEFAULT_MODEL, MODELS_DIR, bundled_models
+import gptviz.checkpoints
+from gptviz.checkpoints import DEFAULT_MODEL, MODELS_DIR, bundled_models
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")  # Home is its default page
 
@@ -27,7 +27,7 @@ def test_broken_bundled_model_is_named_and_skipped(tmp_path, monkeypatch):
         shutil.copytree(folder, tmp_path / name)
     broken = next(n for n in bundled_models() if n != DEFAULT_MODEL)
     (tmp_path / broken / "model.safetensors").write_bytes(b"not a safetensors file")
-    monkeypatch.setattr(gptviz.models, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(gptviz.checkpoints, "MODELS_DIR", tmp_path)
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()
     assert not at.exception
@@ -38,7 +38,7 @@ def test_broken_bundled_model_is_named_and_skipped(tmp_path, monkeypatch):
 
 
 def test_no_loadable_model_gets_a_message(tmp_path, monkeypatch):
-    monkeypatch.setattr(gptviz.models, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(gptviz.checkpoints, "MODELS_DIR", tmp_path)
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()
     assert not at.exception

@@ -14,9 +14,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from gptviz.checkpoints import checkpoint_to_zip, load_checkpoint
+from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.model import GPT, GPTConfig
-from gptviz.models import bundled_models
 
 ROOT = Path(__file__).resolve().parents[1]
 VIEWS = {

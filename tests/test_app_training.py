@@ -18,12 +18,11 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from gptviz.checkpoints import checkpoint_to_zip, load_checkpoint_zip
-from gptviz.jobs import initial_model
+from gptviz.app.shared.picker import SESSION_MODELS
+from gptviz.app.training import controls as training_ui
+from gptviz.checkpoints import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer
-from gptviz.ui import training_ui
-from gptviz.ui.models import SESSION_MODELS
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 TINY = {"tr_corpus": "sample", "tr_d_model": 16, "tr_n_layer": 1, "tr_n_head": 2,

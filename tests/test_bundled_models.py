@@ -13,9 +13,14 @@ import string
 import pytest
 import torch
 
-from gptviz.checkpoints import CheckpointError, load_checkpoint
+from gptviz.checkpoints import (
+    DEFAULT_MODEL,
+    MODELS_DIR,
+    CheckpointError,
+    bundled_models,
+    load_checkpoint,
+)
 from gptviz.generate import generate
-from gptviz.models import DEFAULT_MODEL, MODELS_DIR, bundled_models
 from gptviz.tokenizers import ByteLevelBPE, CharTokenizer
 
 NAMES = ["mathematics-char", "mathematics-bpe", "induction-2layer"]

@@ -11,9 +11,9 @@ import threading
 import numpy as np
 import streamlit as st
 
-from gptviz.models import DEFAULT_MODEL
-from gptviz.ui import model_cache
-from gptviz.ui.models import Picked, load_bundled
+from gptviz.app.shared import cache as model_cache
+from gptviz.app.shared.picker import Picked, load_bundled
+from gptviz.checkpoints import DEFAULT_MODEL
 
 PROMPTS = ["The manifold", "Let x be a point of the", "Theorem.", "a", "We prove that every",
            "Hence the map is", "Consider the group G acting on", "Suppose"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gptviz.corpora import CorpusError, bundled_corpora, decode_text, read_corpus
+from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 
 
 def test_bundled_mathematics_corpus_is_large_and_first():

@@ -13,8 +13,8 @@ import torch
 import torch.distributed as dist
 
 from gptviz.data import induction_corpus
-from gptviz.ddp import init_from_env, params_digest
 from gptviz.model import GPT, GPTConfig
+from gptviz.train.ddp import init_from_env, params_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,8 +15,8 @@ import torch
 from gptviz.data import induction_corpus
 from gptviz.model import GPTConfig, RunConfig, TrainConfig
 from gptviz.tokenizers.char import CharTokenizer
-from gptviz.train import DivergenceError, Trainer, lr_at
-from gptviz.train_cli import main
+from gptviz.train.__main__ import main
+from gptviz.train.trainer import DivergenceError, Trainer, lr_at
 
 TEXT = induction_corpus(n_lines=300, length=6, alphabet="abcdefgh", seed=0)
 

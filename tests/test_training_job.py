@@ -12,13 +12,15 @@ import time
 import pytest
 import torch
 
-from gptviz.before_after import continuation, prompt_loss
+from gptviz.app.training.figures import loss_figure, prediction_pairs, thin, windows_html
+from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
+from gptviz.checkpoints import initial_model
 from gptviz.data import train_val_split
-from gptviz.jobs import SessionTrainer, TrainerSlots, TrainingJob, initial_model
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer
-from gptviz.train import Trainer
-from gptviz.training_plan import (
+from gptviz.train.before_after import continuation, prompt_loss
+from gptviz.train.jobs import SessionTrainer, TrainerSlots, TrainingJob
+from gptviz.train.plan import (
     PRESETS,
     TrainingCaps,
     TrainingSpec,
@@ -30,14 +32,7 @@ from gptviz.training_plan import (
     n_params,
     run_config,
 )
-from gptviz.viz.training import (
-    cross_entropy_latex,
-    loss_figure,
-    perplexity_latex,
-    prediction_pairs,
-    thin,
-    windows_html,
-)
+from gptviz.train.trainer import Trainer
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 30
 TINY = TrainingSpec(corpus="test", d_model=16, n_layer=1, n_head=2, context_length=16,

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from gptviz import generate as gen
+from gptviz.app.generation import figures as figs
+from gptviz.app.generation import formulas as tex
 from gptviz.tokenizers.base import TokenInfo
-from gptviz.viz import generation as figs
-from gptviz.viz import generation_text as tex
 
 
 def balanced(s: str) -> bool:
@@ -156,7 +156,7 @@ def test_entropy_formula():
 # ---- HTML chips and the table -------------------------------------------------------------
 
 def test_sequence_chips_mark_cut_and_new_tokens():
-    html = tex.sequence_chips_html(infos("abcdef"), n_prompt=4, dropped=2)
+    html = figs.sequence_chips_html(infos("abcdef"), n_prompt=4, dropped=2)
     assert html.count('<span class="gv-chip') == 6
     assert html.count("gv-cut") - html.count(".gv-cut") == 2  # the two cut chips
     assert html.count("gv-new") - html.count(".gv-new") == 2
@@ -167,24 +167,24 @@ def test_sequence_chips_mark_cut_and_new_tokens():
 def test_sequence_chips_escape_and_show_specials():
     tokens = infos("<b") + [TokenInfo(9, "<|UNK|>", b"<|UNK|>", (0, 0), special=True,
                                       unknown=True)]
-    html = tex.sequence_chips_html(tokens, n_prompt=3, dropped=0)
+    html = figs.sequence_chips_html(tokens, n_prompt=3, dropped=0)
     assert "<b<" not in html and "&lt;" in html
     assert "&lt;|UNK|&gt;" in html and "#ff8a80" in html  # the unknown-token fill
 
 
 def test_sequence_chips_draw_only_the_last_tokens():
-    html = tex.sequence_chips_html(infos("x" * 50), n_prompt=10, dropped=5, max_tokens=20)
+    html = figs.sequence_chips_html(infos("x" * 50), n_prompt=10, dropped=5, max_tokens=20)
     assert html.count('<span class="gv-chip') == 20 and "30 earlier tokens" in html
 
 
 def test_attention_chips_show_the_weights():
-    html = tex.attention_chips_html(infos("abc"), [0.1, 0.2, 0.7])
+    html = figs.attention_chips_html(infos("abc"), [0.1, 0.2, 0.7])
     assert html.count('<span class="gv-chip"') == 3 and "0.70" in html
     assert "rgba(245,133,24,1.000)" in html  # the largest weight is the darkest
 
 
 def test_history_table():
-    df = tex.history_table(["ab", "abc"], ["c", " "], [0.5, 0.25], [0.7, 1.1],
+    df = figs.history_table(["ab", "abc"], ["c", " "], [0.5, 0.25], [0.7, 1.1],
                            ["T = 1", "greedy (T = 0)"], [0, 1])
     assert list(df["step"]) == [1, 2] and list(df["chosen"]) == ["c", "·"]
     assert list(df.columns)[:4] == ["step", "context (end)", "chosen", "P(chosen)"]

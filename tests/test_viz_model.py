@@ -11,12 +11,12 @@ import torch
 
 from gptviz import analysis as A
 from gptviz import attention_math as M
+from gptviz.app.attention import figures as VA
+from gptviz.app.block import figures as VB
+from gptviz.app.embeddings import figures as VE
+from gptviz.app.positional import figures as VP
+from gptviz.app.shared.heatmaps import MASKED, heatmap, matrix_panels
 from gptviz.model import GPT, GPTConfig
-from gptviz.viz import attention as VA
-from gptviz.viz import block as VB
-from gptviz.viz import embeddings as VE
-from gptviz.viz import positional as VP
-from gptviz.viz.heatmaps import MASKED, heatmap, matrix_panels
 
 TINY = dict(vocab_size=20, context_length=16, d_model=32, n_layer=2, n_head=4)
 IDS = [3, 1, 4, 1, 5]

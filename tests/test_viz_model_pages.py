@@ -11,15 +11,19 @@ import numpy as np
 import pytest
 import torch
 
+from gptviz.analysis import block_stages
+from gptviz.app.attention import formulas as mp
+from gptviz.app.attention.view import attention_names, grid_cell_px
+from gptviz.app.block import formulas as mb
+from gptviz.app.block.figures import block_flow, stage_table
+from gptviz.app.block.view import block_names
+from gptviz.app.embeddings import formulas as emb_tex
+from gptviz.app.positional import formulas as pos_tex
+from gptviz.app.positional.view import default_dims
+from gptviz.app.shared import tex as tx
+from gptviz.app.shared.chips import prompt_chips_html
 from gptviz.model import GPT, GPTConfig
 from gptviz.tokenizers import CharTokenizer
-from gptviz.ui.attention_sections import attention_names, grid_cell_px
-from gptviz.ui.block_sections import block_names
-from gptviz.ui.positional_sections import default_dims
-from gptviz.viz import math_block as mb
-from gptviz.viz import math_panels as mp
-from gptviz.viz.block_flow import block_flow, block_stages, stage_table
-from gptviz.viz.prompt import prompt_chips_html
 
 TINY = dict(vocab_size=20, context_length=16, d_model=32, n_layer=2, n_head=4)
 IDS = [3, 1, 4, 1, 5, 9, 2, 6]
@@ -114,7 +118,7 @@ def test_z_row_names_the_largest_weights():
 def test_sinusoid_point_evaluates_the_formula(i, dim, d):
     angle = i / 10000 ** ((dim - dim % 2) / d)
     value = math.sin(angle) if dim % 2 == 0 else math.cos(angle)
-    tex = mp.sinusoid_point(i, dim, d, value)
+    tex = pos_tex.sinusoid_point(i, dim, d, value)
     assert f"({angle:.4f})" in tex and tex.endswith(f"{value:.4f}")
     assert (r"\sin" in tex) == (dim % 2 == 0)
 
@@ -128,17 +132,17 @@ def test_layernorm_row_variance_is_sigma2_over_sigma2_plus_eps():
 
 def test_embedding_lookup_and_x_plus_pe_carry_the_row():
     row = np.array([0.5, -0.25, 0.125, 1.0, 2.0, -3.0])
-    tex = mp.embedding_lookup("the", 7, 100, row)
+    tex = emb_tex.embedding_lookup("the", 7, 100, row)
     assert r"(0.500,\ -0.250,\ 0.125,\ 1.000,\ \dots,\ -3.000)" in tex
     assert r"\mathbb{R}^{6}" in tex
-    tex = mp.x_plus_pe("a", 2, [1.0, 2.0], [0.5, -0.5], "learned")
+    tex = pos_tex.x_plus_pe("a", 2, [1.0, 2.0], [0.5, -0.5], "learned")
     assert r"(1.500,\ 1.500)" in tex
 
 
 def test_numbers_for_latex():
-    assert mp.num(float("-inf")) == r"-\infty" and mp.num(3e-9) == r"3.0 \times 10^{-9}"
-    assert mp.num(3e-9, sci=False) == "0.000"
-    assert mp.vector(range(3), shown=4, digits=0) == r"(0,\ 1,\ 2)"
+    assert tx.num(float("-inf")) == r"-\infty" and tx.num(3e-9) == r"3.0 \times 10^{-9}"
+    assert tx.num(3e-9, sci=False) == "0.000"
+    assert tx.vector(range(3), shown=4, digits=0) == r"(0,\ 1,\ 2)"
 
 
 # ---- prompt chips and names -----------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from gptviz.app.shared.chips import merges_table, show_bytes, token_chips_html, token_table, visible
+from gptviz.app.tokenizers import formulas as latex
 from gptviz.tokenizers import ByteLevelBPE, TiktokenTokenizer, train_tokenizer
 from gptviz.tokenizers.compare import compare
-from gptviz.viz import latex
-from gptviz.viz.tokens import merges_table, show_bytes, token_chips_html, token_table, visible
 
 
 def test_visible_whitespace_and_controls():

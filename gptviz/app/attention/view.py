@@ -1,0 +1,183 @@
+"""The sections of the Attention page; each takes plain values and draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from gptviz import analysis
+from gptviz import attention_math as am
+from gptviz.app.attention import figures as va
+from gptviz.app.attention import formulas as mp
+from gptviz.app.shared.cache import ablation, activations, cached_figure, vocab_labels
+from gptviz.app.shared.heatmaps import thin_ticks, title_room
+from gptviz.app.shared.inputs import Prompt, position_input
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import chart, csv_download
+from gptviz.model.hooks import ActivationCache
+
+SQUARE = ("scores", "M", "masked scores", "pattern")  # the (T, T) steps of a head
+STEP_ROWS = [("Q", "K", "V"), ("scores", "M", "masked scores"), ("pattern", "Z")]
+ABLATION_TOP = 10  # most probable tokens before / after, in the bar chart
+
+
+def attention_names(n_layer: int) -> list[str]:
+    """Every activation the page reads, e.g. 'blocks.0.attn.hook_pattern'.
+
+    >>> attention_names(1)[:3]
+    ['hook_embed', 'hook_pos_embed', 'blocks.0.attn.hook_q']
+    """
+    hooks = ("q", "k", "v", "scores", "pattern", "z")
+    return ["hook_embed", "hook_pos_embed",
+            *(f"blocks.{ly}.attn.hook_{h}" for ly in range(n_layer) for h in hooks)]
+
+
+def run(picked: Picked, prompt: Prompt) -> ActivationCache:
+    cache, _ = activations(picked, prompt.ids, attention_names(picked.checkpoint.config.n_layer))
+    return cache
+
+
+def grid_cell_px(n_head: int) -> int:
+    """Thumbnail height so that thumbnails in a ~900 px wide grid come out roughly square.
+
+    >>> grid_cell_px(4), grid_cell_px(12)
+    (220, 80)
+    """
+    return max(80, min(220, 900 // n_head))
+
+
+def narrow(name: str, fig):
+    """A step figure for a third of the page: (T, T) ones keep only their token rows
+    (hover names the key), so the matrix, not its labels, gets the width."""
+    if name in SQUARE:
+        fig.update_xaxes(showticklabels=False, title="key j (hover for the token)")
+    return thin_ticks(title_room(fig, 70))
+
+
+def pattern_table(pattern: np.ndarray, labels: list[str]) -> pd.DataFrame:
+    """A (T, T) pattern with 'i: token' row and column names, for CSV."""
+    names = [f"{i}: {t}" for i, t in enumerate(labels)]
+    return pd.DataFrame(pattern, index=pd.Index(names, name="query \\ key"), columns=names)
+
+
+def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
+             head: int) -> None:
+    """Every head of every layer as thumbnails, the chosen one large, one row worked out."""
+    c = picked.checkpoint.config
+    labels = prompt.labels
+    key = (prompt.ids, layer, head)
+    grid = cached_figure(picked, "attention-grid", key, lambda: va.attention_grid(
+        am.all_patterns(cache, c.n_layer), labels, selected=(layer, head),
+        cell_px=grid_cell_px(c.n_head)))
+    st.plotly_chart(grid, width="stretch")
+    st.caption(f"All {c.n_layer * c.n_head} heads: layers down, heads across; row i of a "
+               "thumbnail is how token i spreads its attention over tokens 0..i. The framed "
+               "head is shown large below. Choose another with the Layer and Head pills.")
+    steps = am.head_tensors(cache, layer, head)
+    left, right = st.columns([3, 2])
+    large = cached_figure(picked, "attention-pattern", key, lambda: title_room(
+        thin_ticks(va.attention_pattern(steps["pattern"], labels, height=640,
+                                        title=f"layer {layer}, head {head}: W_attn"))))
+    left.plotly_chart(large, width="stretch")
+    with right:
+        query = position_input(prompt, "Query token (a row of W_attn)", key="query")
+        top = np.argsort(-steps["pattern"][query], kind="stable")[:5]
+        best = pd.DataFrame({"key": [f"{j}: {labels[j]}" for j in top],
+                             "weight": steps["pattern"][query][top]})
+        st.dataframe(best, hide_index=True, width="stretch")
+        csv_download(best, f"top-keys-L{layer}-H{head}-q{query}.csv")
+        st.caption(f"Where {labels[query]!r} (position {query}) looks most: the largest "
+                   "weights of its row. The row is worked out below.")
+    st.latex(mp.attention_row(labels[query], query, labels, steps["scores"][query],
+                              steps["pattern"][query], c.d_head))
+    st.latex(mp.z_row(query, labels, steps["pattern"][query]))
+    df = pattern_table(steps["pattern"], labels)
+    with st.expander("This head's pattern as a table", icon=":material/table:"):
+        st.dataframe(df, width="stretch", height=260)
+        csv_download(df.reset_index(), f"pattern-L{layer}-H{head}.csv")
+
+
+def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
+               head: int) -> None:
+    """Q, K, V, the scaled scores, the mask, the pattern and Z of one head."""
+    c = picked.checkpoint.config
+    st.latex(r"\mathrm{head}(X) = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big)V,"
+             r"\quad Q = \mathrm{LN}(X)W_Q,\ K = \mathrm{LN}(X)W_K,\ V = \mathrm{LN}(X)W_V"
+             rf"\in \mathbb{{R}}^{{{len(prompt.ids)} \times {c.d_head}}},\quad d_k = {c.d_head}")
+    steps = am.head_tensors(cache, layer, head)
+    figs = cached_figure(picked, "head-steps", (prompt.ids, layer, head), lambda: {
+        name: narrow(name, fig) for name, fig in va.head_step_figures(steps,
+                                                                       prompt.labels).items()})
+    for row in STEP_ROWS:
+        for col, name in zip(st.columns(3), row, strict=False):
+            col.plotly_chart(figs[name], width="stretch", key=f"step-{name}")
+    st.caption("Q, K, V and Z: tokens down, the head's d_k dimensions across. Scores, mask and "
+               "pattern: queries down, keys across; grey cells are −∞, the future a token "
+               "may not see.")
+    tables = {name: pd.DataFrame(steps[name], index=prompt.labels) for name in ("Q", "K", "V",
+                                                                                "Z")}
+    with st.expander("Q, K, V and Z as tables", icon=":material/table:"):
+        name = st.segmented_control("Matrix", list(tables), default="Q", required=True,
+                                    key="step_table")
+        st.dataframe(tables[name], width="stretch", height=240)
+        csv_download(tables[name].reset_index(names="token"), f"{name}-L{layer}-H{head}.csv")
+
+
+def masks_and_check(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
+                    head: int) -> None:
+    """The seeds' weight-free attention, both causal masks, and the SDPA check."""
+    x = analysis.to_numpy(cache["hook_embed"][0] + cache["hook_pos_embed"])  # (T, d)
+    scores, simple, _ = am.simplified_attention(x)  # (T, T) each
+    renorm, neg_inf = am.causal_by_renormalising(scores), am.causal_by_neg_inf(scores)
+    delta = float((renorm - neg_inf).abs().max())
+    steps = am.head_tensors(cache, layer, head)
+    head_delta = float(np.abs(am.causal_by_renormalising(steps["scores"]).numpy()
+                              - steps["pattern"]).max())
+    st.markdown("The seeds first show attention **without weights**: each token scores every "
+                "token by a dot product of embeddings, $S = XX^\\top$ with $X = E[\\mathrm{ids}]"
+                " + P$, and mixes them by $\\mathrm{softmax}(S)X$. A GPT must not look ahead, "
+                "and the seeds give two ways to forbid it: zero the future after the softmax "
+                "and renormalise each row, or add $M$ ($-\\infty$ above the diagonal) before "
+                "it. They are the same matrix:")
+    st.latex(mp.masking_equality(delta, head_delta, layer, head))
+    fig = cached_figure(picked, "masks", (prompt.ids,), lambda: thin_ticks(
+        va.masking_comparison(simple, renorm, neg_inf, prompt.labels, delta)))
+    st.plotly_chart(fig, width="stretch")
+    st.markdown("**The hand-written attention against PyTorch's fused kernel.** The model "
+                "computes attention step by step here (so that every step can be shown) and "
+                "with `torch.nn.functional.scaled_dot_product_attention` when it trains. From "
+                "the captured Q, K, V of every layer and head:")
+    check = am.sdpa_max_delta(cache, range(picked.checkpoint.config.n_layer))
+    st.latex(mp.sdpa_check(check, picked.checkpoint.config.n_layer))
+    ok = max(check.values()) < 1e-4
+    (st.success if ok else st.error)(
+        f"max |Δ| = {max(check.values()):.1e}: " + ("equal up to float32 rounding." if ok else
+                                                     "larger than rounding explains."),
+        icon=":material/check:" if ok else ":material/error:")
+
+
+def ablation_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
+    """Switch heads off (z_h = 0) and compare the next-token distributions."""
+    c = picked.checkpoint.config
+    options = [(ly, h) for ly in range(c.n_layer) for h in range(c.n_head)]
+    chosen = st.multiselect("Heads to switch off", options, default=[(layer, head)],
+                            format_func=lambda p: f"L{p[0]} H{p[1]}", key="ablate")
+    before, after = ablation(picked, prompt.ids, chosen)  # (|V|,), (|V|,)
+    vocab = vocab_labels(picked)
+    ids = am.top_changes(before, after, ABLATION_TOP)
+    top = int(ids[0])
+    tv = 0.5 * float(np.abs(before - after).sum())
+    st.latex(mp.ablation(chosen, vocab[top], float(before[top]), float(after[top]), tv))
+    chart(va.ablation_bars([vocab[i] for i in ids], before[ids], after[ids],
+                           title=f"P(next token after {prompt.labels[-1]!r})"))
+    if not chosen:
+        st.info("No head is switched off, so both distributions are the same. Pick heads above.",
+                icon=":material/info:")
+    df = pd.DataFrame({"id": ids, "token": [vocab[i] for i in ids], "P all heads": before[ids],
+                       "P ablated": after[ids], "change": after[ids] - before[ids]})
+    st.dataframe(df, hide_index=True, width="stretch")
+    csv_download(df, "ablation.csv")
+    st.caption("Ablation replaces a head's output z_h (its column block of Z) with zeros before "
+               "W_O mixes the heads, and runs the rest of the model unchanged. Half the sum of "
+               "|P − P′| is the total-variation distance: the probability mass that moved.")

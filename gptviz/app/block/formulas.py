@@ -1,0 +1,101 @@
+r"""LaTeX for the Transformer block page's math panels, filled in with the live numbers:
+the block's equations with their shapes, LayerNorm on one row, GELU and ReLU at one x,
+and the logit lens. Number formatting is shared with ``math_panels``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from gptviz.app.shared.tex import num, tex_text, vector
+
+
+def block_equations(n: int, d: int, d_ff: int, n_head: int, activation: str) -> str:
+    r"""The pre-LN block with the live shapes.
+
+    >>> "64 \\times 128" in block_equations(64, 128, 512, 4, "gelu")
+    True
+    """
+    act = r"\mathrm{GELU}" if activation == "gelu" else r"\mathrm{ReLU}"
+    sh = rf"\in \mathbb{{R}}^{{{n} \times {d}}}"
+    return (
+        r"\begin{aligned}"
+        rf"X &{sh} && \text{{the residual stream: {n} tokens}} \\"
+        rf"Y &= X + \mathrm{{MHA}}\big(\mathrm{{LN}}_1(X)\big) {sh} && "
+        rf"\text{{{n_head} heads, }} d_k = {d // n_head} \\"
+        rf"H &= {act}\big(\mathrm{{LN}}_2(Y)\, W_1 + b_1\big) "
+        rf"\in \mathbb{{R}}^{{{n} \times {d_ff}}} && W_1 \in \mathbb{{R}}^{{{d} \times {d_ff}}} \\"
+        rf"X' &= Y + H W_2 + b_2 {sh} && W_2 \in \mathbb{{R}}^{{{d_ff} \times {d}}}"
+        r"\end{aligned}"
+    )
+
+
+def layernorm_row(token: str, x: Sequence[float], out: Sequence[float], eps: float) -> str:
+    r"""LayerNorm on one real row: μ, σ², the standardised row's mean and variance, and λ, b.
+
+    The standardised row has variance σ²/(σ²+ε), a hair under 1: ε keeps the
+    division safe when a row is constant.
+
+    >>> "0.000" in layernorm_row("a", [1.0, 3.0], [-1.0, 1.0], 1e-5)
+    True
+    """
+    xr = np.asarray(x, np.float64)  # (d,)
+    mu, var = xr.mean(), xr.var()
+    xhat = (xr - mu) / np.sqrt(var + eps)  # (d,)
+    return (
+        r"\begin{aligned}"
+        rf"x &= {vector(xr)}\ \ ({tex_text(token, 12)}) \\"
+        rf"\mu &= \tfrac1d \textstyle\sum_k x_k = {num(mu, 4)},\quad "
+        rf"\sigma^2 = \tfrac1d \textstyle\sum_k (x_k - \mu)^2 = {num(var, 4)} \\"
+        rf"\hat x &= \frac{{x - \mu}}{{\sqrt{{\sigma^2 + \varepsilon}}}} = {vector(xhat)},\quad "
+        rf"\varepsilon = {_eps(eps)} \\"
+        rf"\operatorname{{mean}}(\hat x) &= {num(xhat.mean(), 4)},\quad "
+        rf"\operatorname{{var}}(\hat x) = \frac{{\sigma^2}}{{\sigma^2 + \varepsilon}} = "
+        rf"{xhat.var():.6f} \\"
+        rf"\mathrm{{LN}}(x) &= \lambda \odot \hat x + b = {vector(out)}"
+        r"\end{aligned}"
+    )
+
+
+def _eps(eps: float) -> str:
+    """ε as a power of ten when it is one.
+
+    >>> _eps(1e-5)
+    '10^{-5}'
+    """
+    power = math.log10(eps)
+    return f"10^{{{round(power)}}}" if abs(power - round(power)) < 1e-9 else num(eps, 6)
+
+
+def activation_point(x: float, gelu: float, gelu_tanh: float, relu: float) -> str:
+    r"""GELU, its tanh approximation and ReLU at one x.
+
+    >>> "\\Phi(1.000)" in activation_point(1.0, 0.8413, 0.8412, 1.0)
+    True
+    """
+    return (
+        rf"\mathrm{{GELU}}({num(x)}) = {num(x)}\,\Phi({num(x)}) = {num(gelu, 4)},\quad"
+        rf" 0.5x\big(1 + \tanh\big(\sqrt{{2/\pi}}(x + 0.044715x^3)\big)\big) = "
+        rf"{num(gelu_tanh, 4)},\quad \mathrm{{ReLU}}({num(x)}) = \max({num(x)}, 0) = "
+        rf"{num(relu, 4)}"
+    )
+
+
+def logit_lens(position: int, token: str, rows: Sequence[tuple[str, str, float]]) -> str:
+    r"""``softmax(LN_final(x^{(ℓ)}) W_U)`` and the top guess after each block.
+
+    >>> "0.900" in logit_lens(3, "a", [("after block 0", "b", 0.9)])
+    True
+    """
+    lines = [rf"\text{{{label}}} &\quad {tex_text(guess, 12)}\ \ (p = {num(p)})"
+             for label, guess, p in rows]
+    return (
+        r"\begin{aligned}"
+        rf"&P^{{(\ell)}}_{{{position}}} = \mathrm{{softmax}}\big(\mathrm{{LN}}_{{\text{{final}}}}"
+        rf"(x^{{(\ell)}}_{{{position}}})\, W_U\big),\ \text{{top guess after }}"
+        rf"{tex_text(token, 12)}: \\ " + r" \\ ".join(lines)
+        + r"\end{aligned}"
+    )

@@ -1,0 +1,162 @@
+"""The sections of the Transformer block page; each takes plain values and draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from gptviz import analysis
+from gptviz.analysis import block_stages
+from gptviz.app.block import figures as vb
+from gptviz.app.block import formulas as mb
+from gptviz.app.block.figures import block_flow, stage_table
+from gptviz.app.shared.cache import activations, cached_figure, vocab_labels
+from gptviz.app.shared.inputs import Prompt, position_input
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import chart, csv_download
+from gptviz.model.hooks import ActivationCache
+
+LENS_TOP = 5  # guesses per row of the logit lens
+COUNT = st.column_config.NumberColumn(format="localized")  # 124,412,160
+
+
+def block_names(n_layer: int) -> list[str]:
+    """Every activation the page reads, e.g. 'blocks.0.mlp.hook_pre'.
+
+    >>> len(block_names(2))
+    20
+    """
+    per_layer = ("ln1.hook_normalized", "attn.hook_pattern", "attn.hook_z", "hook_attn_out",
+                 "hook_resid_mid", "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post",
+                 "hook_resid_post")
+    return ["hook_embed", "hook_pos_embed",
+            *(f"blocks.{ly}.{name}" for ly in range(n_layer) for name in per_layer)]
+
+
+def run(picked: Picked, prompt: Prompt) -> ActivationCache:
+    cache, _ = activations(picked, prompt.ids, block_names(picked.checkpoint.config.n_layer))
+    return cache
+
+
+def flow(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int, head: int) -> None:
+    """The block as a flow of its live tensors, with the shapes."""
+    c = picked.checkpoint.config
+    st.latex(mb.block_equations(len(prompt.ids), c.d_model, c.d_ff, c.n_head, c.activation))
+    stages = block_stages(cache, layer, head, c.activation)
+    fig = cached_figure(picked, "block-flow", (prompt.ids, layer, head),
+                        lambda: block_flow(stages, prompt.labels))
+    st.plotly_chart(fig, width="stretch")
+    st.caption("Each thumbnail is a live tensor of this prompt (tokens down); ⊕ marks the "
+               "residual additions, the only way information passes a block untouched.")
+    df = pd.DataFrame(stage_table(stages))
+    st.dataframe(df, hide_index=True, width="stretch", column_config={
+        k: st.column_config.NumberColumn(format="%.4f") for k in ("mean", "std", "min", "max")})
+    csv_download(df, f"block-{layer}-stages.csv")
+
+
+def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int) -> None:
+    """LayerNorm's mean 0 / variance 1 on the real rows, with ε explained."""
+    which = st.segmented_control("LayerNorm", ["ln1", "ln2"], default="ln1", required=True,
+                                 key="which_ln", format_func={"ln1": "LN₁ (before attention)",
+                                                              "ln2": "LN₂ (before the FFN)"}.get)
+    x = analysis.layernorm_input(cache, layer, which)  # (T, d)
+    out = cache[f"blocks.{layer}.{which}.hook_normalized"][0]  # (T, d)
+    eps = getattr(picked.checkpoint.model.blocks[layer], which).eps
+    stats = analysis.layernorm_stats(x, out, eps)
+    st.latex(r"\mathrm{LN}(x) = \lambda \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + b,"
+             r"\qquad \mu = \tfrac1d \textstyle\sum_k x_k,\quad "
+             r"\sigma^2 = \tfrac1d \textstyle\sum_k (x_k - \mu)^2")
+    chart(vb.layernorm_rows(stats, prompt.labels))
+    pos = position_input(prompt, "Row to work out", key="ln_position")
+    st.latex(mb.layernorm_row(prompt.labels[pos], analysis.to_numpy(x[pos]),
+                              analysis.to_numpy(out[pos]), eps))
+    st.caption(f"ε = {eps:g} keeps the division finite when a row is constant. It also makes "
+               "the standardised variance σ²/(σ²+ε), a hair under 1 (and visibly under 1 for "
+               "rows with tiny σ²). The trained scale λ and shift b then move each dimension "
+               "again, so the LN output ('after') is not mean 0 / variance 1 any more.")
+    df = pd.DataFrame({"position": range(len(prompt.ids)), "token": prompt.labels,
+                       **{k: v for k, v in stats.items()}})
+    st.dataframe(df, hide_index=True, width="stretch", height=220,
+                 column_config={k: st.column_config.NumberColumn(format="%.6f") for k in stats})
+    csv_download(df, f"layernorm-{layer}-{which}.csv")
+
+
+def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> None:
+    """GELU vs ReLU as curves, at one x, and on this layer's real FFN inputs."""
+    st.plotly_chart(vb.activation_curves(analysis.activation_curves()), width="stretch")
+    x = st.slider("x", -4.0, 4.0, -0.5, 0.1, key="act_x")
+    curves = analysis.activation_curves(x, x, 1)
+    st.latex(mb.activation_point(x, *(float(curves[k][0]) for k in ("GELU", "GELU (tanh)",
+                                                                     "ReLU"))))
+    h = analysis.to_numpy(cache[f"blocks.{layer}.mlp.hook_pre"][0])  # (T, d_ff)
+    act = picked.checkpoint.config.activation
+    cols = st.columns(3)
+    cols[0].metric("FFN inputs H in this layer", f"{h.size:,}")
+    cols[1].metric("share with H < 0", f"{100 * float((h < 0).mean()):.1f} %")
+    cols[2].metric("this model uses", act.upper())
+    st.caption("ReLU sends every negative input to exactly 0 (and its gradient too); GELU = "
+               "x Φ(x) lets small negative values through, weighted by how likely a standard "
+               "normal is to lie below them. The seeds use the tanh approximation (dotted).")
+
+
+def parameters(picked: Picked) -> None:
+    """Parameter counts per component: this model, and the seeds' GPT_CONFIG_124M."""
+    c, model = picked.checkpoint.config, picked.checkpoint.model
+    counts = analysis.parameter_table(c)
+    st.plotly_chart(vb.parameter_bars(counts, f"{picked.name}: parameters per component"),
+                    width="stretch")
+    mine = pd.DataFrame({"component": list(counts), "parameters": list(counts.values())})
+    st.dataframe(mine, hide_index=True, width="stretch", height="content",
+                 column_config={"parameters": COUNT})
+    csv_download(mine, f"parameters-{picked.name}.csv")
+    same = counts["total"] == model.num_params()
+    st.caption(f"Counted from the shapes; the live model has {model.num_params():,} "
+               f"parameters ({'the same' if same else 'different!'}). "
+               + ("E and W_U are one tied matrix, counted once." if c.tie_embeddings else
+                  "W_U is a matrix of its own (embeddings not tied)."))
+    st.markdown("#### The seeds' `GPT_CONFIG_124M` (GPT-2 small)")
+    tied, untied = analysis.seeds_124m_counts(True), analysis.seeds_124m_counts(False)
+    df = pd.DataFrame({"component": list(tied), "tied (W_U = Eᵀ)": list(tied.values()),
+                       "untied": [untied[k] for k in tied]})
+    st.dataframe(df, hide_index=True, width="stretch", height="content",
+                 column_config={"tied (W_U = Eᵀ)": COUNT, "untied": COUNT})
+    csv_download(df, "parameters-gpt-config-124m.csv")
+    extra = 12 * 3 * 768
+    st.caption(f"Shown: the seeds' configuration, with qkv_bias = False and every other bias "
+               f"kept: {tied['total']:,} tied, {untied['total']:,} untied (the difference is "
+               f"W_U, 50,257 × 768). This project's model core has one bias switch for every "
+               f"layer; its GPT_CONFIG_124M (bias = True) also counts the Q, K, V biases, "
+               f"12 × 3 × 768 = {extra:,} more: {tied['total'] + extra:,} tied.")
+
+
+def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None:
+    """‖x_t‖ along the residual stream, and the logit lens after every block."""
+    c, model = picked.checkpoint.config, picked.checkpoint.model
+    stages, norms = analysis.residual_norms(cache, c.n_layer)  # (S,), (S, T)
+    st.plotly_chart(vb.residual_norms(norms, stages, prompt.labels), width="stretch")
+    df = pd.DataFrame(norms.T, columns=stages)
+    df.insert(0, "token", prompt.labels)
+    with st.expander("Norms as a table", icon=":material/table:"):
+        st.dataframe(df, width="stretch", height=220)
+        csv_download(df, "residual-norms.csv")
+    st.markdown("#### Logit lens")
+    pos = position_input(prompt, "Read the guesses at token", key="lens_position")
+    rows, ids, probs = analysis.logit_lens(model, cache, LENS_TOP, pos, include_input=True)
+    vocab = vocab_labels(picked)
+    guesses = [[vocab[i] for i in row] for row in ids]
+    st.latex(mb.logit_lens(pos, prompt.labels[pos],
+                           [(r, g[0], float(p[0])) for r, g, p in zip(rows, guesses, probs,
+                                                                      strict=True)]))
+    st.plotly_chart(vb.logit_lens(rows, guesses, probs), width="stretch")
+    lens = pd.DataFrame({"read after": np.repeat(rows, probs.shape[1]),
+                         "rank": np.tile(np.arange(1, probs.shape[1] + 1), len(rows)),
+                         "token": [g for row in guesses for g in row],
+                         "probability": probs.reshape(-1)})
+    st.dataframe(lens, hide_index=True, width="stretch", height=220)
+    csv_download(lens, "logit-lens.csv")
+    st.caption("Each row applies the model's own final LayerNorm and unembedding to the "
+               "residual stream as it is after that block, as if the model stopped there. The "
+               "last row is the model's real prediction."
+               + (" With tied embeddings the 'embeddings' row often guesses the token itself: "
+                  "E_v · E_v is large." if c.tie_embeddings else ""))

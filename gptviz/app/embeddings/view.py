@@ -1,0 +1,137 @@
+"""The sections of the Embeddings page; each takes plain values and draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from gptviz import analysis
+from gptviz.app.embeddings import figures as ve
+from gptviz.app.embeddings import formulas as emb_tex
+from gptviz.app.shared import tex as tx
+from gptviz.app.shared.cache import (
+    cached_figure,
+    fresh_model,
+    fresh_vocab_pca,
+    vocab_labels,
+    vocab_pca,
+)
+from gptviz.app.shared.heatmaps import legend_on_top, thin_ticks, title_room
+from gptviz.app.shared.inputs import Prompt
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import csv_download
+
+SHOWN_DIMS = 12  # columns of E[ids] in the on-screen table (the CSV has all)
+
+
+def embedding_matrix(picked: Picked) -> np.ndarray:
+    return analysis.to_numpy(picked.checkpoint.model.embed.weight)  # (|V|, d)
+
+
+def lookup(picked: Picked, prompt: Prompt, pos: int) -> None:
+    """One-hot × E for the input tokens, with the real numbers."""
+    E = embedding_matrix(picked)  # (|V|, d)
+    ids, labels = list(prompt.ids), prompt.labels
+    one_hot, rows = analysis.one_hot_embed(ids, E)  # (T, |V|), (T, d)
+    st.latex(emb_tex.embedding_of_one_hot(E.shape[0]))
+    st.latex(emb_tex.embedding_lookup(labels[pos], ids[pos], E.shape[0], rows[pos]))
+    left, right = st.columns([2, 3])
+    figs = cached_figure(picked, "lookup", prompt.ids, lambda: [
+        thin_ticks(title_room(ve.one_hot_rows(one_hot, labels, ids))),
+        thin_ticks(title_room(ve.embedding_rows(rows, labels)))])
+    left.plotly_chart(figs[0], width="stretch")
+    right.plotly_chart(figs[1], width="stretch")
+    st.caption(f"Multiplying the one-hot matrix OH ({len(ids)} × {E.shape[0]:,}) by E "
+               f"({E.shape[0]:,} × {E.shape[1]}) picks rows of E: no arithmetic happens, "
+               "which is why frameworks implement it as a table lookup.")
+    df = pd.DataFrame(rows, columns=[f"d{k}" for k in range(rows.shape[1])])
+    df.insert(0, "token", labels)
+    df.insert(0, "id", ids)
+    st.dataframe(df.iloc[:, : 2 + SHOWN_DIMS], hide_index=True, width="stretch", height=220)
+    st.caption(f"The first {SHOWN_DIMS} of {rows.shape[1]} dimensions; the CSV has them all.")
+    csv_download(df, f"embeddings-{picked.name}.csv", "Download E[ids] as CSV")
+    tied_note(picked, ids[pos], labels[pos])
+
+
+def tied_note(picked: Picked, token_id: int, label: str) -> None:
+    """What tying E and W_U means for this model (or what not tying means)."""
+    c = picked.checkpoint.config
+    if c.tie_embeddings:
+        st.info(f"**Tied embeddings.** This model uses E twice: to read tokens in, and "
+                f"transposed as the unembedding W_U = Eᵀ to score them out. The logit of "
+                f"token v is LN(x_N) · E_v, so a token is predicted when the final stream "
+                f"points the way its own embedding row does. Tying saves |V| × d = "
+                f"{c.vocab_size * c.d_model:,} parameters.", icon=":material/link:")
+        st.latex(r"y = \mathrm{LN}_{\text{final}}(x_N)\, W_U,\qquad W_U = E^\top \in "
+                 rf"\mathbb{{R}}^{{{c.d_model} \times {c.vocab_size}}}")
+        return
+    model = picked.checkpoint.model
+    e, u = model.embed.weight[token_id], model.unembed.weight[token_id]  # (d,), (d,)
+    cos = float(e @ u / (e.norm() * u.norm()).clamp_min(1e-12))
+    st.info(f"**Untied embeddings.** This model learned a separate unembedding W_U "
+            f"({c.d_model} × {c.vocab_size:,}); reading a token in and scoring it out use "
+            f"different vectors. For {label!r}: cos(E_v, W_U[:, v]) = {cos:.3f}.",
+            icon=":material/link_off:")
+
+
+def vocabulary(picked: Picked, prompt: Prompt, pos: int) -> None:
+    """PCA of the whole vocabulary with the input tokens highlighted, and nearest neighbours."""
+    k = st.segmented_control("Projection", [2, 3], default=2, required=True, key="pca_dims",
+                             format_func=lambda n: f"{n}-D")
+    coords, ratio = vocab_pca(picked, k)  # (|V|, k), (k,)
+    labels = vocab_labels(picked)
+    st.plotly_chart(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
+                                                 title=f"all {len(labels):,} rows of E, PCA")),
+                    width="stretch")
+    st.caption(f"The top {k} principal axes keep {100 * float(ratio.sum()):.1f} % of the "
+               f"variance of E's {coords.shape[0]:,} rows in {picked.checkpoint.config.d_model}"
+               " dimensions: the picture is a shadow, and neighbours in it may be far apart "
+               "in the full space. The cosine neighbours below are measured in all dimensions.")
+    neighbours(picked, prompt, pos, labels)
+
+
+def neighbours(picked: Picked, prompt: Prompt, pos: int, labels: list[str]) -> None:
+    E = embedding_matrix(picked)
+    token_id, label = prompt.ids[pos], prompt.labels[pos]
+    n = st.slider("Neighbours", 3, 20, 8, key="n_neighbours")
+    ids, sims = analysis.nearest_neighbours(E, token_id, n)  # (n,), (n,)
+    st.latex(r"\cos(E_a, E_b) = \frac{E_a \cdot E_b}{\lVert E_a\rVert\, \lVert E_b\rVert}"
+             rf",\qquad \max_{{b \ne a}} \cos\big(E_{{{tx.tex_text(label, 12)}}}, E_b\big) = "
+             rf"{tx.num(sims[0])}\ \text{{for }} {tx.tex_text(labels[ids[0]], 12)}")
+    left, right = st.columns(2)
+    left.plotly_chart(ve.neighbour_bars([labels[i] for i in ids], sims, label), width="stretch")
+    df = pd.DataFrame({"rank": range(1, len(ids) + 1), "id": ids,
+                       "token": [labels[i] for i in ids], "cosine": sims})
+    right.dataframe(df, hide_index=True, width="stretch")
+    with right:
+        csv_download(df, f"neighbours-{picked.name}-{token_id}.csv")
+
+
+def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
+    """The trained E beside the same model's E at initialisation."""
+    config = picked.checkpoint.config
+    fresh = analysis.to_numpy(fresh_model(config).embed.weight)  # (|V|, d)
+    labels = vocab_labels(picked)
+    st.markdown("At initialisation every row of E is drawn from N(0, 0.02²): random vectors in "
+                f"{config.d_model} dimensions are nearly orthogonal, so no token is closer to "
+                "one than to another. Training moves tokens that are used alike towards each "
+                "other. Left the trained matrix, right the same shapes freshly initialised.")
+    left, right = st.columns(2)
+    for col, (name, (coords, ratio)) in zip(
+            (left, right), [("trained", vocab_pca(picked, 2)),
+                            ("freshly initialised", fresh_vocab_pca(config, 2))], strict=True):
+        col.plotly_chart(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
+                                                      title=f"E {name}")),
+                         width="stretch", key=f"pca-{name}")
+    token_id, label = prompt.ids[pos], prompt.labels[pos]
+    rows = {}
+    for name, matrix in [("trained", embedding_matrix(picked)), ("fresh", fresh)]:
+        ids, sims = analysis.nearest_neighbours(matrix, token_id, 8)
+        rows[f"{name}: token"] = [labels[i] for i in ids]
+        rows[f"{name}: cosine"] = sims
+    df = pd.DataFrame(rows)
+    df.insert(0, "rank", range(1, len(df) + 1))
+    st.markdown(f"Nearest neighbours of **{label!r}** (id {token_id}) by cosine similarity:")
+    st.dataframe(df, hide_index=True, width="stretch")
+    csv_download(df, f"neighbours-trained-vs-fresh-{picked.name}-{token_id}.csv")

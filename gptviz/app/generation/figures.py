@@ -1,0 +1,263 @@
+"""Generation figures: the top-k candidates with the chosen token marked, one step at
+several temperatures, and N samples against P_T.
+
+Pure builders: numpy in, plotly figure out. Candidates sit at numeric positions
+whose tick labels are the tokens (plotly would merge two tokens that look alike).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from gptviz.app.shared.chips import (
+    CHIP_CSS,
+    PALETTE,
+    SPECIAL_FILL,
+    UNKNOWN_FILL,
+    hex_bytes,
+    token_label,
+    visible,
+)
+from gptviz.app.shared.heatmaps import as_float32, axis_labels
+from gptviz.tokenizers.base import TokenInfo
+
+BAR, CHOSEN, SAMPLED = "#4c78a8", "#f58518", "#54a24b"
+
+
+
+
+
+
+
+def top_ids(probs, k: int) -> np.ndarray:
+    """The k most probable ids, best first (ties by id).
+
+    >>> top_ids([0.1, 0.6, 0.3], 2).tolist()
+    [1, 2]
+    """
+    p = as_float32(probs)  # (|V|,)
+    return np.argsort(-p, kind="stable")[: max(1, min(k, p.size))]
+
+
+def percent(p: float) -> str:
+    """A probability as the seeds write it.
+
+    >>> percent(0.2931), percent(0.004), percent(0.0)
+    ('29.3%', '<1%', '0%')
+    """
+    if p <= 0:
+        return "0%"
+    return "<1%" if p < 0.005 else f"{100 * p:.1f}%"
+
+
+def topk_bars(labels: Sequence[str], probs, chosen: int | None = None, logits=None,
+              k: int = 10, title: str = "") -> go.Figure:
+    """The k most probable next tokens as bars with percentages; ``chosen`` in orange.
+
+    A chosen token outside the top k gets its own bar at the bottom.
+
+    >>> fig = topk_bars(["a", "b", "c"], [0.2, 0.7, 0.1], chosen=2, k=2)
+    >>> list(fig.layout.yaxis.ticktext), fig.data[0].marker.color[-1]
+    (['b', 'a', 'c ◀ chosen'], '#f58518')
+    """
+    p = as_float32(probs)  # (|V|,)
+    ids = list(top_ids(p, k))
+    if chosen is not None and chosen not in ids:
+        ids.append(int(chosen))
+    names = axis_labels([labels[i] for i in ids], len(ids))
+    ticks = [f"{n} ◀ chosen" if i == chosen else n for i, n in zip(ids, names, strict=True)]
+    y = as_float32(logits)[ids] if logits is not None else np.full(len(ids), np.nan)
+    pos = np.arange(len(ids))
+    fig = go.Figure(go.Bar(
+        x=p[ids], y=pos, orientation="h", text=[percent(float(p[i])) for i in ids],
+        textposition="outside", cliponaxis=False,
+        marker_color=[CHOSEN if i == chosen else BAR for i in ids],
+        customdata=np.stack([np.array(ids, dtype=object), y.astype(object),
+                             np.array(names, dtype=object)], axis=1),
+        hovertemplate="%{customdata[2]} (id %{customdata[0]})<br>y = %{customdata[1]:.3f}"
+                      "<br>P = %{x:.4f}<extra></extra>"))
+    fig.update_yaxes(tickmode="array", tickvals=pos, ticktext=ticks, autorange="reversed",
+                     tickfont=dict(family="monospace", size=13))
+    fig.update_xaxes(title="probability", range=[0, min(1.0, float(p[ids].max()) * 1.25 + .02)],
+                     tickformat=".0%")
+    fig.update_layout(title=title, height=70 + 30 * len(ids), margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def temperature_panels(labels: Sequence[str], panels: Sequence[tuple[float, np.ndarray, float]],
+                       logits, k: int = 10) -> go.Figure:
+    """One panel per (T, P_T, entropy), all on the same candidates (the k largest logits).
+
+    >>> fig = temperature_panels(["a", "b"], [(0.5, np.array([.9, .1]), .33),
+    ...                                        (2.0, np.array([.6, .4]), .67)], [2.0, 1.0])
+    >>> [a.text for a in fig.layout.annotations]
+    ['T = 0.5 · H = 0.330 nats', 'T = 2.0 · H = 0.670 nats']
+    """
+    ids = top_ids(as_float32(logits), k)
+    names = axis_labels([labels[i] for i in ids], len(ids))
+    pos = np.arange(len(ids))
+    titles = [f"{'T = 0 (greedy)' if t == 0 else f'T = {t:.1f}'} · H = {abs(h):.3f} nats"
+              for t, _, h in panels]  # abs: a one-hot P_T has H = -0.0
+    fig = make_subplots(rows=1, cols=max(1, len(panels)), shared_yaxes=True,
+                        subplot_titles=titles, horizontal_spacing=0.03)
+    top = max([float(as_float32(q)[ids].max()) for _, q, _ in panels] + [0.01])
+    for col, (_, probs, _) in enumerate(panels, start=1):
+        p = as_float32(probs)[ids]  # (k,)
+        fig.add_trace(go.Bar(x=p, y=pos, orientation="h", marker_color=BAR, showlegend=False,
+                             text=[percent(float(v)) for v in p], textposition="auto",
+                             customdata=np.array(names, dtype=object),
+                             hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"),
+                      row=1, col=col)
+        fig.update_xaxes(range=[0, min(1.0, 1.15 * top)], tickformat=".0%", row=1, col=col)
+    fig.update_yaxes(tickmode="array", tickvals=pos, ticktext=names, autorange="reversed",
+                     tickfont=dict(family="monospace", size=13))
+    fig.update_annotations(font_size=13)
+    fig.update_layout(height=90 + 28 * len(ids), margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def total_variation(counts, probs) -> float:
+    """½ Σ |c_i/N − P(i)|: 0 when the histogram is exactly P.
+
+    >>> total_variation([3, 1], [0.75, 0.25])
+    0.0
+    """
+    c = np.asarray(counts, np.float64)
+    return float(0.5 * np.abs(c / c.sum() - np.asarray(probs, np.float64)).sum())
+
+
+def sample_histogram(labels: Sequence[str], counts, probs, k: int = 10) -> go.Figure:
+    """Observed frequency c_i / N beside P_T(i) for the k most probable ids, plus the rest.
+
+    >>> fig = sample_histogram(["a", "b", "c"], [6, 3, 1], [0.5, 0.4, 0.1], k=2)
+    >>> fig.data[1].y.tolist(), list(fig.layout.xaxis.ticktext)
+    ([0.6, 0.3, 0.1], ['a', 'b', 'all others'])
+    """
+    c = np.asarray(counts, np.int64)  # (|V|,)
+    p = np.asarray(probs, np.float64)  # (|V|,)
+    n = int(c.sum())
+    ids = top_ids(p, k)
+    rest = np.ones(p.size, bool)
+    rest[ids] = False
+    names = axis_labels([labels[i] for i in ids], len(ids))
+    shown_p, shown_c = list(p[ids]), list(c[ids])
+    if rest.any():
+        names.append("all others")
+        shown_p.append(float(p[rest].sum()))
+        shown_c.append(int(c[rest].sum()))
+    pos = np.arange(len(names))
+    freq = np.asarray(shown_c, np.float64) / max(n, 1)
+    fig = go.Figure([
+        go.Bar(x=pos, y=np.asarray(shown_p), name="P_T(i)", marker_color=BAR,
+               hovertemplate="P_T = %{y:.4f}<extra></extra>"),
+        go.Bar(x=pos, y=freq, name=f"c_i / N (N = {n:,})", marker_color=SAMPLED,
+               customdata=np.asarray(shown_c),
+               hovertemplate="%{customdata:,} draws = %{y:.4f}<extra></extra>"),
+    ])
+    fig.update_xaxes(tickmode="array", tickvals=pos, ticktext=names,
+                     tickfont=dict(family="monospace", size=13))
+    fig.update_layout(barmode="group", yaxis=dict(title="probability", tickformat=".0%"),
+                      title=f"{n:,} draws from P_T against P_T",
+                      legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
+                                  yanchor="bottom"),
+                      height=380, margin=dict(l=10, r=10, t=60, b=10))
+    return fig
+
+
+SEQ_CSS = """
+<style>
+.gv-chip.gv-cut{opacity:.38;text-decoration:line-through}
+.gv-chip.gv-new{outline:2px solid #f58518;outline-offset:-2px}
+.gv-chip.gv-last{outline:3px solid #d4470f;box-shadow:0 0 0 2px #ffd8b5}
+.gv-scissor{font:600 13px ui-sans-serif,system-ui,sans-serif;color:#b42318;align-self:center;
+padding:0 4px}
+.gv-more{font:12px ui-sans-serif,system-ui,sans-serif;color:#6b7280;align-self:center}
+</style>
+"""
+
+
+def _chip(tok: TokenInfo, pos: int, classes: str, tip: str) -> str:
+    fill = (UNKNOWN_FILL if tok.unknown else SPECIAL_FILL if tok.special
+            else PALETTE[pos % len(PALETTE)])
+    special = " special" if tok.special and not tok.unknown else ""
+    return (f'<span class="gv-chip{special} {classes}" style="background:{fill}" '
+            f'title="{html.escape(tip)}">{html.escape(token_label(tok))}'
+            f"<small>{tok.id}</small></span>")
+
+
+def sequence_chips_html(tokens: Sequence[TokenInfo], n_prompt: int, dropped: int,
+                        max_tokens: int = 400) -> str:
+    """The prompt and the generated tokens as chips; the ``dropped`` first tokens (outside the
+    context window) faded and struck through before a ✂; generated tokens outlined, the newest
+    most.
+
+    >>> t = [TokenInfo(i, c, c.encode(), (i, i + 1)) for i, c in enumerate("abcd")]
+    >>> h = sequence_chips_html(t, n_prompt=2, dropped=1)
+    >>> h.count(" gv-new"), h.count(" gv-cut"), "✂" in h
+    (2, 1, True)
+    """
+    n = len(tokens)
+    first = max(0, n - max_tokens)
+    parts = [CHIP_CSS, SEQ_CSS, '<div class="gv-chips">']
+    if first:
+        parts.append(f'<span class="gv-more">… {first:,} earlier tokens not drawn</span>')
+    for pos in range(first, n):
+        tok = tokens[pos]
+        if pos == dropped and dropped:
+            parts.append(f'<span class="gv-scissor" title="the context window starts here: the '
+                         f'{dropped:,} tokens before it are cut">✂</span>')
+        generated = pos >= n_prompt
+        classes = " ".join(c for c, on in (("gv-cut", pos < dropped), ("gv-new", generated),
+                                           ("gv-last", generated and pos == n - 1)) if on)
+        where = (f"generated at step {pos - n_prompt + 1}" if generated else "prompt") + (
+            " · cut: outside the context window" if pos < dropped else "")
+        tip = (f"position {pos} · id {tok.id} · token {tok.string!r} · "
+               f"bytes [{hex_bytes(tok.bytes)}] · {where}")
+        parts.append(_chip(tok, pos, classes, tip))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def attention_chips_html(tokens: Sequence[TokenInfo], weights: Sequence[float]) -> str:
+    """The context tokens tinted by one query's attention weights, each weight under its chip.
+
+    >>> t = [TokenInfo(i, c, c.encode(), (i, i + 1)) for i, c in enumerate("ab")]
+    >>> "0.75" in attention_chips_html(t, [0.25, 0.75])
+    True
+    """
+    top = max(max(weights, default=0.0), 1e-9)
+    parts = [CHIP_CSS, '<div class="gv-chips">']
+    for pos, (tok, w) in enumerate(zip(tokens, weights, strict=True)):
+        alpha = 0.08 + 0.92 * float(w) / top
+        tip = f"position {pos} · id {tok.id} · token {tok.string!r} · weight {float(w):.4f}"
+        parts.append(
+            f'<span class="gv-chip" style="background:rgba(245,133,24,{alpha:.3f})" '
+            f'title="{html.escape(tip)}">{html.escape(token_label(tok))}'
+            f"<small>{float(w):.2f}</small></span>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def history_table(contexts: Sequence[str], chosen: Sequence[str], probs: Sequence[float],
+                  entropies: Sequence[float], settings: Sequence[str],
+                  cropped: Sequence[int]) -> pd.DataFrame:
+    """One row per generated token: step, the end of its context, choice, P(choice), H.
+
+    >>> float(history_table(["ab"], ["c"], [0.5], [0.69], ["T=1"], [0]).iloc[0]["P(chosen)"])
+    0.5
+    """
+    return pd.DataFrame({
+        "step": range(1, len(chosen) + 1),
+        "context (end)": [visible(c[-30:]) for c in contexts],
+        "chosen": [visible(c) for c in chosen],
+        "P(chosen)": [round(float(p), 4) for p in probs],
+        "entropy (nats)": [round(float(h), 4) for h in entropies],
+        "settings": list(settings),
+        "cut tokens": list(cropped),
+    })

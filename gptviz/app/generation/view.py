@@ -1,0 +1,203 @@
+"""The Generation page's views of one step: P_T and the choice, three temperatures, N
+samples against P_T, the attention behind the new token, and the history as a table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+import torch
+
+from gptviz import generate as gen
+from gptviz.app.attention.formulas import attention_row
+from gptviz.app.generation import figures as figs
+from gptviz.app.generation import formulas as tex
+from gptviz.app.generation.controls import STEP, token_info
+from gptviz.app.generation.state import History, Sampling
+from gptviz.app.shared.cache import activations, vocab_labels
+from gptviz.app.shared.chips import token_label
+from gptviz.app.shared.heatmaps import heatmap
+from gptviz.app.shared.inputs import layer_and_head
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import csv_download
+
+TEMPERATURES = [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
+MAX_SAMPLES = 10_000
+
+
+@dataclass(frozen=True)
+class Viewed:
+    """The step the views show: a taken step (``index`` from 1) or the next one (0)."""
+
+    step: gen.Step
+    sampling: Sampling
+    index: int
+
+    @property
+    def taken(self) -> bool:
+        return self.index > 0
+
+
+def describe(s: Sampling) -> str:
+    """'T = 0.8 · top-k 40 · top-p 0.9 · seed 1', or 'greedy (T = 0)'."""
+    if s.greedy:
+        return "greedy (T = 0)"
+    parts = [f"T = {s.temperature:g}"] + ([f"top-k {s.top_k}"] if s.top_k else []) + (
+        [f"top-p {s.top_p:g}"] if s.top_p else []) + [f"seed {s.seed}"]
+    return " · ".join(parts)
+
+
+def viewed(hist: History, picked: Picked, sampling: Sampling) -> Viewed:
+    """The replay slider (1 … steps taken); before any step, the step "Next token" would take."""
+    n = len(hist.turns)
+    if n == 0:
+        return Viewed(hist.preview(picked.checkpoint.model, sampling), sampling, 0)
+    if st.session_state.get(STEP) not in range(1, n + 1):
+        st.session_state[STEP] = n
+    i = n if n == 1 else st.select_slider(
+        "Replay a step", list(range(1, n + 1)), key=STEP,
+        help="Every step keeps its context, its distribution, its choice and its entropy.")
+    return Viewed(hist.step(i - 1, picked.checkpoint.config.context_length),
+                  hist.turns[i - 1].sampling, i)
+
+
+def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> None:
+    """Top-k bars with the choice marked, P_T and H filled in, the seeds' ↦ chain."""
+    labels, step = vocab_labels(picked), v.step
+    chosen = labels[step.chosen]
+    if v.taken:
+        st.markdown(f"**Step {v.index}** ({describe(v.sampling)}): the model read "
+                    f"{len(step.context)} tokens and drew **`{chosen}`** with probability "
+                    f"{float(step.probs[step.chosen]):.1%}.")
+    else:
+        st.markdown(f"**The next step** ({describe(v.sampling)}): press *Next token* to "
+                    "append a token drawn from this distribution (with this seed: "
+                    f"**`{chosen}`**).")
+    left, right = st.columns([1, 1.3])
+    k = min(10, int((step.probs > 0).sum()))
+    left.plotly_chart(figs.topk_bars(labels, step.probs, step.chosen if v.taken else None,
+                                     step.logits, k=max(k, 1),
+                                     title=f"top {k} of P_T (of |V| = {len(labels):,})"),
+                      width="stretch", key="gen_topk")
+    with right:
+        s, best = v.sampling, int(step.probs.argmax())
+        kept = int((step.probs > 0).sum())
+        y = float(step.logits[best])
+        log_z = (float(torch.logsumexp(step.logits.double()[step.probs > 0] / s.temperature, 0))
+                 if not s.greedy else 0.0)
+        st.latex(tex.pt_formula(labels[best], best, y, s.temperature, log_z,
+                                float(step.probs[best]), kept, len(labels)))
+        st.latex(tex.entropy_formula(step.entropy))
+        mode = ("**Greedy**: $\\arg\\max_i P(i)$, no randomness." if s.greedy else
+                "**Sampling**: the token is drawn at random, $t_{N+1}\\sim P_T$.")
+        st.markdown(mode + (f" {step.cropped:,} earlier tokens were cut to fit the context "
+                            f"window N = {picked.checkpoint.config.context_length}."
+                            if step.cropped else ""))
+    st.markdown("The seeds' picture of generation, live (the underline is what the model "
+                "reads; the boxed token is the one just appended):")
+    for line in chain(hist, picked, v, sampling):
+        st.latex(line)
+
+
+def chain(hist: History, picked: Picked, v: Viewed, sampling: Sampling,
+          shown: int = 3) -> list[str]:
+    """The seeds' lines "text ↦ {candidate: p%}": the viewed step, the one after it (its
+    choice boxed), and the steps before it, ``shown`` lines in all."""
+    tok, n_ctx = picked.checkpoint.tokenizer, picked.checkpoint.config.context_length
+    last = v.index if v.taken else len(hist.turns)  # 0-based: the step after the viewed one
+    lines = []
+    for row, j in enumerate(range(max(0, last - shown + 1), last + 1)):
+        step = (hist.step(j, n_ctx) if j < len(hist.turns) else
+                v.step if not v.taken else hist.preview(picked.checkpoint.model, sampling))
+        n_ids = step.cropped + len(step.context)
+        pieces = [tok.id_to_string(i) for i in hist.ids[:n_ids]]
+        cands = [(tok.id_to_string(i), p) for i, p in step.top[:4] if p > 0]
+        lines.append(tex.mapsto_line(pieces, step.cropped, n_ids > len(hist.prompt_ids), cands,
+                                     continued=row > 0))
+    return lines
+
+
+def temperatures(v: Viewed, picked: Picked) -> None:
+    """The same y_N at several temperatures, side by side, with their entropies."""
+    chosen = st.pills("Temperatures", TEMPERATURES, selection_mode="multi",
+                      default=[0.5, 1.0, 2.0], key="gen_temps", format_func=lambda t: f"{t:g}")
+    if not chosen:
+        st.info("Choose at least one temperature above.", icon=":material/touch_app:")
+        return
+    s = v.sampling
+    panels = []
+    for t in sorted(chosen)[:4]:
+        p = gen.next_token_probs(v.step.logits, t, s.top_k, s.top_p)
+        panels.append((t, p.numpy(), gen.entropy(p)))
+    if len(chosen) > 4:
+        st.caption("Showing the four lowest temperatures chosen.")
+    st.latex(r"P_T = \sigma(y_N / T):\quad " + r",\quad ".join(
+        rf"H(P_{{{t:g}}}) = {abs(h):.3f}" for t, _, h in panels) +
+        rf"\quad(\text{{uniform: }} \log|V| = {np.log(v.step.logits.numel()):.3f})")
+    st.plotly_chart(figs.temperature_panels(vocab_labels(picked), panels, v.step.logits.numpy()),
+                    width="stretch", key="gen_temps_fig")
+    st.caption("Same logits y_N, same candidates (the 10 largest logits). Lower T sharpens, "
+               "higher T flattens; T → 0 puts all mass on the argmax (H = 0), T → ∞ tends to "
+               "uniform." + (f" top-k/top-p of this step applied: {describe(s)}."
+                             if s.top_k or s.top_p else ""))
+
+
+def samples(v: Viewed, picked: Picked) -> None:
+    """Draw N tokens from P_T and set their histogram beside P_T."""
+    n = st.number_input("N, the number of draws", 0, MAX_SAMPLES, 1000, step=100,
+                        key="gen_samples", help=f"Up to {MAX_SAMPLES:,}.")
+    if n == 0:
+        st.info("N = 0 draws gives no histogram: choose N ≥ 1 (try 100, then 10,000, and "
+                "watch the bars meet P_T).", icon=":material/bar_chart:")
+        return
+    counts = gen.sample_counts(v.step.probs, int(n), seed=v.sampling.seed).numpy()
+    tv = figs.total_variation(counts, v.step.probs.numpy())
+    a, b = st.columns(2)
+    a.metric("Draws", f"{int(counts.sum()):,}")
+    b.metric("Distance ½Σ|c_i/N − P_T(i)|", f"{tv:.4f}")
+    st.latex(rf"\hat P(i) = \frac{{c_i}}{{N}},\ N = {int(n):,}:\qquad \tfrac12\sum_i "
+             rf"\big|\hat P(i) - P_T(i)\big| = {tv:.4f} \xrightarrow[N\to\infty]{{}} 0")
+    st.plotly_chart(figs.sample_histogram(vocab_labels(picked), counts, v.step.probs.numpy()),
+                    width="stretch", key="gen_hist")
+
+
+def attention(v: Viewed, picked: Picked) -> None:
+    """Which context tokens the last position read when it produced the new token."""
+    cfg = picked.checkpoint.config
+    layer, head = layer_and_head(cfg.n_layer, cfg.n_head)
+    attn = f"blocks.{layer}.attn"
+    cache, _ = activations(picked, v.step.context, [f"{attn}.hook_pattern", f"{attn}.hook_scores"])
+    rows = cache[f"{attn}.hook_pattern"][0, :, -1].numpy()  # (n_head, T): the last query
+    scores = cache[f"{attn}.hook_scores"][0, head, -1].numpy()  # (T,)
+    tok = picked.checkpoint.tokenizer
+    infos = [token_info(tok, j) for j in v.step.context]
+    labels = [token_label(t) for t in infos]
+    new = vocab_labels(picked)[v.step.chosen]
+    st.markdown(f"Layer {layer}, head {head}: how much the last position (**`{labels[-1]}`**, "
+                f"whose output became $y_N$ and then **`{new}`**) reads each token of its "
+                "context (darker = more).")
+    st.html(figs.attention_chips_html(infos, rows[head]))
+    st.latex(attention_row(labels[-1], len(labels) - 1, labels, scores, rows[head], cfg.d_head))
+    st.plotly_chart(heatmap(rows, labels, [f"head {h}" for h in range(cfg.n_head)], kind="prob",
+                            title=f"layer {layer}: the last position's attention, every head",
+                            height=120 + 34 * cfg.n_head), width="stretch", key="gen_attn")
+
+
+def history_table(hist: History, picked: Picked) -> None:
+    """Every step as a row, downloadable."""
+    if not hist.turns:
+        st.info("No step yet: press *Next token* or *Generate n*.", icon=":material/history:")
+        return
+    tok, n_ctx, labels = (picked.checkpoint.tokenizer, picked.checkpoint.config.context_length,
+                          vocab_labels(picked))
+    steps = [hist.step(i, n_ctx) for i in range(len(hist.turns))]
+    df = figs.history_table(
+        [tok.id_to_string(s.context[-1]) if len(s.context) == 1 else
+         "".join(tok.id_to_string(j) for j in s.context[-12:]) for s in steps],
+        [labels[s.chosen] for s in steps], [float(s.probs[s.chosen]) for s in steps],
+        [s.entropy for s in steps], [describe(t.sampling) for t in hist.turns],
+        [s.cropped for s in steps])
+    st.dataframe(df, hide_index=True, width="stretch")
+    csv_download(df, "generation_history.csv")
+    st.caption("Pick a step with *Replay a step* above to see its distribution again.")

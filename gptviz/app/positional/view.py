@@ -1,0 +1,115 @@
+"""The sections of the Positional encoding page; each takes plain values and draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from gptviz import analysis
+from gptviz.app.positional import figures as vp
+from gptviz.app.positional import formulas as pos_tex
+from gptviz.app.shared.cache import activations, cached_figure
+from gptviz.app.shared.heatmaps import title_room
+from gptviz.app.shared.inputs import Prompt
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import chart, csv_download
+
+SHOWN_DIMS = 12  # columns of a PE table on screen (the CSV has all)
+
+
+def default_dims(d: int) -> list[int]:
+    """A few dimensions from fast to slow, e.g. d=64 -> [0, 1, 8, 32, 62].
+
+    >>> default_dims(64)
+    [0, 1, 8, 32, 62]
+    """
+    return sorted({0, 1, min(8, d - 1), d // 2, max(d - 2, 0)})
+
+
+def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
+                formula: str | None = None) -> None:
+    """The table as a heatmap, chosen dimensions as curves, and P Pᵀ; then the table itself."""
+    n, d = P.shape
+    dims = st.multiselect("Dimensions to plot as curves", list(range(d)), default=default_dims(d),
+                          key=f"dims-{key}", max_selections=8)
+    left, right = st.columns(2)
+    heat = cached_figure(picked, f"pe-heat-{key}", (), lambda: title_room(
+        vp.pe_heatmap(P, title=f"{name}: {n} positions × {d} dims")))
+    sim = cached_figure(picked, f"pe-sim-{key}", (), lambda: title_room(
+        vp.pe_similarity_heatmap(analysis.pe_similarity(P), title=f"{name}: similarity P Pᵀ")))
+    left.plotly_chart(heat, width="stretch", key=f"heat-{key}")
+    right.plotly_chart(sim, width="stretch", key=f"sim-{key}")
+    if dims:
+        st.plotly_chart(vp.pe_curves(P, dims, title=f"{name}: chosen dimensions along i"),
+                        width="stretch", key=f"curves-{key}")
+    if formula:
+        st.caption(formula)
+    df = pd.DataFrame(P, columns=[f"d{k}" for k in range(d)])
+    df.insert(0, "position", range(n))
+    with st.expander(f"{name} as a table", icon=":material/table:"):
+        st.dataframe(df.iloc[:, : 1 + SHOWN_DIMS], hide_index=True, width="stretch", height=240)
+        csv_download(df, f"positions-{key}.csv", f"Download {name} as CSV")
+
+
+def sinusoidal(picked: Picked) -> None:
+    """The seeds' formula on the model's own (N, d), with one point evaluated by hand."""
+    c = picked.checkpoint.config
+    n, d = c.context_length, c.d_model
+    st.latex(r"p_{i,2j} = \sin\!\Big(\frac{i}{10000^{2j/d}}\Big),\qquad "
+             r"p_{i,2j+1} = \cos\!\Big(\frac{i}{10000^{2j/d}}\Big),\qquad "
+             rf"0 \le i < N = {n},\ 0 \le 2j < d = {d}")
+    P = analysis.sinusoidal_pe(n, d)  # (N, d)
+    left, right = st.columns(2)
+    i = left.number_input("Position i", 0, n - 1, min(3, n - 1), key="pe_i")
+    dim = right.number_input("Dimension (2j or 2j+1)", 0, d - 1, min(4, d - 1), key="pe_dim")
+    st.latex(pos_tex.sinusoid_point(int(i), int(dim), d, float(P[int(i), int(dim)])))
+    three_views(picked, P, "sinusoidal", "sinusoidal PE",
+                "Each pair of columns is a clock turning at its own speed: dimension 0 turns "
+                "once every 2π ≈ 6.3 positions, the last ones barely move. PE·PEᵀ depends "
+                "mostly on |i − j|, so nearby positions look alike to the model.")
+
+
+def learned(picked: Picked) -> None:
+    """The positions this model adds: learned rows, its sinusoidal table, or nothing."""
+    c = picked.checkpoint.config
+    P = analysis.model_pe(picked.checkpoint.model)  # (N, d)
+    if c.positional == "none":
+        st.info("This model adds **no positional encoding** (PE = 0). It still knows order a "
+                "little: the causal mask lets position i attend to i + 1 tokens, so a head "
+                "can count how many came before.", icon=":material/info:")
+        st.latex(rf"P = 0 \in \mathbb{{R}}^{{{c.context_length} \times {c.d_model}}},\qquad "
+                 r"x_i = E[t_i] + 0 = E[t_i]")
+        return
+    if c.positional == "sinusoidal":
+        delta = float(np.abs(P - analysis.sinusoidal_pe(c.context_length, c.d_model)).max())
+        st.success(f"This model uses the **sinusoidal** table: it equals the formula "
+                   f"(max |Δ| = {delta:.1e}) and is not trained.", icon=":material/check:")
+    else:
+        st.markdown("This model **learned** its positions: P is a trainable matrix "
+                    f"$P\\in\\mathbb{{R}}^{{{c.context_length}\\times {c.d_model}}}$ "
+                    "(row i is added to the token at position i), started random and shaped "
+                    "only by the training loss. Compare its similarity matrix with the "
+                    "sinusoidal one: training often finds a similar band along the diagonal.")
+    three_views(picked, P, "model", "this model's PE")
+
+
+def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
+    """X = E[ids] + PE for the prompt: what the first block receives."""
+    cache, _ = activations(picked, prompt.ids, ("hook_embed", "hook_pos_embed"))
+    X = analysis.to_numpy(cache["hook_embed"][0])  # (T, d)
+    PE = analysis.to_numpy(cache["hook_pos_embed"])  # (T, d)
+    c = picked.checkpoint.config
+    st.latex(pos_tex.x_plus_pe(prompt.labels[pos], pos, X[pos], PE[pos], c.positional))
+    chart(vp.x_plus_pe(X, PE, prompt.labels))
+    e_norm, p_norm = np.linalg.norm(X, axis=1).mean(), np.linalg.norm(PE, axis=1).mean()
+    st.caption("The same token at two positions enters the block as two different vectors: "
+               "the sum is the only place where position enters a GPT. The three panels share "
+               f"one colour scale; on average ‖E[t_i]‖ = {e_norm:.2f} and ‖p_i‖ = {p_norm:.2f}"
+               + (", so here the positions dominate the sum." if p_norm > 3 * e_norm else "."))
+    norms = pd.DataFrame({"position": range(len(prompt.ids)), "token": prompt.labels,
+                          "‖E[t_i]‖": np.linalg.norm(X, axis=1),
+                          "‖p_i‖": np.linalg.norm(PE, axis=1),
+                          "‖E[t_i] + p_i‖": np.linalg.norm(X + PE, axis=1)})
+    st.dataframe(norms, hide_index=True, width="stretch", height=220)
+    csv_download(norms, f"x-plus-pe-{picked.name}.csv")

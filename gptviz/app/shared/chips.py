@@ -1,0 +1,168 @@
+"""Pure builders for showing tokens: coloured HTML chips and tables.
+
+Whitespace is made visible (``·`` for a space, ``→`` for a tab, ``↵`` for a
+newline), control characters are shown by name, and a token holding only part
+of a UTF-8 character is shown as its bytes, e.g. ``‹e2 80›``.
+"""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+
+import pandas as pd
+
+from gptviz.tokenizers.base import TokenInfo
+
+# Pastel fills, cycled by position so that neighbouring tokens always differ.
+PALETTE = ("#c8e6ff", "#ffe0b3", "#d4f5c9", "#f9d0e8", "#e3dbff", "#fff3a8", "#c9f2ee", "#ffd6cc")
+SPECIAL_FILL, UNKNOWN_FILL = "#3d4452", "#ff8a80"
+_VISIBLE = {" ": "·", "\t": "→", "\n": "↵", "\r": "␍"}
+
+CHIP_CSS = """
+<style>
+.gv-chips{display:flex;flex-wrap:wrap;gap:3px 2px;font-family:ui-monospace,SFMono-Regular,Menlo,
+monospace;font-size:15px;line-height:1.15;align-items:flex-start}
+.gv-chip{display:inline-flex;flex-direction:column;align-items:center;border-radius:5px;
+padding:2px 4px 1px;color:#1d2129;white-space:pre;cursor:default}
+.gv-chip small{font-size:10px;color:#4d5565;margin-top:1px}
+.gv-chip.special{color:#fff}.gv-chip.special small{color:#d6dae3}
+.gv-chip.partial{border:1.5px dashed #6b7280}
+.gv-break{flex-basis:100%;height:0}
+</style>
+"""
+
+
+def visible(s: str) -> str:
+    """Make whitespace and control characters visible.
+
+    >>> visible("a b\\n\\x00")
+    'a·b↵\\\\x00'
+    """
+    out = []
+    for ch in s:
+        if ch in _VISIBLE:
+            out.append(_VISIBLE[ch])
+        elif ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0:
+            out.append(f"\\x{ord(ch):02x}")  # NUL and other control characters
+        elif unicodedata.category(ch) in ("Cf", "Zl", "Zp") or ch == "\u00a0":
+            out.append(f"⟨U+{ord(ch):04X}⟩")  # zero-width joiners, direction marks, …
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def hex_bytes(data: bytes) -> str:
+    """>>> hex_bytes(b"\\xe2\\x80")
+    'e2 80'
+    """
+    return " ".join(f"{b:02x}" for b in data)
+
+
+def token_label(tok: TokenInfo) -> str:
+    """What a chip shows: the visible string, or the bytes of a partial token."""
+    if tok.partial:
+        return f"‹{hex_bytes(tok.bytes)}›"
+    return visible(tok.string) if tok.string else "∅"
+
+
+def token_chips_html(tokens: list[TokenInfo], text: str = "", max_tokens: int = 2000) -> str:
+    """HTML chips with the id under each token; hovering shows id, bytes, source text.
+
+    A newline inside a token also breaks the line of chips, so the layout
+    follows the text.
+    """
+    parts = [CHIP_CSS, '<div class="gv-chips">']
+    for pos, tok in enumerate(tokens[:max_tokens]):
+        fill = SPECIAL_FILL if tok.special and not tok.unknown else (
+            UNKNOWN_FILL if tok.unknown else PALETTE[pos % len(PALETTE)])
+        classes = "gv-chip" + (" special" if tok.special and not tok.unknown else "") + (
+            " partial" if tok.partial else "")
+        source = text[tok.span[0]:tok.span[1]]
+        tip = (f"position {pos} · id {tok.id} · bytes [{hex_bytes(tok.bytes)}] · "
+               f"token {tok.string!r}" + (f" · from {source!r}" if source != tok.string else ""))
+        parts.append(
+            f'<span class="{classes}" style="background:{fill}" title="{html.escape(tip)}">'
+            f"{html.escape(token_label(tok))}<small>{tok.id}</small></span>"
+        )
+        if "\n" in tok.string and not tok.special:
+            parts.append('<span class="gv-break"></span>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def token_table(tokens: list[TokenInfo], text: str) -> pd.DataFrame:
+    """One row per token: position, id, token, bytes, character span, source text."""
+    return pd.DataFrame({
+        "position": range(len(tokens)),
+        "id": [t.id for t in tokens],
+        "token": [token_label(t) for t in tokens],
+        "bytes": [hex_bytes(t.bytes) for t in tokens],
+        "chars": [f"{t.span[0]}–{t.span[1]}" for t in tokens],
+        "source text": [visible(text[t.span[0]:t.span[1]]) for t in tokens],
+        "kind": ["unknown" if t.unknown else "special" if t.special else
+                 "partial UTF-8" if t.partial else "" for t in tokens],
+    })
+
+
+def show_bytes(data: bytes) -> str:
+    """Visible text when ``data`` is whole UTF-8, else its bytes.
+
+    >>> show_bytes(b" a"), show_bytes(b"\xe2\x80")
+    ('·a', '‹e2 80›')
+    """
+    try:
+        return visible(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return f"‹{hex_bytes(data)}›"
+
+
+def merges_table(trace, id_to_bytes) -> pd.DataFrame:
+    """The BPE merge table: rank, the pair (ids and strings), count, new id and token."""
+    def show(idx: int) -> str:
+        return show_bytes(id_to_bytes(idx))
+
+    return pd.DataFrame({
+        "rank": [m.rank for m in trace],
+        "pair (ids)": [f"{m.pair[0]} + {m.pair[1]}" for m in trace],
+        "pair": [f"{show(m.pair[0])} + {show(m.pair[1])}" for m in trace],
+        "count": [m.count for m in trace],
+        "new id": [m.new_id for m in trace],
+        "new token": [show(m.new_id) for m in trace],
+    })
+
+
+CROP_CSS = """
+<style>
+.gv-dropped{opacity:.38;text-decoration:line-through}
+.gv-cut{font:600 12px ui-sans-serif,system-ui,sans-serif;color:#b42318;margin:4px 0 3px}
+</style>
+"""
+
+
+def prompt_chips_html(tokens: list[TokenInfo], text: str, dropped: int = 0,
+                      max_tokens: int = 600) -> str:
+    """Chips for ``tokens``; the first ``dropped`` are faded, then a ✂ line, then the kept ones.
+
+    Kept tokens are numbered from position 0, as the model numbers them.
+
+    >>> from gptviz.tokenizers.base import TokenInfo
+    >>> t = [TokenInfo(i, c, c.encode(), (i, i + 1)) for i, c in enumerate("abc")]
+    >>> html = prompt_chips_html(t, "abc", dropped=1); html.count('class="gv-chip"')
+    3
+    >>> "✂" in html
+    True
+    """
+    if not dropped:
+        return token_chips_html(tokens, text, max_tokens=max_tokens)
+    cut, kept = tokens[:dropped], tokens[dropped:]
+    shown_cut = cut[-max(1, max_tokens // 4):]  # the cut tokens nearest the window
+    skipped = len(cut) - len(shown_cut)
+    head = (f'<div class="gv-cut">… {skipped:,} earlier tokens not drawn</div>'
+            if skipped else "")
+    return (CROP_CSS + head
+            + f'<div class="gv-dropped">{token_chips_html(shown_cut, text, max_tokens)}</div>'
+            + f'<div class="gv-cut">✂ cut here: the {len(cut):,} tokens above do not fit the '
+            f"context window; the model reads the {len(kept):,} below (positions 0 to "
+            f"{len(kept) - 1})</div>"
+            + token_chips_html(kept, text, max_tokens=max_tokens))

@@ -1,0 +1,194 @@
+"""A labelled heatmap: the one figure most pages draw.
+
+Axes are numeric positions whose tick labels are the tokens (plotly would merge
+repeated tokens on a categorical axis). Cells that are −∞ (the causal mask) are
+left blank, so the grey plot background shows through, and say "−∞ (masked)"
+on hover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from gptviz.app.shared.chips import visible
+
+MASKED = "−∞ (masked)"
+# kind -> (colour scale, fixed range or None); probabilities start at white = 0.
+SCALES = {"prob": ("Blues", (0.0, 1.0)), "signed": ("RdBu_r", None), "seq": ("Viridis", None)}
+BLANK = "#d4d4d4"  # what a masked (NaN) cell shows
+MAX_LABELLED_SIDE = 32  # masked cells get a "−∞" label up to this many rows/columns
+MAX_HOVER_CELLS = 60_000  # above this, hover shows numbers only (text arrays get heavy)
+
+
+def as_float32(values) -> np.ndarray:
+    """Plotly gets float32 arrays (half the bytes of float64 on the wire).
+
+    >>> as_float32([[1, 2]]).dtype
+    dtype('float32')
+    """
+    if hasattr(values, "detach"):
+        values = values.detach().float().cpu().numpy()
+    return np.asarray(values, dtype=np.float32)
+
+
+def axis_labels(labels: Sequence[str] | None, n: int) -> list[str]:
+    """Visible tick labels, or the positions 0 .. n-1 as text.
+
+    >>> axis_labels(["a b", "\\n"], 2), axis_labels(None, 2)
+    (['a·b', '↵'], ['0', '1'])
+    """
+    if labels is None:
+        return [str(i) for i in range(n)]
+    if len(labels) != n:
+        raise ValueError(f"{len(labels)} labels for an axis of {n} cells.")
+    return [visible(str(s)) for s in labels]
+
+
+def hover_text(z: np.ndarray, x: list[str], y: list[str], decimals: int = 3) -> np.ndarray:
+    """Per-cell hover text ``row → column: value``; −∞ cells read "−∞ (masked)".
+
+    >>> hover_text(np.array([[0.5, -np.inf]]), ["a", "b"], ["q"])[0, 1]
+    'q (0) → b (1)<br>−∞ (masked)'
+    """
+    text = np.empty(z.shape, dtype=object)
+    for i, row in enumerate(z):
+        for j, v in enumerate(row):
+            value = MASKED if np.isneginf(v) else f"{v:.{decimals}f}"
+            text[i, j] = f"{y[i]} ({i}) → {x[j]} ({j})<br>{value}"
+    return text
+
+
+def heatmap(z, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | None = None,
+            *, kind: str = "signed", title: str = "", x_title: str = "", y_title: str = "",
+            decimals: int = 3, height: int | None = None) -> go.Figure:
+    """A (rows, cols) matrix as a heatmap, row 0 at the top.
+
+    ``kind``: "prob" (0..1, white to blue), "signed" (red/blue around 0) or "seq".
+
+    >>> fig = heatmap([[1.0, 0.0], [0.4, 0.6]], ["the", "cat"], ["the", "cat"], kind="prob")
+    >>> list(fig.layout.xaxis.ticktext)
+    ['the', 'cat']
+    """
+    raw = as_float32(z)  # (rows, cols)
+    if raw.ndim != 2:
+        raise ValueError(f"heatmap needs a 2-D matrix, got shape {raw.shape}.")
+    x, y = axis_labels(x_labels, raw.shape[1]), axis_labels(y_labels, raw.shape[0])
+    shown = np.where(np.isfinite(raw), raw, np.float32("nan"))  # (rows, cols), −∞ -> gap
+    scale, zrange = SCALES[kind]
+    trace = go.Heatmap(z=shown, colorscale=scale, hoverongaps=True,
+                       zmin=zrange[0] if zrange else None, zmax=zrange[1] if zrange else None,
+                       zmid=0.0 if kind == "signed" else None)
+    if raw.size <= MAX_HOVER_CELLS:
+        trace.update(customdata=hover_text(raw, x, y, decimals), **_masked_labels(raw),
+                     hovertemplate="%{customdata}<extra></extra>")
+    else:
+        trace.update(hovertemplate="row %{y}, col %{x}: %{z:.3f}<extra></extra>")
+    fig = go.Figure(trace)
+    fig.update_layout(title=title, plot_bgcolor=BLANK, height=height,
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10))
+    fig.update_xaxes(title=x_title, **_ticks(x_labels, x), side="top")
+    fig.update_yaxes(title=y_title, **_ticks(y_labels, y), autorange="reversed")
+    return fig
+
+
+def _masked_labels(raw: np.ndarray) -> dict:
+    """Write "−∞" into the masked cells of small matrices, so the gaps explain themselves."""
+    masked = np.isneginf(raw)
+    if not masked.any() or max(raw.shape) > MAX_LABELLED_SIDE:
+        return {}
+    return {"text": np.where(masked, "−∞", "").astype(object), "texttemplate": "%{text}"}
+
+
+def _ticks(given: Sequence[str] | None, labels: list[str]) -> dict:
+    """Token ticks at every position; numeric axes keep plotly's own ticks."""
+    if given is None:
+        return {"showgrid": False, "zeroline": False}
+    size = 12 if len(labels) <= 32 else 8
+    return {"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": labels,
+            "tickfont": {"size": size}, "showgrid": False, "zeroline": False}
+
+
+def matrix_panels(panels: dict[str, np.ndarray], x_labels: Sequence[str] | None = None,
+                  y_labels: Sequence[str] | None = None, kind: str = "signed",
+                  title: str = "") -> go.Figure:
+    """Several same-shaped matrices side by side on one colour scale (e.g. E[ids], PE, X+PE).
+
+    >>> matrix_panels({"A": np.eye(2), "B": np.eye(2)}).layout.annotations[0].text
+    'A'
+    """
+    from plotly.subplots import make_subplots
+
+    mats = {name: as_float32(m) for name, m in panels.items()}  # each (rows, cols)
+    fig = make_subplots(rows=1, cols=len(mats), subplot_titles=list(mats),
+                        horizontal_spacing=0.04, shared_yaxes=True)
+    scale, (lo, hi) = SCALES[kind][0], _shared_range(list(mats.values()), kind)
+    for col, (name, m) in enumerate(mats.items(), start=1):
+        x, y = axis_labels(x_labels, m.shape[1]), axis_labels(y_labels, m.shape[0])
+        fig.add_trace(go.Heatmap(z=np.where(np.isfinite(m), m, np.float32("nan")),
+                                 coloraxis="coloraxis", name=name,
+                                 customdata=hover_text(m, x, y),
+                                 hovertemplate="%{customdata}<extra></extra>"),
+                      row=1, col=col)
+        fig.update_xaxes(**_ticks(x_labels, x), row=1, col=col)
+        fig.update_yaxes(autorange="reversed", **_ticks(y_labels, y), row=1, col=col)
+    fig.update_layout(title=title, plot_bgcolor=BLANK,
+                      coloraxis=dict(colorscale=scale, cmin=lo, cmax=hi),
+                      margin=dict(l=10, r=10, t=60, b=10))
+    return fig
+
+
+def _shared_range(mats: list[np.ndarray], kind: str) -> tuple[float, float]:
+    """One colour range for several panels: fixed for "prob", symmetric for "signed"."""
+    if SCALES[kind][1] is not None:
+        return SCALES[kind][1]
+    finite = np.concatenate([m[np.isfinite(m)] for m in mats])
+    if finite.size == 0:
+        return (-1.0, 1.0)
+    if kind == "signed":
+        bound = float(np.abs(finite).max()) or 1.0
+        return (-bound, bound)
+    return (float(finite.min()), float(finite.max()))
+
+
+def title_room(fig: go.Figure, top: int = 86) -> go.Figure:
+    """Room for the title above a top x-axis, so title, ticks and axis title do not overlap.
+
+    >>> title_room(heatmap([[1.0]], title="t")).layout.margin.t
+    86
+    """
+    fig.update_layout(margin=dict(t=top),
+                      title=dict(yref="container", y=1.0, yanchor="top", pad=dict(t=10)))
+    return fig
+
+
+def legend_on_top(fig: go.Figure) -> go.Figure:
+    """A horizontal legend above the plot, clear of the x-axis title below it.
+
+    >>> legend_on_top(go.Figure()).layout.legend.yanchor
+    'bottom'
+    """
+    fig.update_layout(legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1.0,
+                                  xanchor="right"))
+    return fig
+
+
+def thin_ticks(fig: go.Figure, max_labels: int = 32) -> go.Figure:
+    """Label every k-th token on axes with more than ``max_labels`` token ticks.
+
+    The browser measures every tick label; 128 of them per axis cost more to draw
+    than the heatmap itself, and at that density they cannot be read anyway. Hover
+    still names every cell.
+
+    >>> fig = thin_ticks(heatmap(np.eye(100), [str(i) for i in range(100)]))
+    >>> len(fig.layout.xaxis.tickvals), fig.layout.xaxis.ticktext[1]
+    (25, '4')
+    """
+    for axis in [*fig.select_xaxes(), *fig.select_yaxes()]:
+        vals, text = axis.tickvals, axis.ticktext
+        if axis.tickmode == "array" and vals is not None and len(vals) > max_labels:
+            step = -(-len(vals) // max_labels)  # ceil
+            axis.update(tickvals=list(vals[::step]), ticktext=list(text[::step]))
+    return fig

@@ -1,0 +1,163 @@
+"""The inputs every model page shares: a prompt, a layer and a head, all bound to the URL.
+
+``?prompt=…&layer=1&head=2`` opens a page on that view, so a teacher can share
+it. Streamlit drops a bound value that is not a valid option (``layer=7`` on a
+2-layer model, ``head=x``); these helpers notice and say so instead of
+silently showing something else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from gptviz.app.shared.chips import prompt_chips_html, token_label
+from gptviz.app.shared.widgets import cap_text, problem
+from gptviz.checkpoints import Checkpoint
+from gptviz.tokenizers import TokenizerError
+from gptviz.tokenizers.base import TokenInfo
+
+# A prompt each kind of bundled corpus makes sense of (the card names the corpus).
+EXAMPLES = {
+    "induction": "qzmfkwpxbt|qzmfkwpxbt\njdlrvnsyoa|jdlrv",
+    "": "The Steenrod problem asks which homology classes of a space are images of "
+        "fundamental classes of closed manifolds.",
+}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The prompt as the model reads it: the last ``context_length`` tokens."""
+
+    text: str
+    all_tokens: list[TokenInfo]  # every token of the text
+    dropped: int  # tokens cut from the front to fit the context window
+
+    @property
+    def tokens(self) -> list[TokenInfo]:
+        return self.all_tokens[self.dropped:]
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return tuple(t.id for t in self.tokens)
+
+    @property
+    def labels(self) -> list[str]:
+        """What axes show for each token, e.g. ['The', '·Steen', 'rod']."""
+        return [token_label(t) for t in self.tokens]
+
+
+def example_prompt(ckpt: Checkpoint) -> str:
+    """A prompt in the style of the model's training corpus, e.g. 'abc|abc' for induction."""
+    corpus = Path(str(ckpt.card.get("corpus", ""))).stem.lower()
+    return next((text for key, text in EXAMPLES.items() if key and key in corpus), EXAMPLES[""])
+
+
+def prompt_input(ckpt: Checkpoint) -> str:
+    """The prompt box (``?prompt=`` in the URL), starting on the model's example prompt."""
+    example = example_prompt(ckpt)
+    if "prompt" not in st.session_state and "prompt" not in st.query_params:
+        st.session_state["prompt"] = example
+    text = st.text_area("Prompt", key="prompt", bind="query-params", persist_state="session",
+                        height=80, help="What the model reads; it is cut to the model's "
+                                        "context window. Ctrl+Enter applies.")
+    if text != example:
+        st.button("Use this model's example prompt", icon=":material/restart_alt:",
+                  on_click=st.session_state.__setitem__, args=("prompt", example),
+                  type="tertiary")
+    return text or ""
+
+
+def encode(ckpt: Checkpoint, text: str) -> Prompt | None:
+    """Tokens of ``text`` cropped to the context; draws them, and every note about them.
+
+    Returns None (after saying why) for an empty prompt or one that cannot be encoded.
+    """
+    text = cap_text(text)
+    if not text.strip():
+        st.info("The prompt is empty: type some text above (or use the example prompt) to see "
+                "the model at work.", icon=":material/edit_note:")
+        return None
+    try:
+        tokens = ckpt.tokenizer.tokens(text)
+    except TokenizerError as exc:
+        problem(f"This model's tokenizer cannot read the prompt: {exc}")
+        return None
+    n_ctx = ckpt.config.context_length
+    prompt = Prompt(text, tokens, max(0, len(tokens) - n_ctx))
+    st.html(prompt_chips_html(tokens, text, prompt.dropped))
+    _notes(prompt, n_ctx, ckpt)
+    return prompt
+
+
+def prompt_or_stop(ckpt: Checkpoint) -> Prompt:
+    """The prompt box, encoded; stops the page (after its message) when it is unusable."""
+    prompt = encode(ckpt, prompt_input(ckpt))
+    if prompt is None:
+        st.stop()
+    return prompt
+
+
+def _notes(prompt: Prompt, n_ctx: int, ckpt: Checkpoint) -> None:
+    if prompt.dropped:
+        st.warning(f"The prompt has {len(prompt.all_tokens):,} tokens but the model reads at "
+                   f"most N = {n_ctx} (its context window): the first {prompt.dropped:,} are "
+                   "cut, as generation would cut them (faded above).",
+                   icon=":material/content_cut:")
+    unknown = sum(t.unknown for t in prompt.tokens)
+    if unknown:
+        st.warning(f"{unknown} piece(s) of the prompt are not in this model's vocabulary and "
+                   "became <|UNK|> (red chips); the model learned little about that id. "
+                   "Try the example prompt.", icon=":material/help:")
+    if "<|" in prompt.text and "|>" in prompt.text:
+        specials = ", ".join(sorted(ckpt.tokenizer.special_tokens)) or "none"
+        st.info("The prompt contains text that looks like a special token (<|…|>). Typed text "
+                "is always read as ordinary characters here, so it is several tokens, not one "
+                f"special id (this model's specials: {specials}).", icon=":material/info:")
+
+
+def _bound_choice(label: str, key: str, n: int, help: str) -> int:
+    """Pills 0 .. n-1 bound to ``?key=``; an invalid URL value gets a message, not a crash."""
+    raw = st.query_params.get(key)
+    value = st.segmented_control(label, list(range(n)), default=0, required=True,
+                                 format_func=str, key=key, bind="query-params",
+                                 persist_state="session", help=help)
+    value = 0 if value is None else int(value)
+    if raw is not None and raw != str(value):
+        st.warning(f"The link asks for {key} “{raw}”, but this model's {key}s are numbered "
+                   f"0 to {n - 1}; showing {key} {value} instead.", icon=":material/link_off:")
+    return value
+
+
+def layer_input(n_layer: int) -> int:
+    """The layer pills (``?layer=``)."""
+    return _bound_choice("Layer", "layer", n_layer,
+                         "Blocks are numbered from 0 (the one that reads the embeddings).")
+
+
+def head_input(n_head: int) -> int:
+    """The head pills (``?head=``)."""
+    return _bound_choice("Head", "head", n_head, "Each head has its own W_Q, W_K, W_V.")
+
+
+def layer_and_head(n_layer: int, n_head: int) -> tuple[int, int]:
+    """Layer and head side by side."""
+    left, right = st.columns(2)
+    with left:
+        layer = layer_input(n_layer)
+    with right:
+        head = head_input(n_head)
+    return layer, head
+
+
+def position_input(prompt: Prompt, label: str = "Token", key: str = "position",
+                   default_last: bool = True) -> int:
+    """A position of the (cropped) prompt, shown as 'i: token'; not in the URL."""
+    labels = prompt.labels
+    options = list(range(len(labels)))
+    if st.session_state.get(key) not in options:
+        st.session_state.pop(key, None)
+    return st.selectbox(label, options, index=len(options) - 1 if default_last else 0,
+                        format_func=lambda i: f"{i}: {labels[i]}", key=key)

@@ -1,0 +1,142 @@
+"""The model picker and the cached model loaders every model page shares.
+
+Bundled models are loaded once per server (``st.cache_resource``) and are
+strictly read-only: eval mode, no gradients. Models a user trains or uploads
+live in that user's ``st.session_state`` only, so nobody else sees them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from gptviz.checkpoints import (
+    DEFAULT_MODEL,
+    MODELS_DIR,
+    Checkpoint,
+    CheckpointError,
+    bundled_models,
+    load_checkpoint,
+    load_checkpoint_zip,
+)
+
+SESSION_MODELS = "gptviz_session_models"  # st.session_state key: name -> Checkpoint
+UPLOAD_LIMIT = 20_000_000  # bytes of an uploaded checkpoint zip
+
+
+@dataclass(frozen=True)
+class Picked:
+    name: str
+    checkpoint: Checkpoint
+    bundled: bool
+
+
+def _freeze(ckpt: Checkpoint) -> Checkpoint:
+    ckpt.model.eval()
+    for p in ckpt.model.parameters():
+        p.requires_grad_(False)
+    return ckpt
+
+
+@st.cache_resource(show_spinner="Loading the model…")
+def load_bundled(name: str) -> Checkpoint:
+    """A bundled checkpoint, shared by every session: never modify it."""
+    folder = bundled_models().get(name)
+    if folder is None:
+        raise CheckpointError(f"there is no bundled model named {name!r} in {MODELS_DIR}.")
+    return _freeze(load_checkpoint(folder))
+
+
+@st.cache_resource(show_spinner=False)
+def bundled_status() -> tuple[list[str], dict[str, str]]:
+    """Names of the bundled models that load, default first, and a message per broken one."""
+    good, broken = [], {}
+    for name, folder in bundled_models().items():
+        try:
+            load_bundled(name)
+            good.append(name)
+        except (CheckpointError, OSError) as exc:
+            broken[name] = f"{Path(folder).name}: {exc}"
+    good.sort(key=lambda n: (n != DEFAULT_MODEL, n))
+    return good, broken
+
+
+def session_models() -> dict[str, Checkpoint]:
+    return st.session_state.setdefault(SESSION_MODELS, {})
+
+
+def add_session_model(name: str, ckpt: Checkpoint) -> str:
+    """Register a model for this session only; returns the (unique) name used."""
+    models = session_models()
+    base, k = name, 2
+    while name in models or name in bundled_models():
+        name, k = f"{base} ({k})", k + 1
+    models[name] = _freeze(ckpt)
+    return name
+
+
+def _upload_checkpoint() -> None:
+    upload = st.sidebar.file_uploader(
+        "Upload a checkpoint (.zip)", type=["zip"], key="model_upload",
+        help="A zip of model.safetensors, config.json, tokenizer.json and card.json, as the "
+             "Training page downloads it. Pickled files are never loaded.")
+    if upload is None or st.session_state.get("model_upload_done") == upload.file_id:
+        return
+    st.session_state["model_upload_done"] = upload.file_id
+    try:
+        data = upload.getvalue()
+        if len(data) > UPLOAD_LIMIT:
+            raise CheckpointError(f"the file is {len(data) / 1e6:.1f} MB; the limit is "
+                                  f"{UPLOAD_LIMIT / 1e6:.0f} MB.")
+        name = add_session_model(Path(upload.name).stem, load_checkpoint_zip(data))
+        st.session_state["model"] = name
+        st.sidebar.success(f"Loaded {name!r}: it is now in the model list.")
+    except (CheckpointError, ValueError) as exc:
+        st.sidebar.error(f"Cannot use {upload.name}: {exc}", icon=":material/error:")
+
+
+def model_picker() -> Picked | None:
+    """Sidebar: choose a bundled, trained-in-this-session or uploaded model."""
+    good, broken = bundled_status()
+    for message in broken.values():
+        st.sidebar.warning(f"Skipped a broken bundled model — {message}", icon=":material/warning:")
+    _upload_checkpoint()
+    mine = session_models()
+    options = [*good, *mine]
+    if not options:
+        st.error("No model could be loaded. Train one on the Training page or upload a "
+                 "checkpoint in the sidebar.", icon=":material/error:")
+        return None
+    if st.session_state.get("model") not in options:
+        st.session_state.pop("model", None)
+    name = st.sidebar.selectbox(
+        "Model", options, key="model", bind="query-params", persist_state="session",
+        format_func=lambda n: n if n in good else f"{n} (this session)",
+        help="Bundled models are shared and read-only; models you train or upload are "
+             "visible to you only.")
+    if name in mine:
+        return Picked(name, mine[name], bundled=False)
+    return Picked(name, load_bundled(name), bundled=True)
+
+
+def describe(picked: Picked) -> str:
+    """One line about the model, e.g. '4 layers · 4 heads · d=128 · |V|=1,028 · 0.9M params'."""
+    c = picked.checkpoint.config
+    n = sum(p.numel() for p in picked.checkpoint.model.parameters())
+    card = picked.checkpoint.card
+    val = card.get("final_val_loss")
+    tail = f" · val loss {val:.3f}" if isinstance(val, (int, float)) else ""
+    return (f"{c.n_layer} layers · {c.n_head} heads · d={c.d_model} · context {c.context_length}"
+            f" · |V|={c.vocab_size:,} · {n / 1e6:.2f}M params · {c.positional} positions{tail}")
+
+
+
+def picked_or_stop() -> Picked:
+    """The sidebar picker plus the model's one-line caption; stops the page when no model loads."""
+    picked = model_picker()
+    if picked is None:
+        st.stop()
+    st.caption(f"Model **{picked.name}** — {describe(picked)}")
+    return picked

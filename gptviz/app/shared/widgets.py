@@ -1,0 +1,39 @@
+"""Small Streamlit pieces every page uses: capped text, messages, CSV downloads."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from gptviz.app.shared.heatmaps import thin_ticks
+
+TEXT_LIMIT = 20_000  # characters a page analyses; longer input is cut, with a message
+
+
+def cap_text(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Return at most ``limit`` characters, saying so when the text was cut."""
+    if len(text) > limit:
+        st.warning(
+            f"The text has {len(text):,} characters; only the first {limit:,} are used here. "
+            "Paste a shorter passage to see all of it.", icon=":material/content_cut:")
+        return text[:limit]
+    return text
+
+
+def problem(message: str) -> None:
+    """A bad-input message: what is wrong and what to do (never a traceback)."""
+    st.error(message, icon=":material/error:")
+
+
+def csv_download(df: pd.DataFrame, filename: str, label: str = "Download CSV") -> None:
+    st.download_button(label, df.to_csv(index=False).encode("utf-8"), file_name=filename,
+                       mime="text/csv", icon=":material/download:", key=f"csv-{filename}")
+
+
+def chart(fig: go.Figure, key: str | None = None, container=st) -> None:
+    """``st.plotly_chart`` at full width, with at most 32 token labels per axis.
+
+    Do not pass a figure shared through a cache: this changes the figure's ticks.
+    """
+    container.plotly_chart(thin_ticks(fig), width="stretch", key=key)

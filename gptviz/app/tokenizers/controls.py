@@ -1,0 +1,125 @@
+"""Streamlit pieces of the Tokenizers page: corpus choice, training settings and
+cached tokenizers. Trained tokenizers are cached globally for bundled corpora
+(deterministic, read-only) and per session for uploads."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import streamlit as st
+
+from gptviz.app.shared.widgets import problem
+from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
+from gptviz.tokenizers import (
+    PATTERNS,
+    ByteLevelBPE,
+    TiktokenTokenizer,
+    Tokenizer,
+    TokenizerError,
+    available_encodings,
+    train_tokenizer,
+)
+from gptviz.tokenizers.openai import GPT2_FILE
+
+UPLOAD = "Upload a .txt file…"
+# Short, since a bound widget writes its label into the URL (?tokenizer=GPT-2).
+LABELS = {"char": "Character", "word": "Word", "bpe": "BPE", "gpt2": "GPT-2",
+          "cl100k_base": "cl100k", "o200k_base": "o200k"}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    text: str
+    key: str  # identifies the text in caches
+    uploaded: bool
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    char_vocab: int | None  # keep the most frequent characters (None: all)
+    word_vocab: int | None
+    bpe_vocab: int
+    bpe_pattern: str
+
+
+def corpus_picker() -> Corpus:
+    """Sidebar: a bundled corpus or an uploaded ``.txt`` (bad uploads fall back, with a message)."""
+    names = list(bundled_corpora())
+    choice = st.sidebar.selectbox("Corpus to train on", [*names, UPLOAD], key="corpus",
+                                  help="What the character, word and BPE tokenizers learn from.")
+    if choice == UPLOAD:
+        upload = st.sidebar.file_uploader("Plain-text file (UTF-8)", type=["txt"], key="upload")
+        if upload is not None:
+            data = upload.getvalue()
+            try:
+                text = decode_text(data, f"“{upload.name}”")
+                digest = hashlib.sha256(data).hexdigest()[:16]
+                return Corpus(upload.name, text, f"upload-{digest}", True)
+            except CorpusError as exc:
+                st.sidebar.error(f"{exc} Using the bundled corpus meanwhile.")
+        else:
+            st.sidebar.info("No file yet: using the bundled corpus meanwhile.")
+        choice = names[0]
+    try:
+        return Corpus(choice, read_corpus(choice), f"bundled-{choice}", False)
+    except (CorpusError, OSError) as exc:
+        problem(f"The corpus {choice!r} cannot be read: {exc}")
+        return Corpus("(none)", "", "none", False)
+
+
+def train_settings() -> TrainSettings:
+    with st.sidebar.expander("Training settings", expanded=True, icon=":material/tune:"):
+        bpe_vocab = st.number_input(
+            "BPE vocab size", min_value=1, max_value=16384, value=512, step=64, key="bpe_vocab",
+            help="256 bytes + merges + 4 special tokens.")
+        pattern = st.selectbox("BPE split pattern", list(PATTERNS), key="bpe_pattern",
+                               help="Merges never cross the chunks this regex cuts; "
+                                    "'none' merges across the whole text.")
+        word_vocab = st.number_input(
+            "Word vocab size (0 = every word)", min_value=0, max_value=100_000, value=0,
+            step=50, key="word_vocab",
+            help="Keep only the most frequent words: the others become <|UNK|>.")
+        char_vocab = st.number_input(
+            "Character vocab size (0 = every character)", min_value=0, max_value=10_000,
+            value=0, step=10, key="char_vocab")
+    return TrainSettings(char_vocab or None, word_vocab or None, int(bpe_vocab), pattern)
+
+
+@st.cache_resource(max_entries=24, show_spinner="Training tokenizer…")
+def _train_shared(kind: str, key: str, vocab: int | None, pattern: str, _text: str) -> Tokenizer:
+    """Bundled corpora: deterministic results, shared by every session (read-only)."""
+    return train_tokenizer(kind, _text, vocab, pattern)
+
+
+@st.cache_resource(max_entries=6, scope="session", show_spinner="Training tokenizer…")
+def _train_private(kind: str, key: str, vocab: int | None, pattern: str, _text: str) -> Tokenizer:
+    """Uploaded corpora stay in the uploader's session."""
+    return train_tokenizer(kind, _text, vocab, pattern)
+
+
+@st.cache_resource(show_spinner="Loading OpenAI encodings…")
+def pretrained() -> dict[str, Tokenizer]:
+    return {name: TiktokenTokenizer(name) for name in available_encodings()}
+
+
+@st.cache_resource(show_spinner="Rebuilding GPT-2's merges from its ranks…")
+def gpt2_as_our_bpe() -> ByteLevelBPE:
+    return ByteLevelBPE.from_tiktoken_file(GPT2_FILE)
+
+
+def all_tokenizers(corpus: Corpus, s: TrainSettings) -> tuple[dict[str, Tokenizer], dict]:
+    """Every tokenizer by kind, trained where needed, and a message per failure."""
+    train = _train_private if corpus.uploaded else _train_shared
+    wanted = {"char": s.char_vocab, "word": s.word_vocab, "bpe": s.bpe_vocab}
+    toks: dict[str, Tokenizer] = {}
+    errors: dict[str, str] = {}
+    for kind, vocab in wanted.items():
+        try:
+            pattern = s.bpe_pattern if kind == "bpe" else ""
+            toks[kind] = train(kind, corpus.key, vocab, pattern, corpus.text)
+        except TokenizerError as exc:
+            errors[kind] = f"{LABELS[kind]} tokenizer: {exc}"
+    toks.update(pretrained())
+    return toks, errors

@@ -1,0 +1,144 @@
+"""The sections of the Tokenizers page; each takes plain values and draws."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import streamlit as st
+
+from gptviz.app.embeddings import formulas as emb_tex
+from gptviz.app.shared.chips import merges_table, show_bytes, token_chips_html, token_table, visible
+from gptviz.app.shared.widgets import csv_download, problem
+from gptviz.app.tokenizers import formulas as latex
+from gptviz.app.tokenizers.controls import LABELS, gpt2_as_our_bpe
+from gptviz.tokenizers import ByteLevelBPE, Tokenizer, TokenizerError
+from gptviz.tokenizers.bpe import replay_steps
+from gptviz.tokenizers.compare import compare
+
+CHIP_LIMIT = 1500  # chips drawn; the table and the counts cover every token
+
+
+def chips(tokens, text: str) -> None:
+    st.html(token_chips_html(tokens, text, max_tokens=CHIP_LIMIT))
+    if len(tokens) > CHIP_LIMIT:
+        st.caption(f"Showing the first {CHIP_LIMIT:,} of {len(tokens):,} tokens as chips; "
+                   "the table below has them all.")
+
+
+def tokens_section(tok: Tokenizer, text: str, tokens, name: str) -> None:
+    n_unk = sum(t.unknown for t in tokens)
+    n_partial = sum(t.partial for t in tokens)
+    cols = st.columns(4)
+    cols[0].metric("Characters", f"{len(text):,}")
+    cols[1].metric("Tokens", f"{len(tokens):,}")
+    cols[2].metric("Characters per token", f"{len(text) / max(len(tokens), 1):.2f}")
+    cols[3].metric("Vocabulary |V|", f"{tok.vocab_size:,}")
+    chips(tokens, text)
+    notes = []
+    if n_unk:
+        notes.append(f"**{n_unk}** piece(s) of the text are not in the vocabulary and became "
+                     "`<|UNK|>` (red): decoding cannot give them back.")
+    if n_partial:
+        notes.append(f"**{n_partial}** token(s) hold only part of a multi-byte UTF-8 character; "
+                     "they are shown as their bytes ‹…› with a dashed border.")
+    if "<|" in text and "|>" in text:
+        notes.append("The text contains something that looks like a special token. It is "
+                     "encoded as ordinary text unless *Recognise special tokens* is on.")
+    for note in notes:
+        st.info(note, icon=":material/info:")
+    st.caption("Hover a chip for its id, bytes and the text it came from. "
+               "`·` is a space, `↵` a newline, `→` a tab.")
+    st.markdown("#### The mathematics")
+    st.latex(latex.tokenizer_map(text, tokens, tok.vocab_size))
+    st.latex(latex.one_hot_rows(tokens, tok.vocab_size))
+    st.latex(emb_tex.embedding_of_one_hot(tok.vocab_size))
+    with st.expander("Every token as a table", icon=":material/table:"):
+        df = token_table(tokens, text)
+        st.dataframe(df, hide_index=True, width="stretch")
+        csv_download(df, f"tokens-{name}.csv")
+
+
+def compare_section(text: str, toks: dict[str, Tokenizer]) -> None:
+    st.markdown("The same text through every tokenizer. *Round trip* checks "
+                r"$T^{-1}(T(x)) = x$: it fails exactly when something became `<|UNK|>`.")
+    rows = compare(text, {LABELS.get(k, k): t for k, t in toks.items()})
+    df = pd.DataFrame(rows)
+    if "round trip" in df:
+        df["round trip"] = df["round trip"].map({True: "✓", False: "✗"})
+    st.dataframe(df, hide_index=True, width="stretch", column_config={
+        "UNK rate": st.column_config.NumberColumn(format="percent"),
+        "chars per token": st.column_config.NumberColumn(format="%.2f")})
+    csv_download(df, "tokenizer-comparison.csv")
+    if "gpt2" in toks:
+        ours = gpt2_as_our_bpe().encode(text)
+        same = ours == toks["gpt2"].encode(text)
+        st.markdown(f"Our `ByteLevelBPE`, loaded with GPT-2's merge ranks, gives "
+                    f"{'**the same ids** ✓' if same else '**different ids** ✗'} as tiktoken "
+                    f"on this text ({len(ours):,} tokens).")
+
+
+ID_SEPARATORS = re.compile(r"[\s,;\[\]()]+")
+
+
+def parse_ids(raw: str) -> list[int]:
+    """'[15496, 995]' -> [15496, 995]; raises TokenizerError naming a non-number."""
+    out = []
+    for piece in filter(None, ID_SEPARATORS.split(raw)):
+        try:
+            out.append(int(piece))
+        except ValueError:
+            raise TokenizerError(f"“{piece}” is not a whole number; write ids such as "
+                                 "15496, 995.") from None
+    return out
+
+
+def decode_section(tok: Tokenizer, example: list[int]) -> None:
+    st.markdown(r"The partial inverse $T^{-1}$: from ids back to text.")
+    default = ", ".join(map(str, example[:12]))
+    raw = st.text_input("Token ids (commas or spaces)", value=default, key="decode_ids")
+    try:
+        ids = tok.check_ids(parse_ids(raw))
+        if not ids:
+            st.info("Type some ids to decode.")
+            return
+        st.code(tok.decode(ids) or "(empty)", language=None, wrap_lines=True)
+        strings = [show_bytes(tok.id_to_bytes(i)) for i in ids]
+        pieces = pd.DataFrame([[str(i) for i in ids], strings], index=["id", "token"])
+        st.dataframe(pieces, width="stretch")
+    except TokenizerError as exc:
+        problem(f"Cannot decode: {exc}")
+
+
+def bpe_section(tok: ByteLevelBPE | None, error: str | None, text: str) -> None:
+    if tok is None:
+        problem(error or "The BPE tokenizer is not available.")
+        return
+    trace = tok.trace
+    st.markdown(f"Starting from the 256 bytes, training learned **{len(trace)} merges** "
+                f"(pattern `{tok.pattern}`). Each merge replaces the most frequent neighbouring "
+                "pair by a new token; the table lists them in the order learned.")
+    df = merges_table(trace, tok.id_to_bytes)
+    st.dataframe(df, hide_index=True, width="stretch", height=260)
+    csv_download(df, "bpe-merges.csv")
+    if not trace:
+        return
+    k = st.slider("Replay the text after k merges", 0, len(trace), value=min(len(trace), 40),
+                  key="replay_k")
+    max_rank = trace[k - 1].new_id + 1 if k else 256
+    tokens = tok.tokens(text, max_rank=max_rank)
+    last = f" — the last one: {df['pair'].iloc[k - 1]} → {df['new token'].iloc[k - 1]}" if k else ""
+    st.markdown(f"After **{k}** merges{last}: **{len(tokens):,} tokens** "
+                f"for {len(text.encode('utf-8')):,} bytes.")
+    chips(tokens, text)
+    chunks = list(dict.fromkeys(c for c in tok.split_text(text) if len(c.encode()) > 1))[:300]
+    if chunks:
+        chunk = st.selectbox("How one chunk is built, merge by merge", chunks,
+                             format_func=visible, key="bpe_chunk")
+        (data, steps), = tok.encode_with_steps(chunk)
+        states = replay_steps(data, steps, tok.id_to_bytes)
+        lines = [" | ".join(show_bytes(p) for p in state) for state in states]
+        labels = ["bytes"] + [f"merge → id {r}" for r, _, _ in steps]
+        st.dataframe(pd.DataFrame({"step": labels, "parts": lines}), hide_index=True,
+                     width="stretch")
+

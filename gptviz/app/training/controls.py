@@ -1,0 +1,231 @@
+"""Streamlit pieces of the Training page: presets, the setup widgets, and the
+resources that own training (one job per session, a few trainers per server).
+
+Tokenizers trained on bundled or synthetic corpora are shared (deterministic,
+read-only); anything from an upload stays in the uploader's session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, fields
+
+import numpy as np
+import streamlit as st
+
+from gptviz.app.tokenizers.controls import _train_private, _train_shared
+from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
+from gptviz.model import RunConfig
+from gptviz.tokenizers import Tokenizer, TokenizerError
+from gptviz.train import jobs
+from gptviz.train.jobs import SessionTrainer, TrainerSlots, pick_dtype
+from gptviz.train.plan import (
+    PRESETS,
+    TrainingCaps,
+    TrainingSpec,
+    check_caps,
+    check_corpus_length,
+    estimate_seconds,
+    run_config,
+    synthetic_text,
+)
+
+UPLOAD_LIMIT = 2_000_000  # bytes of an uploaded .txt: plenty for a few minutes of training
+UPLOAD, SYNTHETIC = "upload", "synthetic:"
+TASKS = {"induction": "r|r: copy a random string of 6–14 letters",
+         "sorting": "s>sorted(s): sort 6 digits"}
+LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 6e-3, 1e-2, 3e-2, 0.1, 1.0, 10.0, 100.0)
+K = "tr_"  # prefix of this page's widget keys
+
+
+@dataclass
+class Setup:
+    """What the setup widgets produced: the spec, the corpus, and whether it can run."""
+
+    spec: TrainingSpec
+    corpus_name: str
+    text: str = ""
+    tokenizer: Tokenizer | None = None
+    ids: np.ndarray | None = None  # (n_tokens,) int32
+    run: RunConfig | None = None
+    estimate_s: float = 0.0
+    problems: tuple[str, ...] = ()  # each blocks the Start button
+    notes: tuple[str, ...] = ()  # worth knowing, not blocking
+
+
+@st.cache_resource(show_spinner=False)
+def trainer_slots() -> TrainerSlots:
+    """The server-wide limit on concurrent trainers (GPTVIZ_MAX_TRAINERS, default 1)."""
+    return TrainerSlots(max(1, int(os.environ.get("GPTVIZ_MAX_TRAINERS", "1"))))
+
+
+@st.cache_resource(scope="session", show_spinner=False, on_release=SessionTrainer.close)
+def session_trainer() -> SessionTrainer:
+    """This browser session's trainer; released (thread stopped) when the tab closes."""
+    return SessionTrainer()
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up() -> threading.Thread:
+    """Once per server: load the optimizer code before anyone presses Start."""
+    return jobs.warm_up()
+
+
+def caps() -> TrainingCaps:
+    return TrainingCaps.from_env()
+
+
+def apply_preset(name: str) -> None:
+    """Widget callback: copy a preset's values into the setup widgets."""
+    for f in fields(TrainingSpec):
+        st.session_state[K + f.name] = getattr(PRESETS[name], f.name)
+    corpus = st.session_state[K + "corpus"]
+    if not corpus.startswith(SYNTHETIC) and corpus not in bundled_corpora():
+        st.session_state[K + "corpus"] = next(iter(bundled_corpora()), SYNTHETIC + "induction")
+
+
+def _on_tokenizer_change() -> None:
+    kind = st.session_state[K + "tokenizer"]
+    st.session_state[K + "vocab_size"] = 512 if kind == "bpe" else 0
+
+
+def _init_state() -> None:
+    """Settings not chosen yet start at the "30-second demo" preset."""
+    demo = PRESETS["30-second demo"]
+    for f in fields(TrainingSpec):
+        st.session_state.setdefault(K + f.name, getattr(demo, f.name))
+
+
+@st.cache_data(max_entries=4, show_spinner="Making the synthetic corpus…")
+def _synthetic(task: str) -> str:
+    return synthetic_text(task)
+
+
+def _corpus(disabled: bool) -> tuple[str, str, str, bool] | None:
+    """(display name, text, cache key, uploaded) or None with a message shown."""
+    names = list(bundled_corpora())
+    options = [*names, *(SYNTHETIC + t for t in TASKS), UPLOAD]
+    choice = st.selectbox(
+        "Corpus", options, **_kw("corpus", disabled),
+        format_func=lambda o: ("Upload a .txt file…" if o == UPLOAD else
+                               f"synthetic — {TASKS[o[len(SYNTHETIC):]]}" if o.startswith(
+                                   SYNTHETIC) else f"{o} (bundled)"))
+    if choice.startswith(SYNTHETIC):
+        task = choice[len(SYNTHETIC):]
+        return f"synthetic-{task}", _synthetic(task), choice, False
+    if choice == UPLOAD:
+        upload = st.file_uploader("Plain-text file (UTF-8, at most 2 MB)", type=["txt"],
+                                  key=K + "upload", disabled=disabled)
+        if upload is None:
+            st.info("Choose a .txt file to train on.", icon=":material/upload_file:")
+            return None
+        data = upload.getvalue()
+        try:
+            text = decode_text(data, f"“{upload.name}”", limit=UPLOAD_LIMIT)
+        except CorpusError as exc:
+            st.error(f"Cannot train on this file: {exc}", icon=":material/error:")
+            return None
+        key = "upload-" + hashlib.sha256(data).hexdigest()[:16]
+        return upload.name.removesuffix(".txt"), text, key, True
+    try:
+        return choice, read_corpus(choice), f"bundled-{choice}", False
+    except (CorpusError, OSError) as exc:
+        st.error(f"The corpus {choice!r} cannot be read: {exc}", icon=":material/error:")
+        return None
+
+
+@st.cache_data(max_entries=8, show_spinner="Encoding the corpus…")
+def _encode_shared(kind: str, key: str, vocab: int | None, _tok: Tokenizer, _text: str
+                   ) -> np.ndarray:
+    return np.asarray(_tok.encode(_text), dtype=np.int32)
+
+
+@st.cache_data(max_entries=2, show_spinner="Encoding the corpus…", scope="session")
+def _encode_private(kind: str, key: str, vocab: int | None, _tok: Tokenizer, _text: str
+                    ) -> np.ndarray:
+    return np.asarray(_tok.encode(_text), dtype=np.int32)
+
+
+def _kw(name: str, disabled: bool) -> dict:
+    """Common widget arguments: this page's key, kept across page switches."""
+    return dict(key=K + name, disabled=disabled, persist_state="session")
+
+
+def _model_widgets(disabled: bool) -> None:
+    c1, c2, c3 = st.columns(3)
+    c1.select_slider("d_model (width)", [16, 32, 48, 64, 96, 128, 192, 256, 384, 512],
+                     **_kw("d_model", disabled))
+    c1.slider("Layers (blocks)", 1, 12, **_kw("n_layer", disabled))
+    c1.select_slider("Heads per layer", [1, 2, 3, 4, 6, 8, 12, 16], **_kw("n_head", disabled),
+                     help="Must divide d_model: d_k = d_model / heads.")
+    c2.select_slider("Context length N", [8, 16, 32, 64, 128, 256, 512, 1024],
+                     **_kw("context_length", disabled))
+    c2.selectbox("Positional encoding", ["learned", "sinusoidal", "none"],
+                 **_kw("positional", disabled))
+    c2.selectbox("Activation", ["gelu", "relu"], **_kw("activation", disabled))
+    c3.number_input("Steps", 1, 100_000, step=100, **_kw("steps", disabled))
+    c3.number_input("Batch size B", 1, 1024, **_kw("batch_size", disabled))
+    c3.select_slider("Peak learning rate", LEARNING_RATES, **_kw("learning_rate", disabled),
+                     format_func=lambda v: f"{v:g}",
+                     help="Warmup over the first 10 % of steps, then cosine decay to a tenth.")
+    c3.number_input("Seed", 0, 2**31 - 1, **_kw("seed", disabled))
+    c3.number_input("Stride between windows", 1, 1024, **_kw("stride", disabled))
+
+
+def setup(disabled: bool = False) -> Setup:
+    """Presets, corpus, tokenizer, model and training widgets → a checked ``Setup``."""
+    _init_state()
+    cols = st.columns(len(PRESETS) + 1)
+    cols[0].markdown("**Presets**")
+    for col, name in zip(cols[1:], PRESETS, strict=True):
+        col.button(name, key=f"{K}preset-{name}", on_click=apply_preset, args=(name,),
+                   disabled=disabled, width="stretch")
+    c1, c2, c3 = st.columns([2, 1, 1])
+    with c1:
+        corpus = _corpus(disabled)
+    kind = c2.segmented_control("Tokenizer", ["char", "word", "bpe"], required=True,
+                                on_change=_on_tokenizer_change, **_kw("tokenizer", disabled))
+    c3.number_input("Vocabulary size (0 = every symbol)", 0, 50_000, step=64,
+                    **_kw("vocab_size", disabled),
+                    help="BPE needs at least 260 (256 bytes + 4 specials).")
+    _model_widgets(disabled)
+    spec = TrainingSpec(**{f.name: st.session_state[K + f.name] for f in fields(TrainingSpec)
+                           if f.name != "corpus"}, corpus=st.session_state[K + "corpus"])
+    if corpus is None:
+        return Setup(spec, "", problems=("Choose a usable corpus first.",))
+    name, text, key, uploaded = corpus
+    return _check(spec, name, text, key, uploaded, kind)
+
+
+def _check(spec: TrainingSpec, name: str, text: str, key: str, uploaded: bool, kind: str
+           ) -> Setup:
+    """Train the tokenizer, encode, and check the plan against the corpus and the caps."""
+    vocab = spec.vocab_size or None
+    out = Setup(spec, name, text)
+    train = _train_private if uploaded else _train_shared
+    try:
+        tok = train(kind, key, vocab, "gpt2" if kind == "bpe" else "", text)
+    except TokenizerError as exc:
+        out.problems = (f"Tokenizer: {exc}",)
+        return out
+    notes = []
+    if vocab and vocab > tok.vocab_size:
+        notes.append(f"You asked for {vocab:,} tokens but this corpus has only "
+                     f"{tok.vocab_size - 4:,} distinct {kind}s (+ 4 specials): |V| = "
+                     f"{tok.vocab_size:,}.")
+    encode = _encode_private if uploaded else _encode_shared
+    out.tokenizer, out.ids = tok, encode(kind, key, vocab, tok, text)
+    problems = []
+    try:
+        out.run = run_config(spec, tok.vocab_size, pick_dtype())
+    except ValueError as exc:
+        problems.append(f"Model: {exc}")
+    if (short := check_corpus_length(len(out.ids), spec.context_length)) is not None:
+        problems.append(f"Corpus: {short}")
+    if out.run is not None:
+        out.estimate_s = estimate_seconds(out.run, trainer_slots().flops_per_s)
+        problems += [f"Over the caps: {m}" for m in check_caps(out.run, caps(), out.estimate_s)]
+    out.problems, out.notes = tuple(problems), tuple(notes)
+    return out

@@ -1,0 +1,45 @@
+"""The Training page's LaTeX: cross-entropy and perplexity with the live numbers."""
+
+from __future__ import annotations
+
+import math
+
+
+def _num(x: float, decimals: int = 3) -> str:
+    """A number for KaTeX, thousands grouped: ``_num(12345.6, 1)`` → ``'12{,}345.6'``."""
+    return f"{x:,.{decimals}f}".replace(",", "{,}")
+
+
+def cross_entropy_latex(vocab_size: int, loss: float | None = None, step: int | None = None
+                        ) -> str:
+    r"""The loss, its value for an untrained model (ln|V|) and, once known, its live value.
+
+    >>> "\\ln 111" in cross_entropy_latex(111)
+    True
+    """
+    ln_v = math.log(vocab_size)
+    lines = [
+        r"L(\theta) &= -\frac{1}{BN}\sum_{b=1}^{B}\sum_{i=1}^{N}"
+        r"\ln P_\theta\!\left(y_{b,i}\mid x_{b,1},\dots,x_{b,i}\right)",
+        rf"\text{{untrained: }} P_\theta \approx \tfrac{{1}}{{|V|}} \;\Rightarrow\; L &\approx "
+        rf"\ln |V| = \ln {vocab_size} = {_num(ln_v)}",
+    ]
+    if loss is not None and math.isfinite(loss):
+        lines.append(rf"\text{{now (step {step}): }} L_{{\mathrm{{val}}}} &= {_num(loss)}"
+                     rf" \;=\; {_num(loss / ln_v * 100, 1)}\%\text{{ of }}\ln|V|")
+    return r"\begin{aligned}" + r"\\".join(lines) + r"\end{aligned}"
+
+
+def perplexity_latex(vocab_size: int, loss: float | None = None) -> str:
+    r"""Perplexity e^L: as unsure as a uniform choice among that many tokens.
+
+    >>> "e^{2.000}" in perplexity_latex(100, 2.0)
+    True
+    """
+    lines = [rf"\mathrm{{PPL}} = e^{{L}},\qquad \text{{untrained: }} e^{{\ln|V|}} = |V| = "
+             rf"{_num(vocab_size, 0)}"]
+    if loss is not None and math.isfinite(loss):
+        ppl = math.exp(min(loss, 700.0))
+        lines.append(rf"\text{{now: }} e^{{{_num(loss)}}} = {_num(ppl, 2)}"
+                     r"\text{ — as unsure as a uniform pick among that many tokens}")
+    return r"\begin{gathered}" + r"\\".join(lines) + r"\end{gathered}"

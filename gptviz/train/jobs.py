@@ -1,0 +1,307 @@
+"""Training in a background thread: one job per browser session, a few at once per server.
+
+No Streamlit here. A page starts a ``TrainingJob``, polls ``job.snapshot()`` to
+draw, and calls ``job.stop()``; the thread only records numbers. A shared
+``TrainerSlots`` bounds how many jobs train at once; the others wait, queued.
+
+>>> slots = TrainerSlots(limit=1)
+>>> job = TrainingJob(run, ids, tokenizer, slots=slots, prompt="The ")
+>>> job.start(); job.join(); job.snapshot().status
+'done'
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import torch
+
+from gptviz.checkpoints import Checkpoint
+from gptviz.generate import encode_prompt, generate
+from gptviz.model import RunConfig
+from gptviz.tokenizers.base import Tokenizer
+from gptviz.train.plan import flops_per_token
+from gptviz.train.trainer import DivergenceError, EvalInfo, StepInfo, Trainer
+
+log = logging.getLogger(__name__)
+# Held while a thread may be the first to build an optimizer: that imports torch._dynamo,
+# and two threads importing it at once can deadlock or see a half-initialised module.
+_OPTIMIZER_IMPORT = threading.Lock()
+DEFAULT_FLOPS_PER_S = 90e9  # one thread, bf16: 98-123 GFLOP/s measured (BENCHMARKS_training)
+ACTIVE = ("queued", "running")
+
+
+class TrainerSlots:
+    """At most ``limit`` trainers at once in this process; the rest wait for a slot.
+
+    Also remembers the training speed of finished runs, for time estimates, and keeps
+    the heap that existed before training out of the cyclic garbage collector while
+    any trainer runs (``gc.freeze``). Streamlit runs a full ``gc.collect`` after every
+    script run; with a fragment redrawing twice a second, a full pass over the app's
+    ~260k objects (0.2–0.4 s, holding the GIL) would stall the training thread for most
+    of each second. Frozen objects are handed back (``gc.unfreeze``) when the last
+    trainer ends, so nothing leaks.
+
+    >>> slots = TrainerSlots(1); slots.acquire(threading.Event()), slots.running
+    (True, 1)
+    """
+
+    def __init__(self, limit: int = 1) -> None:
+        if limit < 1:
+            raise ValueError(f"the trainer limit must be at least 1, got {limit}.")
+        self.limit = limit
+        self.running = 0  # jobs holding a slot
+        self.waiting = 0  # jobs queued for one
+        self.flops_per_s = DEFAULT_FLOPS_PER_S
+        self._cond = threading.Condition()
+
+    def acquire(self, stop: threading.Event, poll_s: float = 0.1) -> bool:
+        """Wait for a free slot; False if ``stop`` was set first."""
+        with self._cond:
+            self.waiting += 1
+            try:
+                while self.running >= self.limit and not stop.is_set():
+                    self._cond.wait(poll_s)
+                if stop.is_set():
+                    return False
+                self.running += 1
+                if self.running == 1:
+                    gc.collect()
+                    gc.freeze()
+                return True
+            finally:
+                self.waiting -= 1
+
+    def release(self) -> None:
+        with self._cond:
+            self.running = max(0, self.running - 1)
+            if self.running == 0:
+                gc.unfreeze()
+            self._cond.notify_all()
+
+    def record_speed(self, flops_per_s: float) -> None:
+        """Blend a finished run's sustained FLOP/s into the estimate (moving average)."""
+        if math.isfinite(flops_per_s) and flops_per_s > 0:
+            self.flops_per_s = 0.5 * self.flops_per_s + 0.5 * flops_per_s
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Text the model wrote from the fixed prompt at one evaluation."""
+
+    step: int
+    val_loss: float
+    text: str
+
+
+@dataclass
+class Snapshot:
+    """What the page draws, copied under the job's lock."""
+
+    status: str  # queued, running, done, stopped, failed, cancelled
+    step: int  # optimizer steps done
+    total: int  # steps asked for
+    losses: list[tuple[int, float]]  # (step, training loss of that step's batch)
+    evals: list[EvalInfo]
+    samples: list[Sample]
+    message: str  # why it ended, or why it waits
+    elapsed_s: float  # wall time since the job got its slot
+    tokens_per_s: float
+    others_running: int  # trainers holding a slot (when queued)
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+
+def pick_dtype() -> str:
+    """bf16 autocast where the CPU has bf16 instructions (about 2x faster), else float32."""
+    check = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    return "bfloat16" if check is not None and check() else "float32"
+
+
+def warm_up() -> threading.Thread:
+    """Load PyTorch's optimizer machinery in the background, once per process.
+
+    The first ``torch.optim.AdamW`` imports ``torch._dynamo`` (3–7 s on a loaded 2-core
+    CPU, ~70 MB): doing it when the Training page opens makes the first Start quick.
+    """
+    def build() -> None:
+        with _OPTIMIZER_IMPORT:
+            torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
+
+    thread = threading.Thread(target=build, name="gptviz-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+class TrainingJob:
+    """Train ``run`` on ``ids`` in a daemon thread; ``snapshot()`` for the page, ``stop()`` to end.
+
+    The thread never touches a UI. Stopping ends training at the next step and
+    keeps the model trained so far; a diverging loss ends it with a message.
+    """
+
+    def __init__(self, run: RunConfig, ids: torch.Tensor | list[int], tokenizer: Tokenizer, *,
+                 slots: TrainerSlots, prompt: str = "", card: dict[str, Any] | None = None,
+                 max_seconds: float = 600.0, sample_tokens: int = 80, threads: int = 1) -> None:
+        self.run, self.tokenizer, self.slots = run, tokenizer, slots
+        self.prompt, self.card = prompt, dict(card or {})
+        self.max_seconds, self.sample_tokens, self.threads = max_seconds, sample_tokens, threads
+        self.checkpoint: Checkpoint | None = None  # set when training ends with a usable model
+        self.registered_as: str | None = None  # the page's name for it, once registered
+        self._ids = torch.as_tensor(ids, dtype=torch.long)
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._main, name="gptviz-training", daemon=True)
+        self._trainer: Trainer | None = None
+        self._time_limited = False
+        self._t0 = 0.0
+        self._state = Snapshot("queued", 0, run.train.steps, [], [], [], "", 0.0, 0.0, 0)
+
+    # ---- the page's side -------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to end after the current step (or to leave the queue)."""
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread; True if it has ended."""
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            s = self._state
+            others = self.slots.running if s.status == "queued" else 0
+            return Snapshot(s.status, s.step, s.total, list(s.losses), list(s.evals),
+                            list(s.samples), s.message, s.elapsed_s, s.tokens_per_s, others)
+
+    @property
+    def active(self) -> bool:
+        return self.snapshot().active
+
+    # ---- the thread's side -----------------------------------------------------
+    def _set(self, **changes: Any) -> None:
+        with self._lock:
+            for key, value in changes.items():
+                setattr(self._state, key, value)
+
+    def _main(self) -> None:
+        if self.threads:
+            torch.set_num_threads(self.threads)  # two busy threads on 2 cores thrash otherwise
+        if not self.slots.acquire(self._stop):
+            self._ids = None
+            self._set(status="cancelled", message="Cancelled before it started; no model.")
+            return
+        end = {"status": "failed", "message": "Training ended without a result."}
+        try:
+            self._t0 = time.monotonic()
+            self._set(status="running")
+            end = self._train()
+        except DivergenceError as exc:
+            end = {"status": "failed", "message": f"Training diverged: {exc} No model was kept."}
+        except Exception as exc:  # the page shows a message, never a traceback
+            log.exception("training failed")
+            end = {"status": "failed", "message": f"Training failed: {exc}"}
+        finally:
+            self._trainer = None  # frees the optimizer state and the corpus
+            self._ids = None
+            self.slots.release()
+            # The thread's last act: once a page sees a final status, the checkpoint is
+            # set and nothing of this job changes any more, so it can be registered at once.
+            self._set(**end)
+
+    def _train(self) -> dict[str, str]:
+        """Train; return the final status and message (published when the thread ends)."""
+        with _OPTIMIZER_IMPORT:
+            self._trainer = Trainer(self.run, self._ids, on_step=self._on_step,
+                                    on_eval=self._on_eval, stop=self._stop)
+        result = self._trainer.train()
+        model = self._trainer.model.eval()
+        evals = result.evals
+        tokens = result.steps_done * self.run.train.batch_size * self.run.model.context_length
+        if result.steps_done >= 50:  # a few steps alone are not a steady speed
+            self.slots.record_speed(flops_per_token(self.run.model) * tokens / result.elapsed_s)
+        self.card.update({
+            "steps": result.steps_done, "stopped": result.stopped,
+            "train_config": self.run.train.to_dict(), "elapsed_s": round(result.elapsed_s, 2),
+            "evals": [{"step": e.step, "val_loss": e.val_loss,
+                       "train_loss": e.train_loss if math.isfinite(e.train_loss) else None}
+                      for e in evals],
+            "final_val_loss": evals[-1].val_loss,
+            "final_val_perplexity": evals[-1].val_perplexity,
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        })
+        self.checkpoint = Checkpoint(model, self.tokenizer, self.card)
+        if self._time_limited:
+            status, why = "stopped", f"Stopped at the time limit of {self.max_seconds:.0f} s"
+        elif result.stopped:
+            status, why = "stopped", "Stopped"
+        else:
+            status, why = "done", "Finished"
+        return {"status": status, "message": f"{why} after {result.steps_done:,} steps: validation "
+                f"loss {evals[-1].val_loss:.3f} (perplexity {evals[-1].val_perplexity:.1f})."}
+
+    def _on_step(self, info: StepInfo) -> None:
+        with self._lock:
+            self._state.losses.append((info.step, info.loss))
+            self._state.step = info.step
+            self._state.elapsed_s = time.monotonic() - self._t0
+            self._state.tokens_per_s = info.tokens_per_s
+        if time.monotonic() - self._t0 > self.max_seconds:
+            self._time_limited = True
+            self._stop.set()
+
+    def _on_eval(self, info: EvalInfo) -> None:
+        stopping = self._stop.is_set()  # then skip the sample and answer promptly
+        text = "" if stopping else self._sample()
+        with self._lock:
+            self._state.evals.append(info)
+            if not stopping:
+                self._state.samples.append(Sample(info.step, info.val_loss, text))
+
+    def _sample(self) -> str:
+        """A continuation of the prompt by the model as it is now (fixed seed, T = 0.8)."""
+        if self._trainer is None or self.sample_tokens < 1:
+            return ""
+        try:
+            ids = encode_prompt(self.tokenizer, self.prompt)
+            out = generate(self._trainer.model, ids, self.sample_tokens, temperature=0.8, seed=0)
+            return self.tokenizer.decode(out[len(ids):])
+        except ValueError as exc:  # e.g. a prompt the tokenizer cannot encode
+            return f"(no sample: {exc})"
+
+
+@dataclass
+class SessionTrainer:
+    """The one training job of a browser session; ``close`` stops it and lets memory go.
+
+    >>> holder = SessionTrainer(); holder.submit(job); holder.close()
+    """
+
+    job: TrainingJob | None = None
+    history: list[str] = field(default_factory=list)  # names registered by this session
+
+    def submit(self, job: TrainingJob) -> None:
+        if self.job is not None and self.job.active:
+            raise RuntimeError("this session is already training; stop that run first.")
+        self.job = job
+        job.start()
+
+    def close(self, timeout: float = 0.0) -> None:
+        """Called when the session ends (tab closed): stop the thread, drop the job."""
+        if self.job is not None:
+            self.job.stop()
+            self.job.join(timeout)
+        self.job = None

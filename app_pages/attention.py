@@ -5,6 +5,7 @@ import streamlit as st
 from gptviz.app.attention import view as sections
 from gptviz.app.shared.inputs import layer_and_head, prompt_or_stop
 from gptviz.app.shared.picker import picked_or_stop
+from gptviz.app.shared.widgets import view_tabs
 
 st.title("Attention")
 st.markdown(
@@ -20,19 +21,7 @@ picked = picked_or_stop()
 config = picked.checkpoint.config
 prompt = prompt_or_stop(picked.checkpoint)
 layer, head = layer_and_head(config.n_layer, config.n_head)
-cache = sections.run(picked, prompt)
+cache = sections.page_activations(picked, prompt)
 
-tabs = st.tabs(["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
-               key="view", bind="query-params", on_change="rerun")
-with tabs[0]:
-    if tabs[0].open:
-        sections.overview(picked, prompt, cache, layer, head)
-with tabs[1]:
-    if tabs[1].open:
-        sections.head_steps(picked, prompt, cache, layer, head)
-with tabs[2]:
-    if tabs[2].open:
-        sections.masks_and_check(picked, prompt, cache, layer, head)
-with tabs[3]:
-    if tabs[3].open:
-        sections.ablation_view(picked, prompt, layer, head)
+view_tabs(sections.VIEWS, dict(picked=picked, prompt=prompt, cache=cache, layer=layer,
+                                head=head))

@@ -5,6 +5,7 @@ import streamlit as st
 from gptviz.app.embeddings import view as sections
 from gptviz.app.shared.inputs import position_input, prompt_or_stop
 from gptviz.app.shared.picker import picked_or_stop
+from gptviz.app.shared.widgets import view_tabs
 
 st.title("Embeddings")
 st.markdown(
@@ -18,14 +19,4 @@ picked = picked_or_stop()
 prompt = prompt_or_stop(picked.checkpoint)
 pos = position_input(prompt, "Token to follow in the formulas")
 
-tabs = st.tabs(["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"], key="view",
-               bind="query-params", on_change="rerun")
-with tabs[0]:
-    if tabs[0].open:
-        sections.lookup(picked, prompt, pos)
-with tabs[1]:
-    if tabs[1].open:
-        sections.vocabulary(picked, prompt, pos)
-with tabs[2]:
-    if tabs[2].open:
-        sections.trained_vs_fresh(picked, prompt, pos)
+view_tabs(sections.VIEWS, dict(picked=picked, prompt=prompt, pos=pos))

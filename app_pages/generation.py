@@ -6,6 +6,7 @@ from gptviz.app.generation import controls as ui
 from gptviz.app.generation import view as views
 from gptviz.app.shared.inputs import prompt_input
 from gptviz.app.shared.picker import describe, model_picker
+from gptviz.app.shared.widgets import view_tabs
 
 st.title("Generation")
 st.markdown(
@@ -37,16 +38,4 @@ if len(hist.ids) > ckpt.config.context_length:
                "tokens before ✂ are cut, exactly as generation crops its input.")
 
 view = views.viewed(hist, picked, sampling)
-tabs = st.tabs(["This step", "Three temperatures", "Sample N times", "Attention", "History"],
-               key="view", bind="query-params", on_change="rerun")
-sections = [
-    lambda: views.step_view(view, hist, picked, sampling),
-    lambda: views.temperatures(view, picked),
-    lambda: views.samples(view, picked),
-    lambda: views.attention(view, picked),
-    lambda: views.history_table(hist, picked),
-]
-for tab, draw in zip(tabs, sections, strict=True):
-    with tab:
-        if tab.open:
-            draw()
+view_tabs(views.VIEWS, dict(v=view, hist=hist, picked=picked, sampling=sampling))

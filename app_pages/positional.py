@@ -3,8 +3,8 @@
 import streamlit as st
 
 from gptviz.app.positional import view as sections
-from gptviz.app.shared.inputs import encode, position_input, prompt_input
 from gptviz.app.shared.picker import picked_or_stop
+from gptviz.app.shared.widgets import view_tabs
 
 st.title("Positional encoding")
 st.markdown(
@@ -15,17 +15,4 @@ st.markdown(
 
 picked = picked_or_stop()
 
-tabs = st.tabs(["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
-               key="view", bind="query-params", on_change="rerun")
-with tabs[0]:
-    if tabs[0].open:
-        sections.sinusoidal(picked)
-with tabs[1]:
-    if tabs[1].open:
-        sections.learned(picked)
-with tabs[2]:
-    if tabs[2].open:
-        prompt = encode(picked.checkpoint, prompt_input(picked.checkpoint))
-        if prompt is not None:
-            pos = position_input(prompt, "Token to follow in the formula")
-            sections.sum_with_tokens(picked, prompt, pos)
+view_tabs(sections.VIEWS, dict(picked=picked))

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from gptviz.app.shared.widgets import cap_text, problem
+from gptviz.app.shared.widgets import cap_text, problem, view_tabs
 from gptviz.app.tokenizers import view as sections
 from gptviz.app.tokenizers.controls import LABELS, all_tokenizers, corpus_picker, train_settings
-from gptviz.tokenizers import TokenizerError
+from gptviz.tokenizers import BOS, ENDOFTEXT, EOS, TokenizerError
 
 DEFAULT_TEXT = ("The Steenrod problem for closed orientable manifolds was solved by Thom in 1954.\n"
                 "Its orbifold analogue: représentation des classes — “naïve” 🙂 ∫ω = 0")
@@ -29,11 +29,11 @@ kind = st.segmented_control("Tokenizer", kinds, format_func=LABELS.get, default=
 raw = st.text_area("Text to tokenize", value=DEFAULT_TEXT, height=110, key="text",
                    bind="query-params")
 c1, c2 = st.columns(2)
-markers = c1.toggle("Add <|BOS|> and <|EOS|>", key="markers",
+markers = c1.toggle(f"Add {BOS} and {EOS}", key="markers",
                     disabled=kind not in ("char", "word", "bpe"),
                     help="The seeds' begin/end-of-text markers (not in OpenAI's encodings).")
 specials = c2.toggle("Recognise special tokens written in the text", key="specials",
-                     help="Off: '<|endoftext|>' typed in the text is ordinary characters. "
+                     help=f"Off: '{ENDOFTEXT}' typed in the text is ordinary characters. "
                           "On: it becomes the single special token.")
 
 text = cap_text(raw or "")
@@ -45,18 +45,10 @@ elif tok is None:
     problem(errors.get(kind, f"{LABELS.get(kind, kind)} is not available."))
 else:
     allowed = "all" if specials else "none"
-    tabs = st.tabs(["Tokens", "Compare", "Decode", "BPE merges"])
+    error = None
     try:
         tokens = tok.tokens(text, bos=markers, eos=markers, allowed_special=allowed)
     except TokenizerError as exc:
-        tokens = None
-        tabs[0].error(f"Cannot tokenize this text: {exc}")
-    with tabs[0]:
-        if tokens:
-            sections.tokens_section(tok, text, tokens, kind)
-    with tabs[1]:
-        sections.compare_section(text, toks)
-    with tabs[2]:
-        sections.decode_section(tok, [t.id for t in tokens or []])
-    with tabs[3]:
-        sections.bpe_section(toks.get("bpe"), errors.get("bpe"), text)
+        tokens, error = None, str(exc)
+    view_tabs(sections.VIEWS, dict(tok=tok, text=text, tokens=tokens, kind=kind, error=error,
+                                   toks=toks, errors=errors), lazy=False)

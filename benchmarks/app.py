@@ -17,13 +17,10 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,14 +31,17 @@ from gptviz.checkpoints import (  # noqa: E402
     bundled_models,
     load_checkpoint,
 )
+from tests.helpers import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    MODEL_PAGE_VIEWS,
+    app_test,
+    free_port,
+    start_streamlit,
+    wait_for_app,
+    wait_until_healthy,
+)
 
-VIEWS = {
-    "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
-    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
-    "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
-    "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
-              "Residual stream and logit lens"],
-}
 CORPUS = ROOT / "assets" / "corpora" / "mathematics.txt"
 DRAWN = """(charts) => {
     const app = document.querySelector('[data-testid="stApp"]');
@@ -55,14 +55,10 @@ DRAWN = """(charts) => {
 
 def warm_apptest(model: str, reps: int) -> list[tuple[str, str, float, float]]:
     """(page, view, cold s, median warm ms) for every view of every page."""
-    from streamlit.testing.v1 import AppTest
-
     rows = []
-    for page, views in VIEWS.items():
+    for page, views in MODEL_PAGE_VIEWS.items():
         for view in views:
-            at = AppTest.from_file(str(ROOT / "app_pages" / f"{page}.py"), default_timeout=300)
-            at.query_params["model"] = model
-            at.query_params["view"] = view
+            at = app_test(page, timeout=300, model=model, view=view)
             t = time.perf_counter()
             at.run()
             cold = time.perf_counter() - t
@@ -89,27 +85,16 @@ def browser_attention(model: str, reps: int) -> tuple[int, list[float], list[flo
     """Seconds until Attention (128 tokens) and, as a reference, Home are fully drawn."""
     from playwright.sync_api import sync_playwright
 
-    from tests.conftest import CHROMIUM, CHROMIUM_ARGS, wait_for_app
-
     prompt, n = long_prompt(model)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port = free_port()
+    server = start_streamlit(port)
     base = f"http://127.0.0.1:{port}"
     pages = {"attention": (f"{base}/attention?" + urllib.parse.urlencode(
         {"model": model, "prompt": prompt}), 2), "home": (f"{base}/?model={model}", 0)}
     times: dict[str, list[float]] = {name: [] for name in pages}
     try:
-        for _ in range(120):
-            try:
-                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
+        if not wait_until_healthy(base):
+            raise SystemExit("streamlit did not start")
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})

@@ -15,12 +15,9 @@ Generate 200 <= 2 s.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,8 +29,15 @@ from gptviz.checkpoints import (  # noqa: E402
     bundled_models,
     load_checkpoint,
 )
+from tests.helpers import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    app_test,
+    free_port,
+    start_streamlit,
+    wait_until_healthy,
+)
 
-PAGE = str(ROOT / "app_pages" / "generation.py")
 VIEWS = ["This step", "Three temperatures", "Sample N times", "Attention", "History"]
 
 
@@ -43,10 +47,7 @@ def ms(times: list[float]) -> str:
 
 def apptest_step(view: str, reps: int) -> list[float]:
     """Seconds per warm "Next token" rerun with ``view`` open."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(PAGE, default_timeout=300)
-    at.query_params["view"] = view
+    at = app_test("generation", timeout=300, view=view)
     at.run()
     clicks = 0
 
@@ -70,9 +71,7 @@ def apptest_step(view: str, reps: int) -> list[float]:
 
 def apptest_generate(n: int, reps: int) -> list[float]:
     """Seconds for "Generate n": the callback, the streamed loop, the rerun that redraws."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(PAGE, default_timeout=300)
+    at = app_test("generation", timeout=300)
     at.run()
     at.number_input(key="gen_n").set_value(n).run()
     times = []
@@ -110,23 +109,14 @@ def browser(n: int, reps: int) -> tuple[list[float], list[float]]:
     """Click to settled page in Chromium: "Next token" and "Generate n"."""
     from playwright.sync_api import sync_playwright
 
-    port = 8765
-    env = dict(os.environ)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port = free_port()
+    server = start_streamlit(port)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
+        if not wait_until_healthy(url):
+            raise SystemExit("streamlit did not start")
         with sync_playwright() as pw:
-            b = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                   args=["--no-sandbox", "--disable-gpu"])
+            b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             page = b.new_page(viewport={"width": 1400, "height": 1000})
             idle = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 

@@ -21,13 +21,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,10 +35,17 @@ from gptviz.checkpoints import load_checkpoint_zip  # noqa: E402
 from gptviz.data import read_corpus  # noqa: E402
 from gptviz.generate import encode_prompt, generate  # noqa: E402
 from gptviz.tokenizers import train_tokenizer  # noqa: E402
-from gptviz.train.jobs import pick_dtype  # noqa: E402
+from gptviz.train.device import pick_dtype  # noqa: E402
 from gptviz.train.plan import PRESETS, default_prompt, run_config, synthetic_text  # noqa: E402
 from gptviz.train.trainer import Trainer  # noqa: E402
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, wait_for_app  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    free_port,
+    start_streamlit,
+    wait_for_app,
+    wait_until_healthy,
+)
 
 
 def rss_mb(pid: int) -> float:
@@ -57,23 +62,10 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(port: int) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health").read() == b"ok":
-                return proc
-        except OSError:
-            time.sleep(0.3)
+    proc = start_streamlit(port)
+    if wait_until_healthy(f"http://127.0.0.1:{port}"):
+        return proc
     proc.kill()
     raise SystemExit("streamlit did not start")
 

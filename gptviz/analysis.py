@@ -17,6 +17,7 @@ from torch import Tensor
 from gptviz.model import GPT, GPT_CONFIG_124M, GPTConfig, gelu, parameter_counts, relu
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.layers import sinusoidal_table
+from gptviz.model.names import act_name
 
 ArrayLike = Tensor | np.ndarray
 
@@ -122,10 +123,10 @@ def activation_curves(lo: float = -4.0, hi: float = 4.0, n: int = 401) -> dict[s
 def layernorm_input(cache: ActivationCache, layer: int, which: str = "ln1") -> Tensor:
     """The rows (T, d) that ``blocks.{layer}.{which}`` normalised (batch 0)."""
     if which == "ln2":
-        return cache[f"blocks.{layer}.hook_resid_mid"][0]
+        return cache[act_name("resid_mid", layer)][0]
     if layer > 0:
-        return cache[f"blocks.{layer - 1}.hook_resid_post"][0]
-    return cache["hook_embed"][0] + cache["hook_pos_embed"]  # (T, d) = X + PE
+        return cache[act_name("resid_post", layer - 1)][0]
+    return cache[act_name("embed")][0] + cache[act_name("pos_embed")]  # (T, d) = X + PE
 
 
 def layernorm_stats(x: ArrayLike, out: ArrayLike | None = None,
@@ -155,8 +156,8 @@ def residual_stream(cache: ActivationCache, n_layer: int) -> tuple[list[str], Te
     labels, states = ["embed"], [layernorm_input(cache, 0)]
     for layer in range(n_layer):
         labels += [f"{layer}.mid", f"{layer}.post"]
-        states += [cache[f"blocks.{layer}.hook_resid_mid"][0],
-                   cache[f"blocks.{layer}.hook_resid_post"][0]]
+        states += [cache[act_name("resid_mid", layer)][0],
+                   cache[act_name("resid_post", layer)][0]]
     return labels, torch.stack(states)  # (S, T, d), S = 1 + 2 n_layer
 
 
@@ -187,7 +188,7 @@ def logit_lens(model: GPT, cache: ActivationCache, k: int = 5, position: int = -
         states.append(layernorm_input(cache, 0)[position])  # (d,)
     for layer in range(model.config.n_layer):
         labels.append(f"after block {layer}")
-        states.append(cache[f"blocks.{layer}.hook_resid_post"][0, position])  # (d,)
+        states.append(cache[act_name("resid_post", layer)][0, position])  # (d,)
     x = torch.stack(states).to(model.device)  # (rows, d)
     probs = torch.softmax(model.unembed(model.ln_final(x)), dim=-1)  # (rows, |V|)
     top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
@@ -241,29 +242,28 @@ def block_stages(cache: ActivationCache, layer: int, head: int = 0,
     >>> [s.name for s in block_stages(cache, 0)][:3]
     ['X', 'LN₁(X)', 'W_attn (head 0)']
     """
-    b = f"blocks.{layer}"
+    def get(kind: str, ln: str | None = None) -> np.ndarray:  # batch 0 of this layer
+        return to_numpy(cache[act_name(kind, layer, ln)][0])
+
     x = to_numpy(layernorm_input(cache, layer))  # (T, d)
     t, d = x.shape
-    z = cache[f"{b}.attn.hook_z"][0]  # (h, T, d_k)
+    z = cache[act_name("z", layer)][0]  # (h, T, d_k)
     h, _, d_k = z.shape
-    pre = to_numpy(cache[f"{b}.mlp.hook_pre"][0])  # (T, d_ff)
-    mid = to_numpy(cache[f"{b}.hook_resid_mid"][0])  # (T, d)
-    post = to_numpy(cache[f"{b}.hook_resid_post"][0])  # (T, d)
+    pre, mid = get("pre"), get("resid_mid")  # (T, d_ff), (T, d)
     act = "GELU" if activation == "gelu" else "ReLU"
     td, tf = f"N×d = {t}×{d}", f"N×d_ff = {t}×{pre.shape[1]}"
     return [
         Stage("X", td, x),
-        Stage("LN₁(X)", td, to_numpy(cache[f"{b}.ln1.hook_normalized"][0])),
-        Stage(f"W_attn (head {head})", f"h×N×N = {h}×{t}×{t}",
-              to_numpy(cache[f"{b}.attn.hook_pattern"][0, head]), "key"),
+        Stage("LN₁(X)", td, get("normalized", "ln1")),
+        Stage(f"W_attn (head {head})", f"h×N×N = {h}×{t}×{t}", get("pattern")[head], "key"),
         Stage("Z, heads side by side", f"N×(h·d_k) = {t}×{h * d_k}",
               to_numpy(z.transpose(0, 1).reshape(t, h * d_k))),
-        Stage("attention out Z W_O", td, to_numpy(cache[f"{b}.hook_attn_out"][0])),
+        Stage("attention out Z W_O", td, get("attn_out")),
         Stage("Y = X + Z W_O", td, mid),
         Stage("Y", td, mid),
-        Stage("LN₂(Y)", td, to_numpy(cache[f"{b}.ln2.hook_normalized"][0])),
+        Stage("LN₂(Y)", td, get("normalized", "ln2")),
         Stage("H = LN₂(Y) W₁ + b₁", tf, pre),
-        Stage(f"{act}(H)", tf, to_numpy(cache[f"{b}.mlp.hook_post"][0])),
-        Stage("FFN(Y) = act(H) W₂ + b₂", td, post - mid),
-        Stage("X' = Y + FFN(Y)", td, post),
+        Stage(f"{act}(H)", tf, get("post")),
+        Stage("FFN(Y) = act(H) W₂ + b₂", td, get("mlp_out")),
+        Stage("X' = Y + FFN(Y)", td, get("resid_post")),
     ]

@@ -20,6 +20,7 @@ from torch import Tensor
 from gptviz.analysis import ArrayLike, to_numpy
 from gptviz.model import GPT, ablate_heads, causal_mask, hooks
 from gptviz.model.hooks import ActivationCache
+from gptviz.model.names import act_name
 
 Heads = Mapping[int, Iterable[int]]  # layer -> heads, as ``ablate_heads`` takes them
 
@@ -79,9 +80,8 @@ def head_tensors(cache: ActivationCache, layer: int, head: int,
     >>> sorted(head_tensors(cache, 0, 1))
     ['K', 'M', 'Q', 'V', 'Z', 'masked scores', 'pattern', 'scores']
     """
-    attn = f"blocks.{layer}.attn"
-    pick = {name: cache[f"{attn}.hook_{hook}"][batch, head]  # (T, d_k) or (T, T)
-            for name, hook in [("Q", "q"), ("K", "k"), ("V", "v"), ("scores", "scores"),
+    pick = {name: cache[act_name(kind, layer)][batch, head]  # (T, d_k) or (T, T)
+            for name, kind in [("Q", "q"), ("K", "k"), ("V", "v"), ("scores", "scores"),
                                ("pattern", "pattern"), ("Z", "z")]}
     m = mask_matrix(pick["scores"].shape[-1]).to(pick["scores"].device)  # (T, T)
     pick["M"], pick["masked scores"] = m, pick["scores"] + m
@@ -90,7 +90,7 @@ def head_tensors(cache: ActivationCache, layer: int, head: int,
 
 def all_patterns(cache: ActivationCache, n_layer: int, batch: int = 0) -> np.ndarray:
     """Every head's pattern stacked, shape (n_layer, n_head, T, T), for the grid."""
-    stack = [cache[f"blocks.{layer}.attn.hook_pattern"][batch] for layer in range(n_layer)]
+    stack = [cache[act_name("pattern", layer)][batch] for layer in range(n_layer)]
     return to_numpy(torch.stack(stack))  # (L, n_head, T, T)
 
 
@@ -106,13 +106,12 @@ def sdpa_max_delta(cache: ActivationCache, layers: Iterable[int]) -> dict[str, f
     """
     delta = {"pattern": 0.0, "Z": 0.0}
     for layer in layers:
-        attn = f"blocks.{layer}.attn"
-        q, k, v = (cache[f"{attn}.hook_{n}"].float() for n in "qkv")  # (B, h, T, d_k) each
+        q, k, v = (cache[act_name(n, layer)].float() for n in "qkv")  # (B, h, T, d_k) each
         eye = torch.eye(q.shape[-2], device=q.device).expand(*q.shape[:-1], -1)  # (B, h, T, T)
         z = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, h, T, d_k)
         w = F.scaled_dot_product_attention(q, k, eye, is_causal=True)  # (B, h, T, T)
-        for name, ours, theirs in [("pattern", cache[f"{attn}.hook_pattern"], w),
-                                   ("Z", cache[f"{attn}.hook_z"], z)]:
+        for name, ours, theirs in [("pattern", cache[act_name("pattern", layer)], w),
+                                   ("Z", cache[act_name("z", layer)], z)]:
             delta[name] = max(delta[name], float((ours.float() - theirs).abs().max()))
     return delta
 
@@ -137,6 +136,8 @@ def ablation_effect(model: GPT, ids: Sequence[int] | Tensor, heads: Heads,
     """Next-token distribution before and after ablating ``heads``, each (|V|,).
 
     >>> before, after = ablation_effect(model, [1, 2, 3], {0: [1]})
+    >>> before.shape, bool((before != after).any())
+    ((10,), True)
     """
     return next_token_probs(model, ids, None, position), next_token_probs(model, ids, heads,
                                                                           position)

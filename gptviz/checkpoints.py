@@ -25,7 +25,7 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from gptviz.model import GPT, GPTConfig, parameter_counts
+from gptviz.model import GPT, GPTConfig, TrainConfig, parameter_counts
 from gptviz.tokenizers.base import Tokenizer
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
@@ -223,6 +223,23 @@ def initial_model(config: GPTConfig, seed: int) -> GPT:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return GPT(config).eval()
+
+
+def training_seed(card: dict) -> int:
+    """The seed a checkpoint was trained with (its card), else ``TrainConfig``'s default.
+
+    >>> training_seed({"train_config": {"seed": 7}}), training_seed({})
+    (7, 1337)
+    """
+    return int((card.get("train_config") or {}).get("seed", TrainConfig().seed))
+
+
+def freeze(model: GPT) -> GPT:
+    """Eval mode and no gradients: how a model shared by several sessions must be kept."""
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
 
 
 # GPTVIZ_MODELS_DIR points the app at another folder of checkpoints (development, tests).

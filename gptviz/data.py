@@ -156,13 +156,21 @@ class CorpusError(ValueError):
 
 
 def bundled_corpora() -> dict[str, Path]:
-    """Name -> path of every ``assets/corpora/*.txt``, the largest first."""
+    """Name -> path of every ``assets/corpora/*.txt``, the largest first.
+
+    >>> list(bundled_corpora())
+    ['mathematics', 'induction', 'sample']
+    """
     paths = sorted(CORPORA_DIR.glob("*.txt"), key=lambda p: (-p.stat().st_size, p.name))
     return {p.stem: p for p in paths}
 
 
 def read_corpus(name: str) -> str:
-    """The text of a bundled corpus, or CorpusError naming the missing/broken file."""
+    """The text of a bundled corpus, or CorpusError naming the missing/broken file.
+
+    >>> read_corpus("sample")[:20]
+    'The Steenrod problem'
+    """
     path = bundled_corpora().get(name)
     if path is None:
         raise CorpusError(f"there is no bundled corpus named {name!r}.")

@@ -15,7 +15,8 @@ import torch
 from torch import Tensor
 
 from gptviz.model import GPT, KVCache
-from gptviz.tokenizers.base import BOS, Tokenizer
+from gptviz.tokenizers.base import Tokenizer
+from gptviz.tokenizers.specials import BOS
 
 
 @dataclass
@@ -29,6 +30,36 @@ class Step:
     top: list[tuple[int, float]]  # the most probable (id, probability), best first
     chosen: int  # the sampled (or greedy) id
     entropy: float  # H(P_T) in nats; 0 means certain
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How one step turns y_N into a token, and the one seeding rule of every generator.
+
+    Step i (counted from 0 after the prompt) draws with a generator seeded by
+    ``(seed + 1) * 1_000_003 + i``, so the same seed writes the same text whether the
+    tokens come from ``generate``, from n clicks of "Next token" or one "Generate n",
+    and "Undo" then "Next token" draws the same token again.
+    """
+
+    temperature: float = 1.0  # T; 0 means greedy (argmax)
+    top_k: int | None = None  # keep the k most probable ids; None keeps all
+    top_p: float | None = None  # keep the smallest set with mass >= top_p; None keeps all
+    seed: int = 0  # step i draws with torch.Generator seeded by (seed, i)
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def generator(self, i: int) -> torch.Generator | None:
+        """The generator of step i (None when greedy: nothing is drawn).
+
+        >>> Sampling(seed=1).generator(0).initial_seed()
+        2000006
+        """
+        if self.greedy:
+            return None
+        return torch.Generator().manual_seed((self.seed + 1) * 1_000_003 + i)
 
 
 def check_sampling(temperature: float, top_k: int | None, top_p: float | None) -> None:
@@ -102,13 +133,13 @@ def sample_counts(probs: Tensor, n: int, seed: int | None = None) -> Tensor:
 def encode_prompt(tokenizer: Tokenizer, text: str) -> list[int]:
     """Ids of a prompt; an empty prompt starts from <|BOS|>.
 
-    >>> encode_prompt(tokenizer, "")          # with <|BOS|> at id 3
-    [3]
+    >>> encode_prompt(tokenizer, "cab"), encode_prompt(tokenizer, "")   # <|BOS|> is id 6
+    ([2, 0, 1], [6])
     """
     if text:
         return tokenizer.encode(text)
     if BOS not in tokenizer.special_tokens:
-        raise ValueError("the prompt is empty and this tokenizer has no <|BOS|> to start from: "
+        raise ValueError(f"the prompt is empty and this tokenizer has no {BOS} to start from: "
                          "type a few characters.")
     return [tokenizer.special_tokens[BOS]]
 
@@ -116,7 +147,7 @@ def encode_prompt(tokenizer: Tokenizer, text: str) -> list[int]:
 def _context(model: GPT, ids: Sequence[int]) -> tuple[list[int], int]:
     ids = [int(i) for i in ids]
     if not ids:
-        raise ValueError("the prompt is empty: give at least one token (e.g. the <|BOS|> id, "
+        raise ValueError(f"the prompt is empty: give at least one token (e.g. the {BOS} id, "
                          "which encode_prompt uses for an empty text).")
     n_ctx = model.config.context_length
     cropped = max(0, len(ids) - n_ctx)
@@ -141,11 +172,15 @@ def step(model: GPT, ids: Sequence[int], temperature: float = 1.0, top_k: int | 
 def step_through(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
                  top_k: int | None = None, top_p: float | None = None,
                  seed: int | None = None) -> Iterator[Step]:
-    """Yield a Step per new token (each chosen id is appended before the next step)."""
-    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    """Yield a Step per new token (each chosen id is appended before the next step).
+
+    With a seed, step i draws as ``Sampling.generator(i)`` says; without, from torch's RNG.
+    """
+    rule = Sampling(temperature, top_k, top_p, seed or 0)
     ids = list(ids)
-    for _ in range(max_new_tokens):
-        s = step(model, ids, temperature, top_k, top_p, gen)
+    for i in range(max_new_tokens):
+        s = step(model, ids, temperature, top_k, top_p, rule.generator(i) if seed is not None
+                 else None)
         ids.append(s.chosen)
         yield s
 
@@ -160,21 +195,23 @@ def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: f
     values of earlier ones. Once the sequence outgrows the context window the
     positions shift, so the window is recomputed, exactly as without a cache.
 
-    >>> generate(model, [3], 5, temperature=0)     # greedy: [3, ...5 ids]
+    >>> out = generate(model, [3], 5, seed=0)     # the prompt, then 5 sampled ids
+    >>> len(out), out == generate(model, [3], 5, seed=0, use_cache=False)
+    (6, True)
     """
     check_sampling(temperature, top_k, top_p)
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}.")
     context, _ = _context(model, ids)
     model.check_ids(context)
-    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    rule = Sampling(temperature, top_k, top_p, seed or 0)  # step i's generator, when seeded
     out = [int(i) for i in ids]
     n_ctx = model.config.context_length
     cache = model.new_cache() if use_cache else None
     logits = _logits(model, out[-n_ctx:], cache)
-    for _ in range(max_new_tokens):
+    for i in range(max_new_tokens):
         probs = next_token_probs(logits, temperature, top_k, top_p)
-        out.append(choose(probs, temperature, gen))
+        out.append(choose(probs, temperature, rule.generator(i) if seed is not None else None))
         if out[-1] == stop_id or len(out) - len(ids) == max_new_tokens:
             break
         if cache is not None and cache.length < n_ctx:

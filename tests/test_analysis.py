@@ -12,17 +12,16 @@ import torch.nn.functional as F
 from gptviz import analysis as A
 from gptviz import attention_math as M
 from gptviz.model import GPT, GPTConfig
+from gptviz.model.names import act_name
+from tests.helpers import TINY_CONFIG as TINY
+from tests.helpers import tiny_run
 
-TINY = dict(vocab_size=20, context_length=16, d_model=32, n_layer=2, n_head=4)
 IDS = [3, 1, 4, 1, 5, 9, 2, 6]
 
 
 @pytest.fixture(scope="module")
 def run():
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(**TINY)).eval()
-    logits, cache = model.run_with_cache(IDS)
-    return model, logits, cache
+    return tiny_run(IDS)
 
 
 # ---- attention -----------------------------------------------------------------------------
@@ -177,7 +176,7 @@ def test_activation_curves():
 def test_layernorm_rows_have_mean_0_and_variance_1(run, layer, which):
     _, _, cache = run
     x = A.layernorm_input(cache, layer, which)  # (T, d)
-    out = cache[f"blocks.{layer}.{which}.hook_normalized"][0]
+    out = cache[act_name("normalized", layer, which)][0]
     stats = A.layernorm_stats(x, out)
     var = x.double().var(-1, unbiased=False).numpy()
     np.testing.assert_allclose(stats["var before"], var, rtol=1e-5)
@@ -193,7 +192,7 @@ def test_residual_norms(run):
     labels, norms = A.residual_norms(cache, model.config.n_layer)
     assert labels == ["embed", "0.mid", "0.post", "1.mid", "1.post"]
     assert norms.shape == (5, len(IDS))
-    np.testing.assert_allclose(norms[-1], cache["blocks.1.hook_resid_post"][0].norm(dim=-1),
+    np.testing.assert_allclose(norms[-1], cache[act_name("resid_post", 1)][0].norm(dim=-1),
                                rtol=1e-6)
 
 

@@ -7,33 +7,23 @@ gets a message, never a traceback.
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from streamlit.testing.v1 import AppTest
 
 from gptviz import generate as gen
 from gptviz.app.generation.state import History, Sampling
 from gptviz.checkpoints import bundled_models, load_checkpoint
-from gptviz.model import GPT, GPTConfig
+from tests.helpers import array_of, figures, metric, rerun, run_page, texts, tiny_gpt, z_of
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "app_pages" / "generation.py")
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
+
+    from gptviz.model import GPT
+
 MODELS = sorted(bundled_models())
-
-
-def run_page(**query) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def history(at: AppTest) -> History:
@@ -41,17 +31,14 @@ def history(at: AppTest) -> History:
 
 
 def click(at: AppTest, key: str) -> AppTest:
-    at.button(key=key).click().run()
-    assert not at.exception, at.exception
-    return at
+    at.button(key=key).click()
+    return rerun(at)
 
 
 def next_token(at: AppTest) -> AppTest:
     """One click on "Next token": the button sends its running total of clicks."""
     at.session_state["gen_next"] = {"clicks": history(at).clicks_seen + 1}
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return rerun(at)
 
 
 def generate(at: AppTest, n: int) -> list[int]:
@@ -61,20 +48,7 @@ def generate(at: AppTest, n: int) -> list[int]:
 
 
 def messages(at: AppTest) -> str:
-    return " ".join(e.value for kind in ("info", "warning", "error", "markdown")
-                    for e in getattr(at, kind))
-
-
-def figure(at: AppTest, i: int = 0):
-    """The i-th plotly figure as a dict, its arrays decoded (plotly 6 ships them as bdata)."""
-    spec = json.loads(at.get("plotly_chart")[i].proto.spec)
-    for trace in spec["data"]:
-        for key, value in trace.items():
-            if isinstance(value, dict) and "bdata" in value:
-                arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-                shape = [int(x) for x in str(value.get("shape", len(arr))).split(",")]
-                trace[key] = arr.reshape(shape)
-    return spec
+    return texts(at, "info", "warning", "error", "markdown")
 
 
 def new_chips(at: AppTest) -> int:
@@ -84,7 +58,7 @@ def new_chips(at: AppTest) -> int:
 # ---- the page -----------------------------------------------------------------------------
 
 def test_page_shows_the_step_before_any_click():
-    at = run_page()
+    at = run_page("generation")
     assert at.title[0].value == "Generation"
     assert "The next step" in messages(at)
     assert any(r"\sigma\!\Big(\frac{y_N}{T}\Big)_i" in x.value for x in at.latex)
@@ -94,7 +68,7 @@ def test_page_shows_the_step_before_any_click():
 
 
 def test_next_token_appends_exactly_one_token():
-    at = run_page()
+    at = run_page("generation")
     before = history(at).ids
     for n in (1, 2, 3):
         next_token(at)
@@ -105,7 +79,7 @@ def test_next_token_appends_exactly_one_token():
 
 
 def test_temperature_zero_is_deterministic_and_greedy():
-    at = run_page(temperature="0")
+    at = run_page("generation", temperature="0")
     assert "Greedy decoding" in messages(at)
     first = generate(at, 12)
     click(at, "gen_reset")
@@ -120,7 +94,7 @@ def _model(at: AppTest) -> GPT:
 
 
 def test_a_fixed_seed_reproduces_the_text():
-    at = run_page(temperature="1.5")
+    at = run_page("generation", temperature="1.5")
     at.number_input(key="seed").set_value(7).run()
     first = generate(at, 15)
     click(at, "gen_reset")
@@ -135,7 +109,7 @@ def test_a_fixed_seed_reproduces_the_text():
 
 
 def test_undo_restores_the_previous_state():
-    at = run_page()
+    at = run_page("generation")
     generate(at, 3)
     ids, html = history(at).ids, [h.value for h in at.get("html")]
     next_token(at)
@@ -149,7 +123,7 @@ def test_undo_restores_the_previous_state():
 
 def test_clicks_merged_into_one_rerun_each_give_a_token():
     """Fast clicks reach the page as one rerun carrying the button's total: 3 clicks, 3 tokens."""
-    at = run_page()
+    at = run_page("generation")
     next_token(at)
     at.session_state["gen_next"] = {"clicks": history(at).clicks_seen + 3}
     at.run()
@@ -162,7 +136,7 @@ def test_clicks_merged_into_one_rerun_each_give_a_token():
 
 
 def test_replay_shows_an_earlier_step():
-    at = run_page()
+    at = run_page("generation")
     generate(at, 4)
     at.select_slider(key="gen_step").set_value(2).run()
     assert not at.exception and "Step 2" in messages(at)
@@ -172,7 +146,7 @@ def test_replay_shows_an_earlier_step():
 
 
 def test_history_table_lists_every_step():
-    at = run_page(view="History")
+    at = run_page("generation", view="History")
     generate(at, 5)
     table = at.dataframe[0].value
     assert list(table["step"]) == [1, 2, 3, 4, 5]
@@ -181,33 +155,33 @@ def test_history_table_lists_every_step():
 
 @pytest.mark.parametrize("n", [1, 2500, 10_000])
 def test_the_histogram_counts_n_draws(n):
-    at = run_page(view="Sample N times")
+    at = run_page("generation", view="Sample N times")
     at.number_input(key="gen_samples").set_value(n).run()
     assert not at.exception
-    assert next(m.value for m in at.metric if m.label == "Draws") == f"{n:,}"
-    assert int(np.sum(figure(at)["data"][1]["customdata"])) == n
+    assert metric(at, "Draws") == f"{n:,}"
+    assert int(np.sum(array_of(figures(at)[0]["data"][1]["customdata"]))) == n
 
 
 def test_three_temperatures_side_by_side():
-    at = run_page(view="Three temperatures")
-    titles = [a["text"] for a in figure(at)["layout"]["annotations"]]
+    at = run_page("generation", view="Three temperatures")
+    titles = [a["text"] for a in figures(at)[0]["layout"]["annotations"]]
     assert [t.split(" ·")[0] for t in titles] == ["T = 0.5", "T = 1.0", "T = 2.0"]
     at.pills(key="gen_temps").set_value([]).run()
     assert "at least one temperature" in messages(at)
 
 
 def test_attention_of_the_new_token():
-    at = run_page(view="Attention", layer="1", head="2")
+    at = run_page("generation", view="Attention", layer="1", head="2")
     generate(at, 3)
     assert "Layer 1, head 2" in messages(at)
     assert any("gv-chip" in h.value and "weight" in h.value for h in at.get("html"))
-    rows = np.asarray(figure(at)["data"][0]["z"], dtype=float)  # (n_head, T), the last query
+    rows = z_of(figures(at)[0]["data"][0])  # (n_head, T), the last query
     assert rows.shape[1] == min(len(history(at).ids) - 1, _model(at).config.context_length)
     assert abs(float(sum(rows[2])) - 1.0) < 1e-4  # one query's weights sum to 1
 
 
 def test_long_text_is_cropped_to_the_context_window():
-    at = run_page()
+    at = run_page("generation")
     n_ctx = _model(at).config.context_length
     generate(at, n_ctx + 5)
     assert "cut" in " ".join(c.value for c in at.caption)
@@ -219,7 +193,7 @@ def test_long_text_is_cropped_to_the_context_window():
 # ---- bad input ----------------------------------------------------------------------------
 
 def test_empty_prompt_starts_from_bos():
-    at = run_page(prompt="")
+    at = run_page("generation", prompt="")
     assert "The prompt is empty" in messages(at)
     next_token(at)
     assert len(history(at).ids) == 2
@@ -228,7 +202,7 @@ def test_empty_prompt_starts_from_bos():
 def test_characters_the_tokenizer_cannot_encode_become_unk():
     if "mathematics-char" not in MODELS:
         pytest.skip("the character model is not bundled")
-    at = run_page(model="mathematics-char", prompt="Thom ∰ 🙂 manifolds")
+    at = run_page("generation", model="mathematics-char", prompt="Thom ∰ 🙂 manifolds")
     assert "<|UNK|>" in messages(at)
     assert any("#ff8a80" in h.value for h in at.get("html"))  # the red <|UNK|> chips
     next_token(at)
@@ -236,7 +210,7 @@ def test_characters_the_tokenizer_cannot_encode_become_unk():
 
 
 def test_temperature_zero_with_top_k_and_top_p_is_explained():
-    at = run_page(temperature="0")
+    at = run_page("generation", temperature="0")
     at.number_input(key="top_k").set_value(5).run()
     at.slider(key="top_p").set_value(0.5).run()
     assert "top-k and top-p change nothing" in messages(at)
@@ -245,7 +219,7 @@ def test_temperature_zero_with_top_k_and_top_p_is_explained():
 
 
 def test_top_k_larger_than_the_vocabulary_is_explained():
-    at = run_page()
+    at = run_page("generation")
     at.number_input(key="top_k").set_value(999_999).run()
     assert "at least the vocabulary size" in messages(at)
     next_token(at)
@@ -253,19 +227,19 @@ def test_top_k_larger_than_the_vocabulary_is_explained():
 
 
 def test_n_zero_draws_is_explained():
-    at = run_page(view="Sample N times")
+    at = run_page("generation", view="Sample N times")
     at.number_input(key="gen_samples").set_value(0).run()
     assert not at.exception and "N = 0" in messages(at)
     assert not at.get("plotly_chart")
 
 
 def test_a_bad_temperature_in_the_url_is_explained():
-    at = run_page(temperature="hot")
+    at = run_page("generation", temperature="hot")
     assert "is not a number" in messages(at) and at.slider(key="temperature").value == 1.0
 
 
 def test_stop_in_the_middle_of_generate_n_keeps_every_token():
-    at = run_page()
+    at = run_page("generation")
     generate(at, 10)
     h = history(at)
     h.planned, h.pending = 50, 40  # as if a run were interrupted after 10 of 50 tokens
@@ -279,7 +253,7 @@ def test_stop_in_the_middle_of_generate_n_keeps_every_token():
 
 
 def test_changing_the_prompt_starts_again():
-    at = run_page()
+    at = run_page("generation")
     generate(at, 3)
     at.text_area(key="prompt").set_value("The orbifold").run()
     assert not at.exception and len(history(at).turns) == 0
@@ -289,7 +263,7 @@ def test_changing_the_prompt_starts_again():
 @pytest.mark.parametrize("view", ["This step", "Three temperatures", "Sample N times",
                                   "Attention", "History"])
 def test_every_view_works_on_every_bundled_model(name, view):
-    at = run_page(model=name, view=view)
+    at = run_page("generation", model=name, view=view)
     generate(at, 4)
     assert not at.error, [e.value for e in at.error]
     assert len(history(at).turns) == 4
@@ -299,8 +273,7 @@ def test_every_view_works_on_every_bundled_model(name, view):
 
 @pytest.fixture(scope="module")
 def tiny() -> GPT:
-    torch.manual_seed(0)
-    return GPT(GPTConfig(vocab_size=12, context_length=6, d_model=16, n_layer=1, n_head=2)).eval()
+    return tiny_gpt(12, context_length=6)
 
 
 def test_history_steps_undo_and_replay(tiny):

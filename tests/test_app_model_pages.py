@@ -4,71 +4,34 @@ and bad input (empty or long prompts, bad URL values, a broken upload) gets a me
 
 from __future__ import annotations
 
-import base64
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from streamlit.testing.v1 import AppTest
 
 from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
-from gptviz.model import GPT, GPTConfig
+from tests.helpers import (
+    MODEL_PAGE_VIEWS,
+    app_test,
+    figure,
+    figures,
+    rerun,
+    run_page,
+    texts,
+    tiny_gpt,
+    z_of,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-VIEWS = {
-    "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
-    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
-    "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
-    "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
-              "Residual stream and logit lens"],
-}
 MODELS = sorted(bundled_models())
 LONG = "The Steenrod problem asks which homology classes are images of manifolds. " * 40
 
 pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
 
 
-def run_page(page: str, **query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app_pages" / f"{page}.py"), default_timeout=120)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def figures(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def figure(at: AppTest, title: str) -> dict:
-    """The first figure whose title contains ``title``."""
-    return next(f for f in figures(at) if title in str(f["layout"].get("title", {}).get("text")))
-
-
-def z_of(trace: dict) -> np.ndarray:
-    z = trace["z"]
-    if isinstance(z, dict):  # plotly's typed-array encoding of numpy data
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"])
-    return np.asarray(z, dtype=np.float64)
-
-
-def texts(at: AppTest, kind: str) -> str:
-    return " ".join(e.value for e in getattr(at, kind))
-
-
 @pytest.mark.parametrize("model", MODELS)
 def test_every_view_of_every_page_runs_on_every_model(model):
-    for page, views in VIEWS.items():
+    for page, views in MODEL_PAGE_VIEWS.items():
         at = run_page(page, model=model)
         assert at.selectbox(key="model").value == model
         for view in views:
@@ -197,16 +160,15 @@ def test_bad_layer_or_head_in_the_url_gets_a_message(layer, head):
 def test_uploads_malformed_then_good_checkpoint():
     """A broken zip is named in the sidebar; a good one becomes this session's model on
     every page (the session-scoped cache path)."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at = app_test()
     at.switch_page("app_pages/attention.py")
     rerun(at)
     at.file_uploader(key="model_upload").set_value(("broken.zip", b"not a zip", "application/zip"))
     rerun(at)
     assert "Cannot use broken.zip" in texts(at, "error") and at.get("plotly_chart")
-    torch.manual_seed(0)
     tok = load_checkpoint(bundled_models()[MODELS[0]]).tokenizer
-    mine = GPT(GPTConfig(vocab_size=tok.vocab_size, context_length=16, d_model=16, n_layer=1,
-                         n_head=2, positional="sinusoidal", tie_embeddings=False)).eval()
+    mine = tiny_gpt(tok.vocab_size, context_length=16, positional="sinusoidal",
+                    tie_embeddings=False)
     at.file_uploader(key="model_upload").set_value(
         ("mine.zip", checkpoint_to_zip(mine, tok, {"corpus": "x"}), "application/zip"))
     rerun(at)

@@ -3,49 +3,30 @@ input gets a message, nothing raises."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "app_pages" / "tokenizers.py")
+from tests.helpers import app_test, metric, rerun, run_page, texts
 
-
-def run_page(**query) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
 
 
 def chips_html(at: AppTest) -> str:
     return "".join(h.value for h in at.get("html"))
 
 
-def texts(at: AppTest, kind: str) -> str:
-    return " ".join(e.value for e in getattr(at, kind))
-
-
 @pytest.fixture(scope="module")
 def at_default():
-    return run_page()
+    return run_page("tokenizers")
 
 
 def test_home_page_links_to_the_tokenizers_page():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
-    assert not at.exception
+    at = run_page(timeout=60)
     assert "a GPT, step by step" in at.title[0].value
     at.switch_page("app_pages/tokenizers.py")
-    at.run()
-    assert not at.exception and at.title[0].value == "Tokenizers"
+    assert rerun(at).title[0].value == "Tokenizers"
 
 
 def test_default_page_shows_chips_math_and_comparison(at_default):
@@ -61,7 +42,7 @@ def test_default_page_shows_chips_math_and_comparison(at_default):
 
 
 def test_switching_tokenizer_changes_the_tokens():
-    at = run_page()
+    at = run_page("tokenizers")
     bpe_tokens = metric(at, "Tokens")
     at.segmented_control(key="tokenizer").set_value("char").run()
     assert metric(at, "Tokens") == metric(at, "Characters") != bpe_tokens
@@ -70,20 +51,20 @@ def test_switching_tokenizer_changes_the_tokens():
 
 
 def test_tokenizer_choice_comes_from_the_url():
-    at = run_page(tokenizer="GPT-2")
+    at = run_page("tokenizers", tokenizer="GPT-2")
     assert at.segmented_control(key="tokenizer").value == "gpt2"
     assert metric(at, "Vocabulary |V|") == "50,257"
 
 
 def test_editing_the_text_changes_the_output():
-    at = run_page()
+    at = run_page("tokenizers")
     at.text_area(key="text").input("manifold manifold").run()
     assert metric(at, "Characters") == "17"
     assert "manifold" in chips_html(at)
 
 
 def test_bpe_vocab_size_changes_vocabulary_and_merge_table():
-    at = run_page()
+    at = run_page("tokenizers")
     at.number_input(key="bpe_vocab").set_value(300).run()
     assert not at.exception
     assert metric(at, "Vocabulary |V|") == "300"
@@ -92,7 +73,7 @@ def test_bpe_vocab_size_changes_vocabulary_and_merge_table():
 
 
 def test_replay_slider_changes_the_token_count():
-    at = run_page()
+    at = run_page("tokenizers")
     at.slider(key="replay_k").set_value(0).run()
     zero = [m.value for m in at.markdown if m.value.startswith("After **0** merges")]
     at.slider(key="replay_k").set_value(200).run()
@@ -101,14 +82,14 @@ def test_replay_slider_changes_the_token_count():
 
 
 def test_empty_text_gets_a_message():
-    at = run_page()
+    at = run_page("tokenizers")
     at.text_area(key="text").input("").run()
     assert not at.exception
     assert "empty" in texts(at, "info")
 
 
 def test_very_long_text_is_capped_with_a_message():
-    at = run_page()
+    at = run_page("tokenizers")
     at.text_area(key="text").input("manifold " * 22_300).run()  # ~200k characters
     assert not at.exception
     assert "only the first 20,000" in texts(at, "warning")
@@ -129,18 +110,16 @@ HARD = {
 @pytest.mark.parametrize("kind", ["char", "word", "bpe", "gpt2"])
 @pytest.mark.parametrize("name", list(HARD))
 def test_hard_text_never_raises(kind, name):
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.query_params["tokenizer"] = {"char": "Character", "word": "Word", "bpe": "BPE",
-                                    "gpt2": "GPT-2"}[kind]
+    at = app_test("tokenizers", tokenizer={"char": "Character", "word": "Word", "bpe": "BPE",
+                                            "gpt2": "GPT-2"}[kind])
     at.session_state["text"] = HARD[name]
-    at.run()
-    assert not at.exception, at.exception
+    rerun(at)
     assert 'class="gv-chip' in chips_html(at)
     assert not at.error
 
 
 def test_special_token_toggle_with_gpt2():
-    at = run_page(tokenizer="GPT-2")
+    at = run_page("tokenizers", tokenizer="GPT-2")
     at.text_area(key="text").input("<|endoftext|>").run()
     assert 'title="position 0 · id 50256' not in chips_html(at)
     assert "looks like a special token" in texts(at, "info")
@@ -150,7 +129,7 @@ def test_special_token_toggle_with_gpt2():
 
 
 def test_bos_eos_toggle_adds_markers():
-    at = run_page(tokenizer="Character")
+    at = run_page("tokenizers", tokenizer="Character")
     n = int(metric(at, "Tokens"))
     at.toggle(key="markers").set_value(True).run()
     assert int(metric(at, "Tokens")) == n + 2
@@ -163,21 +142,21 @@ def test_bos_eos_toggle_adds_markers():
     ("-3", "outside the vocabulary"),
 ])
 def test_decoding_bad_ids_is_explained(ids, message):
-    at = run_page(tokenizer="GPT-2")
+    at = run_page("tokenizers", tokenizer="GPT-2")
     at.text_input(key="decode_ids").input(ids).run()
     assert not at.exception
     assert message in texts(at, "error")
 
 
 def test_decoding_good_ids():
-    at = run_page(tokenizer="GPT-2")
+    at = run_page("tokenizers", tokenizer="GPT-2")
     at.text_input(key="decode_ids").input("[15496, 11, 995, 0]").run()
     assert any(c.value == "Hello, world!" for c in at.code)
 
 
 @pytest.mark.parametrize("vocab, message", [(100, "at least 260"), (16000, "at most")])
 def test_bad_bpe_vocab_sizes_are_explained(vocab, message):
-    at = run_page()
+    at = run_page("tokenizers")
     at.selectbox(key="corpus").set_value("sample").run()
     at.number_input(key="bpe_vocab").set_value(vocab).run()
     assert not at.exception
@@ -188,7 +167,7 @@ def test_bad_bpe_vocab_sizes_are_explained(vocab, message):
 
 
 def test_small_word_vocab_shows_unknown_words():
-    at = run_page(tokenizer="Word")
+    at = run_page("tokenizers", tokenizer="Word")
     at.number_input(key="word_vocab").set_value(50).run()
     assert "<|UNK|>" in texts(at, "info")
     table = at.dataframe[1].value

@@ -12,32 +12,32 @@ import io
 import threading
 import time
 import zipfile
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import streamlit as st
-from streamlit.testing.v1 import AppTest
 
 from gptviz.app.shared.picker import SESSION_MODELS
 from gptviz.app.training import controls as training_ui
 from gptviz.checkpoints import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer
+from tests.helpers import app_test, rerun, texts
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
+
 TINY = {"tr_corpus": "sample", "tr_d_model": 16, "tr_n_layer": 1, "tr_n_head": 2,
         "tr_context_length": 16, "tr_steps": 30, "tr_batch_size": 4}
 
 
 @pytest.fixture
 def at():
-    app = AppTest.from_file(APP, default_timeout=120)
+    app = app_test()
     app.switch_page("app_pages/training.py")
     for key, value in TINY.items():  # start small: no need to encode the big corpus
         app.session_state[key] = value
-    app.run()
-    assert not app.exception, app.exception
-    yield app
+    yield rerun(app)
     st.cache_resource.clear()  # releases the session's trainer: its thread stops
     for thread in threading.enumerate():
         if thread.name == "gptviz-training":
@@ -49,21 +49,13 @@ def configure(at: AppTest, **changes) -> AppTest:
         at.get_by_key(key).set_value(value)
         if key == "tr_corpus":
             at.run()  # the upload widget appears only once "upload" is chosen
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def text(at: AppTest, kind: str) -> str:
-    return " ".join(str(e.value) for e in getattr(at, kind))
+    return rerun(at)
 
 
 def run_until(at: AppTest, predicate, timeout: float = 60.0) -> AppTest:
     deadline = time.monotonic() + timeout
     while True:
-        at.run()
-        assert not at.exception, at.exception
-        if predicate(at):
+        if predicate(rerun(at)):
             return at
         assert time.monotonic() < deadline, "timed out waiting for the page"
         time.sleep(0.3)
@@ -78,7 +70,7 @@ def test_the_page_shows_setup_data_and_loss_before_any_run(at):
     labels = [m.label for m in at.metric]
     assert {"Parameters", "Estimated time", "Tokens in the corpus"} <= set(labels)
     assert any(r"\ln |V|" in x.value for x in at.latex)  # L ≈ ln|V| for an untrained model
-    assert "gv-chip" in text(at, "html")  # the sliding windows
+    assert "gv-chip" in texts(at, "html")  # the sliding windows
     assert not at.button(key="tr_start").disabled
 
 
@@ -91,16 +83,16 @@ def test_a_preset_sets_the_widgets(at):
 def test_a_tiny_run_finishes_and_is_selectable(at):
     configure(at)
     at.button(key="tr_start").click().run()
-    run_until(at, lambda a: "Finished after 30 steps" in text(a, "success"))
+    run_until(at, lambda a: "Finished after 30 steps" in texts(a, "success"))
     assert at.sidebar.selectbox(key="model").value == "trained-sample-char"
     assert "trained-sample-char" in picker_options(at)
-    assert "It is now **trained-sample-char**" in text(at, "success")
+    assert "It is now **trained-sample-char**" in texts(at, "success")
     assert any(m.label == "Validation loss" for m in at.metric)
     assert at.download_button(key="tr_download").proto.deferred_file_id
     ckpt = at.session_state[SESSION_MODELS]["trained-sample-char"]
     back = load_checkpoint_zip(checkpoint_to_zip(ckpt.model, ckpt.tokenizer, ckpt.card))
     assert back.card["steps"] == 30 and back.config == ckpt.config  # what the button downloads
-    assert "After training (30 steps)" in text(at, "markdown")
+    assert "After training (30 steps)" in texts(at, "markdown")
     assert not at.button(key="tr_start").disabled  # ready for another run
 
 
@@ -110,7 +102,7 @@ def test_stop_stops_and_keeps_the_model(at):
     assert at.button(key="tr_start").disabled  # setup is locked while training
     run_until(at, lambda a: "step " in " ".join(p.proto.text for p in a.get("progress")))
     at.button(key="tr_stop").click().run()
-    run_until(at, lambda a: "Stopped after" in text(a, "success"), timeout=15)
+    run_until(at, lambda a: "Stopped after" in texts(a, "success"), timeout=15)
     assert "trained-sample-char" in picker_options(at)
     assert at.session_state[SESSION_MODELS]["trained-sample-char"].card["steps"] < 5000
 
@@ -118,8 +110,8 @@ def test_stop_stops_and_keeps_the_model(at):
 def test_a_diverging_learning_rate_gets_a_message(at):
     configure(at, tr_learning_rate=100.0, tr_steps=300)
     at.button(key="tr_start").click().run()
-    run_until(at, lambda a: "diverged" in text(a, "error"))
-    assert "Lower the learning rate" in text(at, "error")
+    run_until(at, lambda a: "diverged" in texts(a, "error"))
+    assert "Lower the learning rate" in texts(at, "error")
     assert not any(o.startswith("trained-") for o in picker_options(at))
 
 
@@ -129,10 +121,10 @@ def test_an_extra_trainer_waits_for_a_free_slot(at):
     assert slots.acquire(threading.Event())  # another user's run holds the only slot
     try:
         at.button(key="tr_start").click().run()
-        run_until(at, lambda a: "Waiting for a free trainer" in text(a, "info"))
+        run_until(at, lambda a: "Waiting for a free trainer" in texts(a, "info"))
     finally:
         slots.release()
-    run_until(at, lambda a: "Finished after" in text(a, "success"))
+    run_until(at, lambda a: "Finished after" in texts(a, "success"))
 
 
 def tiny_checkpoint_zip() -> bytes:
@@ -174,14 +166,14 @@ def test_bad_checkpoint_uploads_are_refused(at, data, message):
 @pytest.mark.parametrize("content, message", [
     (b"   ", "is empty"),
     ("Gödel".encode("latin-1") * 10, "not UTF-8"),
-    (b"x" * (training_ui.UPLOAD_LIMIT + 1), "the limit is 2 MB"),
+    (b"x" * (training_ui.CORPUS_UPLOAD_LIMIT + 1), "the limit is 2 MB"),
     (b"abc", "shorter than one window"),
 ])
 def test_bad_corpus_uploads_are_explained(at, content, message):
     configure(at, tr_corpus="upload")
     at.file_uploader(key="tr_upload").upload("corpus.txt", content, "text/plain").run()
     assert not at.exception
-    assert message in text(at, "error")
+    assert message in texts(at, "error")
     assert at.button(key="tr_start").disabled
 
 
@@ -193,18 +185,18 @@ def test_bad_corpus_uploads_are_explained(at, content, message):
 ])
 def test_bad_settings_are_explained_and_block_start(at, changes, message):
     configure(at, **changes)
-    assert message in text(at, "error")
+    assert message in texts(at, "error")
     assert at.button(key="tr_start").disabled
 
 
 def test_a_bpe_vocab_larger_than_the_corpus_allows_is_explained(at):
     configure(at, tr_tokenizer="bpe")  # its callback sets the vocab size to 512 ...
     at.number_input(key="tr_vocab_size").set_value(50_000).run()  # ... then ask for too many
-    assert "supports a vocabulary of at most" in text(at, "error")
+    assert "supports a vocabulary of at most" in texts(at, "error")
     assert at.button(key="tr_start").disabled
 
 
 def test_a_vocab_larger_than_the_corpus_is_explained_for_characters(at):
     configure(at, tr_vocab_size=5000)
-    assert "this corpus has only" in text(at, "info")
+    assert "this corpus has only" in texts(at, "info")
     assert not at.button(key="tr_start").disabled

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptviz.tokenizers import ByteLevelBPE, TokenizerError
-from gptviz.tokenizers.bpe import replay_steps
 from gptviz.tokenizers.bpe_train import GPT2_PATTERN, count_chunks, learn_merges
+from gptviz.tokenizers.byte_tokens import replay_steps
 from gptviz.tokenizers.openai import GPT2_FILE, read_ranks
 
 

@@ -1,13 +1,14 @@
 """The running app in a real browser: every page loads, reacts, and shows no exception.
 
-Screenshots land in tests/artifacts/screenshots/ for a human to look at.
+Screenshots land in the artifacts folder (``tests.helpers.SCREENSHOTS``, a temporary
+folder unless GPTVIZ_ARTIFACTS says otherwise) for a human to look at.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.conftest import (
+from tests.helpers import (
     check_no_exception,
     eventually,
     running_app,

@@ -1,6 +1,6 @@
 """The Generation page in a real browser: stepping, streaming, Stop, fast clicks, every view.
 
-Screenshots land in tests/artifacts/screenshots/generation-*.png.
+Screenshots land in the artifacts folder as generation-*.png (see tests/helpers.py).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.conftest import check_no_exception, eventually, screenshot, visit, wait_for_app
+from tests.helpers import check_no_exception, eventually, screenshot, visit, wait_for_app
 
 pytestmark = pytest.mark.browser
 

@@ -2,24 +2,24 @@
 Attention and Transformer block draws its figures and formulas without an exception,
 the layer and head pills redraw the figures, and bad URLs get a message.
 
-Screenshots land in tests/artifacts/screenshots/model-*.png.
+Screenshots land in the artifacts folder as model-*.png (see tests/helpers.py).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.conftest import check_no_exception, eventually, screenshot, visit, wait_for_app
+from tests.helpers import (
+    MODEL_PAGE_VIEWS,
+    check_no_exception,
+    eventually,
+    screenshot,
+    visit,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.browser
 
-VIEWS = {
-    "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
-    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
-    "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
-    "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
-              "Residual stream and logit lens"],
-}
 CHART = '[data-testid="stPlotlyChart"] .main-svg'  # a plotly chart that has drawn
 MATH = ".katex"
 
@@ -46,10 +46,10 @@ def drawn(page, where: str) -> None:
     page.locator(f"{CHART}, {MATH}").first.wait_for(state="visible", timeout=20_000)
 
 
-@pytest.mark.parametrize("path", list(VIEWS))
+@pytest.mark.parametrize("path", list(MODEL_PAGE_VIEWS))
 def test_every_view_draws(page, app_url, path):
     visit(page, f"{app_url}/{path}")
-    for n, label in enumerate(VIEWS[path]):
+    for n, label in enumerate(MODEL_PAGE_VIEWS[path]):
         if n:
             open_tab(page, label)
         drawn(page, f"{path} / {label}")

@@ -2,7 +2,7 @@
 on the Attention page; and two sessions at once stay isolated, queue for the one
 trainer slot, and closing a tab mid-training frees the slot.
 
-Screenshots land in tests/artifacts/screenshots/training-*.png.
+Screenshots land in the artifacts folder as training-*.png (see tests/helpers.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from gptviz.checkpoints import load_checkpoint_zip
-from tests.conftest import check_no_exception, screenshot, visit, wait_for_app
+from tests.helpers import check_no_exception, screenshot, visit, wait_for_app
 
 pytestmark = pytest.mark.browser
 TALL = {"width": 1400, "height": 3600}  # Streamlit scrolls inside the page: a tall viewport

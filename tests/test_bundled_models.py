@@ -21,6 +21,7 @@ from gptviz.checkpoints import (
     load_checkpoint,
 )
 from gptviz.generate import generate
+from gptviz.model.names import act_name
 from gptviz.tokenizers import ByteLevelBPE, CharTokenizer
 
 NAMES = ["mathematics-char", "mathematics-bpe", "induction-2layer"]
@@ -101,7 +102,7 @@ def induction_score(ckpt, n_lines: int = 40, length: int = 10, seed: int = 12345
         _, cache = model.run_with_cache(ids)
         per_head = []
         for layer in range(model.config.n_layer):
-            pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0]  # (H, T, T)
+            pattern = cache[act_name("pattern", layer)][0]  # (H, T, T)
             # token k of the repeat sits at length+1+k; its first copy's successor at k+1
             rows = [length + 1 + k for k in range(length)]
             cols = [k + 1 for k in range(length)]

@@ -14,6 +14,7 @@ import streamlit as st
 from gptviz.app.shared import cache as model_cache
 from gptviz.app.shared.picker import Picked, load_bundled
 from gptviz.checkpoints import DEFAULT_MODEL
+from gptviz.model.names import act_name
 
 PROMPTS = ["The manifold", "Let x be a point of the", "Theorem.", "a", "We prove that every",
            "Hence the map is", "Consider the group G acting on", "Suppose"]
@@ -39,8 +40,8 @@ def test_eight_sessions_get_their_own_activations_through_the_page_cache():
     ckpt = load_bundled(DEFAULT_MODEL)
     picked = Picked(DEFAULT_MODEL, ckpt, bundled=True)
     n_layer = ckpt.model.config.n_layer
-    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(n_layer)]
-    names += [f"blocks.{n_layer - 1}.hook_resid_post"]
+    names = [act_name("pattern", layer) for layer in range(n_layer)]
+    names += [act_name("resid_post", n_layer - 1)]
     ids = [ckpt.tokenizer.encode(p) for p in PROMPTS]
 
     def capture(i: int):

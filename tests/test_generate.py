@@ -142,3 +142,21 @@ def test_empty_prompt_and_bad_ids():
         generate(make_model(), [1, 13], 3)
     with pytest.raises(ValueError, match="outside the vocabulary"):
         step(make_model(), [99])
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", [(1.0, None, None), (0.7, 5, 0.9),
+                                                        (0.0, None, None)])
+def test_the_page_and_generate_write_the_same_text_for_a_seed(temperature, top_k, top_p):
+    """One seeding rule (Sampling.generator): n clicks of "Next token" on the Generation
+    page and generate() with the same seed give the same ids, past the context window."""
+    from gptviz.app.generation.state import History
+    from gptviz.generate import Sampling
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=12, context_length=8, d_model=16, n_layer=1,
+                          n_head=2)).eval()
+    sampling = Sampling(temperature, top_k, top_p, seed=5)
+    hist = History(("tiny", "prompt"), [1, 2, 3])
+    for _ in range(12):
+        hist.advance(model, sampling)
+    assert hist.ids == generate(model, [1, 2, 3], 12, temperature, top_k, top_p, seed=5)

@@ -9,6 +9,14 @@ import torch
 
 from gptviz.model import GPT, GPTConfig, ablate_heads, hooks
 from gptviz.model.hooks import is_hooked
+from gptviz.model.names import (
+    KINDS,
+    act_name,
+    attention_page_names,
+    block_page_names,
+    embedding_names,
+    generation_page_names,
+)
 
 # The contract of DESIGN §2, plus ``blocks.{l}.ln2.hook_normalized`` (the FFN's input,
 # which the Transformer-block page draws). Pages ask for these names; never rename them.
@@ -18,7 +26,7 @@ PER_LAYER = [
     "attn.hook_scores", "attn.hook_pattern", "attn.hook_z",
     "hook_attn_out", "hook_resid_mid",
     "ln2.hook_normalized",
-    "mlp.hook_pre", "mlp.hook_post",
+    "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out",
     "hook_resid_post",
 ]
 GOLDEN_NAMES = (
@@ -26,8 +34,6 @@ GOLDEN_NAMES = (
     + [f"blocks.{layer}.{name}" for layer in range(2) for name in PER_LAYER]
     + ["ln_final.hook_normalized", "hook_logits"]
 )
-
-
 
 def make_model() -> GPT:
     torch.manual_seed(0)
@@ -45,10 +51,11 @@ def test_golden_hook_names():
 def test_activation_shapes():
     _, c = make_model().run_with_cache([1, 2, 3, 4])  # B=1, T=4, d=12, 3 heads of 4
     shapes = {
-        "hook_embed": (1, 4, 12), "hook_pos_embed": (4, 12),
-        "blocks.0.attn.hook_q": (1, 3, 4, 4), "blocks.0.attn.hook_pattern": (1, 3, 4, 4),
-        "blocks.0.attn.hook_z": (1, 3, 4, 4), "blocks.0.mlp.hook_pre": (1, 4, 48),
-        "blocks.1.hook_resid_post": (1, 4, 12), "hook_logits": (1, 4, 9),
+        act_name("embed"): (1, 4, 12), act_name("pos_embed"): (4, 12),
+        act_name("q", 0): (1, 3, 4, 4), act_name("pattern", 0): (1, 3, 4, 4),
+        act_name("z", 0): (1, 3, 4, 4), act_name("pre", 0): (1, 4, 48),
+        act_name("mlp_out", 0): (1, 4, 12), act_name("resid_post", 1): (1, 4, 12),
+        act_name("logits"): (1, 4, 9),
     }
     for name, shape in shapes.items():
         assert tuple(c[name].shape) == shape, name
@@ -160,11 +167,11 @@ def test_ablation_in_one_thread_does_not_switch_heads_off_in_another():
 
 def test_a_hook_can_replace_an_activation():
     model = make_model()
-    with hooks(model, [("blocks.0.hook_attn_out", lambda x, name: torch.zeros_like(x))]):
+    with hooks(model, [(act_name("attn_out", 0), lambda x, name: torch.zeros_like(x))]):
         _, cache = model.run_with_cache([1, 2, 3])
-    assert (cache["blocks.0.hook_attn_out"] == 0).all()
-    torch.testing.assert_close(cache["blocks.0.hook_resid_mid"],
-                               cache["hook_embed"] + cache["hook_pos_embed"])
+    assert (cache[act_name("attn_out", 0)] == 0).all()
+    torch.testing.assert_close(cache[act_name("resid_mid", 0)],
+                               cache[act_name("embed")] + cache[act_name("pos_embed")])
 
 
 def test_ablating_a_head_equals_zeroing_its_slice_of_W_O():
@@ -193,5 +200,58 @@ def test_the_cache_sees_the_ablated_heads():
     model = make_model()
     with ablate_heads(model, {0: [0, 2]}):
         _, cache = model.run_with_cache([1, 2, 3])
-    z = cache["blocks.0.attn.hook_z"]  # (B, n_head, T, d_head)
+    z = cache[act_name("z", 0)]  # (B, n_head, T, d_head)
     assert (z[:, [0, 2]] == 0).all() and (z[:, 1] != 0).any()
+
+
+# ---- act_name, the one builder of names ----------------------------------------------------
+
+def test_mlp_out_is_what_the_ffn_adds_to_the_residual():
+    _, cache = make_model().run_with_cache([1, 2, 3, 4])
+    for layer in range(2):
+        added = cache[act_name("resid_post", layer)] - cache[act_name("resid_mid", layer)]
+        torch.testing.assert_close(cache[act_name("mlp_out", layer)], added)
+
+
+def _every_act_name(n_layer: int) -> list[str]:
+    """act_name of every kind, in no particular order."""
+    names = [act_name(k) for k in ("embed", "pos_embed", "logits")]
+    names.append(act_name("normalized", ln="ln_final"))
+    per_block = [k for k in KINDS if k not in ("embed", "pos_embed", "logits", "normalized")]
+    for layer in range(n_layer):
+        names += [act_name(k, layer) for k in per_block]
+        names += [act_name("normalized", layer, ln) for ln in ("ln1", "ln2")]
+    return names
+
+
+def test_act_name_builds_exactly_the_hook_names():
+    built = _every_act_name(2)
+    assert len(built) == len(set(built))  # no two kinds share a name
+    assert sorted(built) == sorted(make_model().hook_names()) == sorted(GOLDEN_NAMES)
+    assert act_name("pattern", 0) == "blocks.0.attn.hook_pattern"
+    assert act_name("normalized", 1, "ln2") == "blocks.1.ln2.hook_normalized"
+    assert act_name("mlp_out", 1) == "blocks.1.hook_mlp_out"
+
+
+@pytest.mark.parametrize("kind,layer,ln,message", [
+    ("attn", 0, None, "unknown activation kind"),  # no aliases: the kind is "pattern"
+    ("pattern", None, None, "per block"),
+    ("pattern", -1, None, "per block"),
+    ("embed", 0, None, "not inside a block"),
+    ("normalized", 0, None, "needs ln="),
+    ("normalized", 0, "ln3", "needs ln="),
+    ("normalized", 0, "ln_final", "not inside a block"),
+    ("resid_post", 0, "ln1", "only applies to 'normalized'"),
+])
+def test_act_name_rejects_what_is_not_a_name(kind, layer, ln, message):
+    with pytest.raises(ValueError, match=message):
+        act_name(kind, layer, ln)
+
+
+def test_page_name_lists_exist_and_are_in_forward_order():
+    order = {name: i for i, name in enumerate(make_model().hook_names())}
+    for names in (embedding_names(), attention_page_names(2), block_page_names(2),
+                  generation_page_names(1)):
+        assert all(n in order for n in names)
+    for names in (attention_page_names(2), block_page_names(2), generation_page_names(1)):
+        assert [order[n] for n in names] == sorted(order[n] for n in names)

@@ -21,6 +21,7 @@ from gptviz.model import (
     sinusoidal_table,
 )
 from gptviz.model.attention import causal_mask
+from gptviz.model.names import act_name
 
 
 def tiny(**kw) -> GPTConfig:
@@ -90,18 +91,18 @@ def test_hooked_path_equals_fast_path(positional, activation, bias, tie):
     fast = model(ids)  # scaled_dot_product_attention, F.layer_norm, F.gelu
     hooked, cache = model.run_with_cache(ids)  # explicit softmax, hand-written layers
     torch.testing.assert_close(hooked, fast, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(cache["hook_logits"], fast, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(cache[act_name("logits")], fast, atol=1e-5, rtol=1e-5)
 
 
 def test_attention_pattern_is_causal_and_normalised():
     _, cache = model_of().run_with_cache([1, 2, 3, 4, 5])
-    pattern = cache["blocks.1.attn.hook_pattern"][0]  # (n_head, T, T)
+    pattern = cache[act_name("pattern", 1)][0]  # (n_head, T, T)
     torch.testing.assert_close(pattern.sum(-1), torch.ones(4, 5))
     assert (pattern.triu(1) == 0).all()
-    q, k = cache["blocks.1.attn.hook_q"], cache["blocks.1.attn.hook_k"]
-    torch.testing.assert_close(cache["blocks.1.attn.hook_scores"], q @ k.transpose(-2, -1) / 2.0)
-    z = pattern @ cache["blocks.1.attn.hook_v"][0]
-    torch.testing.assert_close(cache["blocks.1.attn.hook_z"][0], z)
+    q, k = cache[act_name("q", 1)], cache[act_name("k", 1)]
+    torch.testing.assert_close(cache[act_name("scores", 1)], q @ k.transpose(-2, -1) / 2.0)
+    z = pattern @ cache[act_name("v", 1)][0]
+    torch.testing.assert_close(cache[act_name("z", 1)][0], z)
 
 
 def test_future_tokens_do_not_change_earlier_logits():
@@ -114,8 +115,8 @@ def test_future_tokens_do_not_change_earlier_logits():
 
 def test_resid_stream_adds_up():
     _, c = model_of().run_with_cache([3, 1, 4, 1])
-    torch.testing.assert_close(c["blocks.0.hook_resid_mid"],
-                               c["hook_embed"] + c["hook_pos_embed"] + c["blocks.0.hook_attn_out"])
+    x = c[act_name("embed")] + c[act_name("pos_embed")]
+    torch.testing.assert_close(c[act_name("resid_mid", 0)], x + c[act_name("attn_out", 0)])
 
 
 def test_kv_cache_gives_the_same_logits():

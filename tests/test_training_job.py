@@ -19,7 +19,7 @@ from gptviz.data import train_val_split
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer
 from gptviz.train.before_after import continuation, prompt_loss
-from gptviz.train.jobs import SessionTrainer, TrainerSlots, TrainingJob
+from gptviz.train.jobs import SessionTrainer, TrainingJob
 from gptviz.train.plan import (
     PRESETS,
     TrainingCaps,
@@ -32,6 +32,7 @@ from gptviz.train.plan import (
     n_params,
     run_config,
 )
+from gptviz.train.slots import TrainerSlots
 from gptviz.train.trainer import Trainer
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 30

@@ -16,9 +16,10 @@ from gptviz.app.block import figures as VB
 from gptviz.app.embeddings import figures as VE
 from gptviz.app.positional import figures as VP
 from gptviz.app.shared.heatmaps import MASKED, heatmap, matrix_panels
-from gptviz.model import GPT, GPTConfig
+from gptviz.model.names import act_name
+from tests.helpers import TINY_CONFIG as TINY
+from tests.helpers import tiny_run
 
-TINY = dict(vocab_size=20, context_length=16, d_model=32, n_layer=2, n_head=4)
 IDS = [3, 1, 4, 1, 5]
 TOKENS = ["the", " cat", " sat", " cat", "\n"]  # a repeated token and a newline on purpose
 SHOWN = ["the", "·cat", "·sat", "·cat", "↵"]  # the same, whitespace made visible
@@ -26,9 +27,7 @@ SHOWN = ["the", "·cat", "·sat", "·cat", "↵"]  # the same, whitespace made v
 
 @pytest.fixture(scope="module")
 def run():
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(**TINY)).eval()
-    _, cache = model.run_with_cache(IDS)
+    model, _, cache = tiny_run(IDS)
     return model, cache
 
 
@@ -194,7 +193,7 @@ def test_positional_figures():
 
 def test_x_plus_pe(run):
     model, cache = run
-    x, pe = cache["hook_embed"][0].numpy(), cache["hook_pos_embed"].numpy()
+    x, pe = cache[act_name("embed")][0].numpy(), cache[act_name("pos_embed")].numpy()
     fig = VP.x_plus_pe(x, pe, TOKENS)
     np.testing.assert_allclose(fig.data[2].z, A.layernorm_input(cache, 0).numpy(), atol=1e-7)
     assert _ticks(fig.layout.yaxis) == SHOWN
@@ -205,7 +204,7 @@ def test_x_plus_pe(run):
 def test_layernorm_rows_figure(run):
     _, cache = run
     x = A.layernorm_input(cache, 1, "ln2")
-    stats = A.layernorm_stats(x, cache["blocks.1.ln2.hook_normalized"][0])
+    stats = A.layernorm_stats(x, cache[act_name("normalized", 1, "ln2")][0])
     fig = VB.layernorm_rows(stats, TOKENS)
     by_name = {(t.name, t.xaxis): t.y for t in fig.data}
     np.testing.assert_array_equal(by_name[("before", "x")], stats["mean before"])

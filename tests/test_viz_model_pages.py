@@ -9,31 +9,27 @@ import re
 
 import numpy as np
 import pytest
-import torch
 
 from gptviz.analysis import block_stages
 from gptviz.app.attention import formulas as mp
-from gptviz.app.attention.view import attention_names, grid_cell_px
+from gptviz.app.attention.view import grid_cell_px
 from gptviz.app.block import formulas as mb
 from gptviz.app.block.figures import block_flow, stage_table
-from gptviz.app.block.view import block_names
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.positional.view import default_dims
 from gptviz.app.shared import tex as tx
 from gptviz.app.shared.chips import prompt_chips_html
-from gptviz.model import GPT, GPTConfig
+from gptviz.model.names import act_name, attention_page_names, block_page_names
 from gptviz.tokenizers import CharTokenizer
+from tests.helpers import tiny_run
 
-TINY = dict(vocab_size=20, context_length=16, d_model=32, n_layer=2, n_head=4)
 IDS = [3, 1, 4, 1, 5, 9, 2, 6]
 
 
 @pytest.fixture(scope="module")
 def run():
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(**TINY)).eval()
-    _, cache = model.run_with_cache(IDS)
+    model, _, cache = tiny_run(IDS)
     return model, cache
 
 
@@ -48,18 +44,18 @@ def test_block_stages_are_the_forward_pass(run, layer):
     _, cache = run
     stages = {s.name: s.values for s in block_stages(cache, layer, head=2)}
     assert len(stages) == 12  # two halves of six
-    b = f"blocks.{layer}"
     np.testing.assert_allclose(stages["Y = X + Z W_O"],
-                               stages["X"] + cache[f"{b}.hook_attn_out"][0].numpy(), atol=1e-5)
+                               stages["X"] + cache[act_name("attn_out", layer)][0].numpy(),
+                               atol=1e-5)
     np.testing.assert_allclose(stages["X' = Y + FFN(Y)"],
                                stages["Y"] + stages["FFN(Y) = act(H) W₂ + b₂"], atol=1e-5)
     pattern = stages["W_attn (head 2)"]  # (T, T)
     np.testing.assert_allclose(pattern.sum(axis=1), 1.0, atol=1e-6)
     assert np.triu(pattern, 1).max() == 0.0
     z = stages["Z, heads side by side"]  # (T, d): head h in columns h*d_k .. (h+1)*d_k
-    np.testing.assert_array_equal(z[:, 16:24], cache[f"{b}.attn.hook_z"][0, 2].numpy())
+    np.testing.assert_array_equal(z[:, 16:24], cache[act_name("z", layer)][0, 2].numpy())
     if layer == 0:
-        x = cache["hook_embed"][0] + cache["hook_pos_embed"]
+        x = cache[act_name("embed")][0] + cache[act_name("pos_embed")]
         np.testing.assert_allclose(stages["X"], x.numpy(), atol=1e-6)
 
 
@@ -82,8 +78,8 @@ def test_block_flow_draws_every_stage_with_its_shape(run):
 
 def test_attention_row_shows_the_softmax_of_the_masked_scores(run):
     _, cache = run
-    scores = cache["blocks.0.attn.hook_scores"][0, 1].numpy()  # (T, T)
-    pattern = cache["blocks.0.attn.hook_pattern"][0, 1].numpy()
+    scores = cache[act_name("scores", 0)][0, 1].numpy()  # (T, T)
+    pattern = cache[act_name("pattern", 0)][0, 1].numpy()
     i = 3
     tex = mp.attention_row("x", i, [str(t) for t in IDS], scores[i], pattern[i], 8)
     lines = tex.split(r"\\")
@@ -161,7 +157,7 @@ def test_cropped_prompt_chips_fade_the_cut_tokens():
 def test_pages_ask_only_for_activations_that_exist(run):
     model, _ = run
     names = set(model.hook_names())
-    assert set(attention_names(2)) <= names and set(block_names(2)) <= names
+    assert set(attention_page_names(2)) <= names and set(block_page_names(2)) <= names
 
 
 def test_small_layout_helpers():

@@ -18,10 +18,11 @@ from gptviz.model.layers import (
     relu,
     sinusoidal_table,
 )
+from gptviz.model.names import act_name
 
 __all__ = [
     "GPT", "GPT_CONFIG_124M", "ActivationCache", "Block", "CausalSelfAttention", "FeedForward",
     "GPTConfig", "HookPoint", "KVCache", "LayerNorm", "PositionalEncoding", "RunConfig",
-    "TrainConfig", "ablate_heads", "causal_mask", "gelu", "hooks", "parameter_counts", "relu",
-    "sinusoidal_table",
+    "TrainConfig", "ablate_heads", "act_name", "causal_mask", "gelu", "hooks",
+    "parameter_counts", "relu", "sinusoidal_table",
 ]

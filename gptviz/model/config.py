@@ -12,6 +12,7 @@ from typing import Any
 
 ACTIVATIONS = ("gelu", "relu")
 POSITIONALS = ("sinusoidal", "learned", "none")
+DTYPES = ("auto", "float32", "bfloat16")
 
 
 @dataclass
@@ -87,7 +88,7 @@ class TrainConfig:
     learning_rate: float = 1e-3  # peak learning rate, reached after warmup
     min_lr: float = 1e-4  # floor of the cosine decay
     warmup_steps: int = 100  # linear warmup from 0 to learning_rate
-    weight_decay: float = 0.1  # AdamW decay on matrices (not on biases, LayerNorm, PE)
+    weight_decay: float = 0.1  # AdamW decay on every matrix (E, a learned P, the W), not on vectors
     beta1: float = 0.9  # AdamW first-moment decay
     beta2: float = 0.99  # AdamW second-moment decay (0.99 suits small batches)
     grad_clip: float = 1.0  # clip the global gradient norm to this; 0 disables clipping
@@ -125,7 +126,7 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.val_fraction must be in (0, 1), got {self.val_fraction}."
             )
-        _check_choice("dtype", self.dtype, ("auto", "float32", "bfloat16"))
+        _check_choice("dtype", self.dtype, DTYPES)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -2,7 +2,7 @@
 
     X = E[ids] + PE                                  (hook_embed, hook_pos_embed)
     Y = X + attention(LayerNorm_1(X))                (blocks.l.hook_resid_mid)
-    X' = Y + FFN(LayerNorm_2(Y))                     (blocks.l.hook_resid_post)
+    X' = Y + FFN(LayerNorm_2(Y))                     (blocks.l.hook_mlp_out, hook_resid_post)
     logits = LayerNorm_final(X') W_U                 (hook_logits)
 """
 
@@ -42,6 +42,7 @@ class Block(nn.Module):
         self.ln2 = LayerNorm(config.d_model, config.bias)
         self.mlp = FeedForward(config.d_model, config.d_ff, config.activation, config.bias,
                                config.dropout)
+        self.hook_mlp_out = HookPoint()  # FFN(LN2(Y)), before it joins the residual
         self.hook_resid_post = HookPoint()
 
     def forward(self, x: Tensor, hooked: bool = False, cache: KVCache | None = None,
@@ -51,7 +52,8 @@ class Block(nn.Module):
             return x + self.mlp(self.ln2(x))  # (B, T, d)
         a = self.hook_attn_out(self.attn(self.ln1(x, True), True, cache, layer))  # (B, T, d)
         y = self.hook_resid_mid(x + a)  # (B, T, d)
-        return self.hook_resid_post(y + self.mlp(self.ln2(y, True), True))  # (B, T, d)
+        f = self.hook_mlp_out(self.mlp(self.ln2(y, True), True))  # (B, T, d)
+        return self.hook_resid_post(y + f)  # (B, T, d)
 
 
 class GPT(nn.Module):

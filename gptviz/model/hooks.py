@@ -2,10 +2,11 @@
 
 Every interesting tensor of the forward pass goes through a ``HookPoint``, an
 identity module whose name comes from ``named_modules()`` (e.g.
-``blocks.0.attn.hook_pattern``). Hooks are never stored on the model: ``hooks``
-puts them in a context variable for the duration of a ``with`` block, so they
-belong to that call alone. One model shared by many threads (every session of a
-Streamlit server uses the same bundled model) captures each thread's own tensors.
+``blocks.0.attn.hook_pattern``, which ``names.act_name("pattern", 0)`` builds).
+Hooks are never stored on the model: ``hooks`` puts them in a context variable
+for the duration of a ``with`` block, so they belong to that call alone. One
+model shared by many threads (every session of a Streamlit server uses the same
+bundled model) captures each thread's own tensors.
 
 The names, in forward order (B batch, T tokens, d = d_model, h = n_head, d_k = d / h):
 
@@ -20,6 +21,7 @@ The names, in forward order (B batch, T tokens, d = d_model, h = n_head, d_k = d
     blocks.l.hook_resid_mid        (B, T, d)     Y = X + attention
     blocks.l.ln2.hook_normalized   (B, T, d)     LayerNorm_2(Y), the FFN's input (extra name)
     blocks.l.mlp.hook_pre|post     (B, T, d_ff)  X W_1 + b_1, and after GELU / ReLU
+    blocks.l.hook_mlp_out          (B, T, d)     FFN(LayerNorm_2(Y)), before it is added to Y
     blocks.l.hook_resid_post       (B, T, d)     Y + FFN, the block's output
     ln_final.hook_normalized       (B, T, d)     final LayerNorm
     hook_logits                    (B, T, |V|)   logits
@@ -34,6 +36,8 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
+
+from gptviz.model.names import act_name
 
 NamesFilter = None | str | Iterable[str] | Callable[[str], bool]
 HookFn = Callable[[Tensor, str], Tensor | None]  # (activation, name) -> replacement or None
@@ -81,7 +85,7 @@ class ActivationCache(Mapping[str, Tensor]):
 
     >>> logits, cache = model.run_with_cache([1, 2, 3])
     >>> cache["blocks.0.attn.hook_pattern"].shape     # (B, n_head, T, T)
-    torch.Size([1, 4, 3, 3])
+    torch.Size([1, 2, 3, 3])
     """
 
     def __init__(self, tensors: dict[str, Tensor]) -> None:
@@ -175,8 +179,10 @@ def _check_names(names_filter: NamesFilter, points: Mapping[str, HookPoint]) -> 
 def ablate_heads(model: nn.Module, heads: Mapping[int, Iterable[int]]) -> Iterator[nn.Module]:
     """Zero the output z of chosen heads, e.g. ``{0: [1, 3]}`` = heads 1 and 3 of layer 0.
 
-    >>> with ablate_heads(model, {0: [1]}):
-    ...     probs = model(ids)[0, -1].softmax(-1)   # as if head 0.1 were switched off
+    >>> with ablate_heads(model, {0: [1]}):      # as if head 1 of layer 0 were switched off
+    ...     ablated = model(ids)[0, -1]
+    >>> bool((ablated != model(ids)[0, -1]).any())
+    True
     """
     chosen = {int(layer): sorted({int(h) for h in hs}) for layer, hs in heads.items()}
     for layer, hs in chosen.items():
@@ -193,7 +199,7 @@ def ablate_heads(model: nn.Module, heads: Mapping[int, Iterable[int]]) -> Iterat
         z[:, chosen[int(name.split(".")[1])]] = 0.0
         return z
 
-    names = [f"blocks.{layer}.attn.hook_z" for layer, hs in chosen.items() if hs]
+    names = [act_name("z", layer) for layer, hs in chosen.items() if hs]
     with hooks(model, [(names, zero)]) if names else _nothing(model):
         yield model
 

@@ -6,35 +6,35 @@
 
 from __future__ import annotations
 
-from gptviz.tokenizers.base import (
-    BOS,
-    EOS,
-    PAD,
-    SEED_SPECIALS,
-    UNK,
-    TokenInfo,
-    Tokenizer,
-    TokenizerError,
-)
+from gptviz.tokenizers.base import TokenInfo, Tokenizer, TokenizerError
 from gptviz.tokenizers.bpe import ByteLevelBPE
 from gptviz.tokenizers.bpe_train import PATTERNS, Merge
 from gptviz.tokenizers.char import CharTokenizer
 from gptviz.tokenizers.openai import (
-    MissingEncoding,
+    OPENAI_ENCODINGS,
     TiktokenTokenizer,
     available_encodings,
     load_encoding,
 )
+from gptviz.tokenizers.ranks import MissingEncoding, read_ranks
+from gptviz.tokenizers.specials import BOS, ENDOFTEXT, EOS, PAD, SEED_SPECIALS, UNK
 from gptviz.tokenizers.word import WordTokenizer
 
 TRAINABLE = {"char": CharTokenizer, "word": WordTokenizer, "bpe": ByteLevelBPE}
 
 
 def make_tokenizer(kind: str, **settings) -> Tokenizer:
-    """An untrained char/word/bpe tokenizer, or a pretrained OpenAI encoding by name."""
+    """An untrained char/word/bpe tokenizer, or a pretrained OpenAI encoding by name.
+
+    The one place a tokenizer is built from its name: the app, the training page and
+    ``python -m gptviz.train`` all come here.
+
+    >>> make_tokenizer("bpe", pattern="none").pattern, make_tokenizer("gpt2").vocab_size
+    ('none', 50257)
+    """
     if kind in TRAINABLE:
         return TRAINABLE[kind](**settings)
-    if kind in ("gpt2", "cl100k_base", "o200k_base"):
+    if kind in OPENAI_ENCODINGS:
         return TiktokenTokenizer(kind)
     raise TokenizerError(f"unknown tokenizer {kind!r}: use char, word, bpe or an OpenAI encoding.")
 
@@ -46,14 +46,15 @@ def train_tokenizer(kind: str, text: str, vocab_size: int | None = None,
     >>> train_tokenizer("word", "to be or not to be", vocab_size=7).symbols
     [' ', 'be', 'to']
     """
-    tok = ByteLevelBPE(pattern=pattern) if kind == "bpe" else make_tokenizer(kind)
+    tok = make_tokenizer(kind, **({"pattern": pattern} if kind == "bpe" else {}))
     tok.train(text, vocab_size)
     return tok
 
 
 __all__ = [
     "train_tokenizer",
-    "BOS", "EOS", "PAD", "UNK", "SEED_SPECIALS", "PATTERNS", "Merge", "TokenInfo", "Tokenizer",
+    "BOS", "EOS", "PAD", "UNK", "ENDOFTEXT", "SEED_SPECIALS", "PATTERNS", "Merge", "TokenInfo",
+    "Tokenizer", "read_ranks", "OPENAI_ENCODINGS",
     "TokenizerError", "MissingEncoding", "CharTokenizer", "WordTokenizer", "ByteLevelBPE",
     "TiktokenTokenizer", "available_encodings", "load_encoding", "make_tokenizer", "TRAINABLE",
 ]

@@ -14,10 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-# The seeds' special tokens, in the order their ids are assigned.
-BOS, EOS, UNK, PAD = "<|BOS|>", "<|EOS|>", "<|UNK|>", "<|PAD|>"
-SEED_SPECIALS: tuple[str, ...] = (BOS, EOS, UNK, PAD)
-
 # What encode does with text that spells a special token, e.g. "<|EOS|>":
 #   "none": it is ordinary text; "all": every registered special is recognised;
 #   or a set of the special strings to recognise.

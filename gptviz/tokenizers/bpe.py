@@ -10,7 +10,6 @@ ranks, this class gives tiktoken's ids.
 
 from __future__ import annotations
 
-import base64
 import heapq
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,14 +18,15 @@ from typing import Any
 import regex
 
 from gptviz.tokenizers.base import (
-    SEED_SPECIALS,
     AllowedSpecial,
     TokenInfo,
     Tokenizer,
     TokenizerError,
 )
 from gptviz.tokenizers.bpe_train import PATTERNS, Merge, count_chunks, learn_merges
-from gptviz.tokenizers.specials import split_on_specials
+from gptviz.tokenizers.byte_tokens import byte_token_infos
+from gptviz.tokenizers.ranks import read_ranks
+from gptviz.tokenizers.specials import BOS, ENDOFTEXT, EOS, SEED_SPECIALS, split_on_specials
 
 _CACHE_LIMIT = 200_000  # chunks remembered by encode (GPT-2's encoder.py caches too)
 _LONG_CHUNK = 48  # above this many bytes, merge with a heap instead of rescanning
@@ -172,7 +172,7 @@ class ByteLevelBPE(Tokenizer):
     ) -> list[int]:
         """``max_rank`` replays the tokenizer as it was after its first merges."""
         allowed = self.allowed_specials(allowed_special)
-        ids = [self._marker("<|BOS|>")] if bos else []
+        ids = [self._marker(BOS)] if bos else []
         for piece, _, is_special in split_on_specials(text, allowed):
             if is_special:
                 ids.append(self._specials[piece])
@@ -180,7 +180,7 @@ class ByteLevelBPE(Tokenizer):
             for chunk in self.split_text(piece):
                 ids.extend(self.encode_chunk(chunk.encode("utf-8"), max_rank))
         if eos:
-            ids.append(self._marker("<|EOS|>"))
+            ids.append(self._marker(EOS))
         return ids
 
     def encode_with_steps(self, text: str) -> list[tuple[bytes, list[tuple[int, int, int]]]]:
@@ -232,12 +232,8 @@ class ByteLevelBPE(Tokenizer):
     def from_tiktoken_file(cls, path: str | Path, pattern: str = "gpt2",
                            special_ids: dict[str, int] | None = None) -> ByteLevelBPE:
         """Rebuild the merges from a ``.tiktoken`` rank file (base64 token, rank)."""
-        ranks: dict[bytes, int] = {}
-        for line in Path(path).read_bytes().splitlines():
-            if line:
-                tok, rank = line.split()
-                ranks[base64.b64decode(tok)] = int(rank)
-        return cls.from_ranks(ranks, pattern, special_ids or {"<|endoftext|>": len(ranks)})
+        ranks = read_ranks(path)
+        return cls.from_ranks(ranks, pattern, special_ids or {ENDOFTEXT: len(ranks)})
 
     @classmethod
     def from_ranks(cls, ranks: dict[bytes, int], pattern: str,
@@ -293,55 +289,4 @@ def _merge_heap(chunk: bytes, ranks: dict[bytes, int], limit: float,
     return [p for p in parts if p]
 
 
-def byte_token_infos(ids: list[int], text: str, id_to_bytes, special_ids: set[int],
-                     bos: bool = False, eos: bool = False) -> list[TokenInfo]:
-    """Character spans for byte-level ids: a token that holds part of a
-    multi-byte character covers that character and is marked ``partial``.
 
-    Works for any tokenizer whose ids concatenate to the UTF-8 of ``text``
-    (specials spelled out in it), with optional BOS/EOS markers around it.
-    """
-    char_of_byte = []  # byte offset -> index of the character it belongs to
-    for ci, ch in enumerate(text):
-        char_of_byte.extend([ci] * len(ch.encode("utf-8")))
-    char_of_byte.append(len(text))
-    out, pos = [], 0
-    body = ids[1 if bos else 0: len(ids) - (1 if eos else 0)]
-    if bos:
-        out.append(_info(ids[0], id_to_bytes, (0, 0), True))
-    for idx in body:
-        data = id_to_bytes(idx)
-        start = char_of_byte[pos]
-        end = char_of_byte[pos + len(data) - 1] + 1 if data else start
-        pos += len(data)
-        out.append(_info(idx, id_to_bytes, (start, end), idx in special_ids))
-    if eos:
-        out.append(_info(ids[-1], id_to_bytes, (len(text), len(text)), True))
-    return out
-
-
-def _info(idx: int, id_to_bytes, span: tuple[int, int], special: bool) -> TokenInfo:
-    data = id_to_bytes(idx)
-    try:
-        data.decode("utf-8")
-        partial = False
-    except UnicodeDecodeError:
-        partial = True
-    return TokenInfo(idx, data.decode("utf-8", errors="replace"), data, span,
-                     special=special, partial=partial)
-
-
-def replay_steps(data: bytes, steps: list[tuple[int, int, int]], id_to_bytes) -> list[list[bytes]]:
-    """The parts of a chunk before and after each merge step of ``encode_with_steps``.
-
-    >>> replay_steps(b"abc", [(256, 97, 98)], {97: b"a", 98: b"b"}.get)
-    [[b'a', b'b', b'c'], [b'ab', b'c']]
-    """
-    parts = [data[i:i + 1] for i in range(len(data))]
-    states = [list(parts)]
-    for _, left, right in steps:
-        a, b = id_to_bytes(left), id_to_bytes(right)
-        i = next(i for i in range(len(parts) - 1) if parts[i] == a and parts[i + 1] == b)
-        parts[i:i + 2] = [a + b]
-        states.append(list(parts))
-    return states

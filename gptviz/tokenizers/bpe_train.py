@@ -128,7 +128,9 @@ def _apply_merge(pair, new_id, sym, weight, nxt, prev, counts, where) -> set[tup
 
 
 def count_chunks(chunks: Iterable[str]) -> dict[bytes, int]:
-    """>>> count_chunks(["ab", " ab", "ab"])
+    """How often each pre-tokenized chunk occurs, keyed by its UTF-8 bytes.
+
+    >>> count_chunks(["ab", " ab", "ab"])
     {b'ab': 2, b' ab': 1}
     """
     return {c.encode("utf-8"): n for c, n in Counter(chunks).items()}

@@ -8,8 +8,12 @@ from gptviz.tokenizers.symbols import SymbolTokenizer
 
 
 class CharTokenizer(SymbolTokenizer):
-    """>>> t = CharTokenizer(); _ = t.train("banana"); t.encode("nab")
-    [2, 0, 1]     # a=0, b=1, n=2, then <|BOS|>=3 <|EOS|>=4 <|UNK|>=5 <|PAD|>=6
+    """One token per character; the sorted characters first, then the specials.
+
+    >>> t = CharTokenizer(); _ = t.train("banana"); t.encode("nab")   # a=0, b=1, n=2
+    [2, 0, 1]
+    >>> t.special_tokens
+    {'<|BOS|>': 3, '<|EOS|>': 4, '<|UNK|>': 5, '<|PAD|>': 6}
     """
 
     kind = "char"

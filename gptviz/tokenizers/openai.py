@@ -8,7 +8,6 @@ machine (in ``assets/tokenizers/`` or in tiktoken's own cache).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 import tempfile
@@ -19,33 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
-from gptviz.tokenizers.bpe import byte_token_infos
+from gptviz.tokenizers.byte_tokens import byte_token_infos
+from gptviz.tokenizers.ranks import MissingEncoding, read_ranks
+from gptviz.tokenizers.specials import ENDOFTEXT
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "tokenizers"
 GPT2_FILE = ASSETS / "gpt2.tiktoken"
 GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 OPENAI_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
 _patch_lock = threading.Lock()
-
-
-class MissingEncoding(TokenizerError):
-    """The rank file of an encoding is not on this machine."""
-
-
-def read_ranks(path: Path, sha256: str | None = None) -> dict[bytes, int]:
-    """Parse a ``.tiktoken`` file (one ``base64-token rank`` per line)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MissingEncoding(f"{path} cannot be read ({exc.strerror}).") from exc
-    if sha256 and hashlib.sha256(data).hexdigest() != sha256:
-        raise TokenizerError(f"{path} is corrupted: its sha256 is not {sha256}.")
-    ranks = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
 
 
 def _local_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
@@ -69,7 +50,7 @@ def load_encoding(name: str):
         return tiktoken.Encoding(
             name="gpt2", pat_str=public.r50k_pat_str, explicit_n_vocab=50257,
             mergeable_ranks=read_ranks(GPT2_FILE, GPT2_SHA256),
-            special_tokens={"<|endoftext|>": 50256},
+            special_tokens={ENDOFTEXT: 50256},
         )
     if name not in OPENAI_ENCODINGS:
         raise TokenizerError(f"unknown encoding {name!r}; choose one of {OPENAI_ENCODINGS}.")
@@ -133,7 +114,7 @@ class TiktokenTokenizer(Tokenizer):
         allowed_special: AllowedSpecial = "none",
     ) -> list[int]:
         if bos or eos:
-            raise TokenizerError(f"{self.name} has no BOS/EOS tokens; it uses <|endoftext|>.")
+            raise TokenizerError(f"{self.name} has no BOS/EOS tokens; it uses {ENDOFTEXT}.")
         allowed = self.allowed_specials(allowed_special)
         return self.enc.encode(text, allowed_special=allowed, disallowed_special=())
 

@@ -1,9 +1,14 @@
-"""Cutting a text around special-token strings such as ``<|endoftext|>``."""
+"""The special tokens' strings, and cutting a text around them."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+
+# The seeds' special tokens, in the order their ids are assigned.
+BOS, EOS, UNK, PAD = "<|BOS|>", "<|EOS|>", "<|UNK|>", "<|PAD|>"
+SEED_SPECIALS: tuple[str, ...] = (BOS, EOS, UNK, PAD)
+ENDOFTEXT = "<|endoftext|>"  # GPT-2's one special token, between documents
 
 
 def split_on_specials(text: str, allowed: set[str]) -> Iterator[tuple[str, int, bool]]:

@@ -13,14 +13,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 from gptviz.tokenizers.base import (
-    SEED_SPECIALS,
-    UNK,
     AllowedSpecial,
     TokenInfo,
     Tokenizer,
     TokenizerError,
 )
-from gptviz.tokenizers.specials import split_on_specials
+from gptviz.tokenizers.specials import BOS, EOS, SEED_SPECIALS, UNK, split_on_specials
 
 
 class SymbolTokenizer(Tokenizer):
@@ -52,8 +50,11 @@ class SymbolTokenizer(Tokenizer):
         """Keep every symbol of ``text`` or, with ``vocab_size`` (specials
         included), the most frequent ones; returns the symbol counts.
 
-        >>> CharTokenizer().train("abca", vocab_size=6)  # 2 symbols + 4 specials
-        Counter({'a': 2, 'b': 1, 'c': 1})   # keeps 'a' and 'b' (ties: code point)
+        >>> from gptviz.tokenizers.char import CharTokenizer
+        >>> tok = CharTokenizer(); tok.train("abca", vocab_size=6)  # 2 symbols + 4 specials
+        Counter({'a': 2, 'b': 1, 'c': 1})
+        >>> tok.symbols                                             # ties: by code point
+        ['a', 'b']
         """
         if not text:
             raise TokenizerError("the corpus is empty: give some text to learn a vocabulary from.")
@@ -90,7 +91,7 @@ class SymbolTokenizer(Tokenizer):
         allowed = self.allowed_specials(allowed_special)
         out = []
         if bos:
-            out.append(self._special_info(SEED_SPECIALS[0], (0, 0)))
+            out.append(self._special_info(BOS, (0, 0)))
         for piece, start, is_special in split_on_specials(text, allowed):
             if is_special:
                 out.append(self._special_info(piece, (start, start + len(piece))))
@@ -103,7 +104,7 @@ class SymbolTokenizer(Tokenizer):
                 else:
                     out.append(TokenInfo(idx, sym, sym.encode("utf-8"), (start + s, start + e)))
         if eos:
-            out.append(self._special_info(SEED_SPECIALS[1], (len(text), len(text))))
+            out.append(self._special_info(EOS, (len(text), len(text))))
         return out
 
     def _special_info(self, name: str, span: tuple[int, int]) -> TokenInfo:

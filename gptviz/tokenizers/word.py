@@ -16,7 +16,9 @@ WORD_PATTERN = re.compile(r"\w+|[^\w\s]|\s+")
 
 
 class WordTokenizer(SymbolTokenizer):
-    """>>> list(WordTokenizer.split("Hi, you"))
+    """One token per word, punctuation mark or run of whitespace.
+
+    >>> list(WordTokenizer.split("Hi, you"))
     [('Hi', 0, 2), (',', 2, 3), (' ', 3, 4), ('you', 4, 7)]
     """
 

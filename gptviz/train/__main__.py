@@ -17,7 +17,8 @@ from typing import TextIO
 from gptviz.checkpoints import save_checkpoint
 from gptviz.data import decode_text
 from gptviz.model import GPTConfig, RunConfig, TrainConfig
-from gptviz.tokenizers.base import Tokenizer
+from gptviz.model.config import ACTIVATIONS, DTYPES, POSITIONALS
+from gptviz.tokenizers import train_tokenizer
 from gptviz.train import ddp
 from gptviz.train.trainer import EvalInfo, StepInfo, Trainer
 
@@ -43,17 +44,6 @@ class ProgressBar:
         self.stream.write("\n")
 
 
-def make_tokenizer(kind: str) -> Tokenizer:
-    if kind == "char":
-        from gptviz.tokenizers.char import CharTokenizer
-        return CharTokenizer()
-    if kind == "word":
-        from gptviz.tokenizers.word import WordTokenizer
-        return WordTokenizer()
-    from gptviz.tokenizers.bpe import ByteLevelBPE
-    return ByteLevelBPE()
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m gptviz.train", description=__doc__.splitlines()[0])
     p.add_argument("--corpus", required=True, type=Path, help="UTF-8 text file to train on")
@@ -66,8 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--d-model", type=int, default=m.d_model)
     p.add_argument("--d-ff", type=int, default=None, help="FFN width (default 4 * d_model)")
     p.add_argument("--context-length", type=int, default=m.context_length)
-    p.add_argument("--activation", choices=("gelu", "relu"), default=m.activation)
-    p.add_argument("--positional", choices=("sinusoidal", "learned", "none"), default=m.positional)
+    p.add_argument("--activation", choices=ACTIVATIONS, default=m.activation)
+    p.add_argument("--positional", choices=POSITIONALS, default=m.positional)
     p.add_argument("--dropout", type=float, default=m.dropout)
     p.add_argument("--no-tie", action="store_true", help="separate unembedding matrix")
     p.add_argument("--no-bias", action="store_true",
@@ -83,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-batches", type=int, default=t.eval_batches)
     p.add_argument("--seed", type=int, default=t.seed)
     p.add_argument("--device", default=t.device)
-    p.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default=t.dtype)
+    p.add_argument("--dtype", choices=DTYPES, default=t.dtype)
     p.add_argument("--out", required=True, type=Path, help="checkpoint folder to write")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p.parse_args(argv)
@@ -106,13 +96,12 @@ def build_config(a: argparse.Namespace, vocab_size: int) -> RunConfig:
     return RunConfig(model, train)
 
 
-def run(a: argparse.Namespace) -> Path | None:
+def train_and_save(a: argparse.Namespace) -> Path | None:
     """Train and save; returns the checkpoint folder (None on non-zero ranks)."""
     dist = ddp.init_from_env(a.device)
     try:
         text = decode_text(a.corpus.read_bytes(), str(a.corpus), limit=50_000_000)
-        tokenizer = make_tokenizer(a.tokenizer)
-        tokenizer.train(text, a.vocab_size)
+        tokenizer = train_tokenizer(a.tokenizer, text, a.vocab_size)
         ids = tokenizer.encode(text)
         config = build_config(a, tokenizer.vocab_size)
         show = not a.quiet and (dist is None or dist.is_main)
@@ -159,7 +148,7 @@ def _finite(x: float) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        out = run(args)
+        out = train_and_save(args)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,7 +1,11 @@
 """Before vs after training: the same prompt through an untrained and a trained model.
 
->>> before = continuation(initial_model(config, 1337), tok, "The ", 40)
->>> after = continuation(trained, tok, "The ", 40)   # same seed, same prompt
+>>> from gptviz.checkpoints import initial_model
+>>> before = continuation(initial_model(model.config, 1337), tokenizer, "abc", 4)
+>>> before.n_prompt_tokens, round(before.prompt_loss, 2)   # ln 10 = 2.30: a uniform guess
+(3, 2.18)
+
+"After" is ``continuation`` of the trained model: same prompt, same sampling seed.
 """
 
 from __future__ import annotations

@@ -54,3 +54,9 @@ def autocast(device: torch.device, dtype: torch.dtype | None) -> Iterator[None]:
         return
     with torch.autocast(device_type=device.type, dtype=dtype):
         yield
+
+
+def pick_dtype() -> str:
+    """bf16 autocast where the CPU has bf16 instructions (about 2x faster), else float32."""
+    check = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    return "bfloat16" if check is not None and check() else "float32"

@@ -4,15 +4,16 @@ No Streamlit here. A page starts a ``TrainingJob``, polls ``job.snapshot()`` to
 draw, and calls ``job.stop()``; the thread only records numbers. A shared
 ``TrainerSlots`` bounds how many jobs train at once; the others wait, queued.
 
->>> slots = TrainerSlots(limit=1)
->>> job = TrainingJob(run, ids, tokenizer, slots=slots, prompt="The ")
->>> job.start(); job.join(); job.snapshot().status
+>>> from gptviz.model import TrainConfig
+>>> run = RunConfig(model.config, TrainConfig(steps=20, batch_size=4, eval_batches=2))
+>>> job = TrainingJob(run, tokenizer.encode("abcdef" * 20), tokenizer,
+...                   slots=TrainerSlots(limit=1), prompt="ab")
+>>> job.start(); job.join() and job.snapshot().status     # join: True once the thread ends
 'done'
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
 import threading
@@ -28,68 +29,14 @@ from gptviz.generate import encode_prompt, generate
 from gptviz.model import RunConfig
 from gptviz.tokenizers.base import Tokenizer
 from gptviz.train.plan import flops_per_token
+from gptviz.train.slots import TrainerSlots
 from gptviz.train.trainer import DivergenceError, EvalInfo, StepInfo, Trainer
 
 log = logging.getLogger(__name__)
 # Held while a thread may be the first to build an optimizer: that imports torch._dynamo,
 # and two threads importing it at once can deadlock or see a half-initialised module.
 _OPTIMIZER_IMPORT = threading.Lock()
-DEFAULT_FLOPS_PER_S = 90e9  # one thread, bf16: 98-123 GFLOP/s measured (BENCHMARKS_training)
 ACTIVE = ("queued", "running")
-
-
-class TrainerSlots:
-    """At most ``limit`` trainers at once in this process; the rest wait for a slot.
-
-    Also remembers the training speed of finished runs, for time estimates, and keeps
-    the heap that existed before training out of the cyclic garbage collector while
-    any trainer runs (``gc.freeze``). Streamlit runs a full ``gc.collect`` after every
-    script run; with a fragment redrawing twice a second, a full pass over the app's
-    ~260k objects (0.2–0.4 s, holding the GIL) would stall the training thread for most
-    of each second. Frozen objects are handed back (``gc.unfreeze``) when the last
-    trainer ends, so nothing leaks.
-
-    >>> slots = TrainerSlots(1); slots.acquire(threading.Event()), slots.running
-    (True, 1)
-    """
-
-    def __init__(self, limit: int = 1) -> None:
-        if limit < 1:
-            raise ValueError(f"the trainer limit must be at least 1, got {limit}.")
-        self.limit = limit
-        self.running = 0  # jobs holding a slot
-        self.waiting = 0  # jobs queued for one
-        self.flops_per_s = DEFAULT_FLOPS_PER_S
-        self._cond = threading.Condition()
-
-    def acquire(self, stop: threading.Event, poll_s: float = 0.1) -> bool:
-        """Wait for a free slot; False if ``stop`` was set first."""
-        with self._cond:
-            self.waiting += 1
-            try:
-                while self.running >= self.limit and not stop.is_set():
-                    self._cond.wait(poll_s)
-                if stop.is_set():
-                    return False
-                self.running += 1
-                if self.running == 1:
-                    gc.collect()
-                    gc.freeze()
-                return True
-            finally:
-                self.waiting -= 1
-
-    def release(self) -> None:
-        with self._cond:
-            self.running = max(0, self.running - 1)
-            if self.running == 0:
-                gc.unfreeze()
-            self._cond.notify_all()
-
-    def record_speed(self, flops_per_s: float) -> None:
-        """Blend a finished run's sustained FLOP/s into the estimate (moving average)."""
-        if math.isfinite(flops_per_s) and flops_per_s > 0:
-            self.flops_per_s = 0.5 * self.flops_per_s + 0.5 * flops_per_s
 
 
 @dataclass(frozen=True)
@@ -119,12 +66,6 @@ class Snapshot:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE
-
-
-def pick_dtype() -> str:
-    """bf16 autocast where the CPU has bf16 instructions (about 2x faster), else float32."""
-    check = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
-    return "bfloat16" if check is not None and check() else "float32"
 
 
 def warm_up() -> threading.Thread:
@@ -287,7 +228,10 @@ class TrainingJob:
 class SessionTrainer:
     """The one training job of a browser session; ``close`` stops it and lets memory go.
 
-    >>> holder = SessionTrainer(); holder.submit(job); holder.close()
+    >>> job = TrainingJob(RunConfig(model.config), ids * 50, tokenizer, slots=TrainerSlots(1))
+    >>> holder = SessionTrainer(); holder.submit(job)
+    >>> holder.close(timeout=30); holder.job is None
+    True
     """
 
     job: TrainingJob | None = None

@@ -24,17 +24,17 @@ class TrainingSpec:
     corpus: str = "mathematics"  # a bundled corpus name, or "synthetic:<task>", or "upload"
     tokenizer: str = "char"  # "char", "word" or "bpe"
     vocab_size: int = 0  # tokenizer vocabulary; 0 = every symbol (char/word only)
-    d_model: int = 128  # width of the residual stream
-    n_layer: int = 2  # transformer blocks
-    n_head: int = 4  # heads per block (must divide d_model)
-    context_length: int = 64  # N, tokens the model sees at once
-    positional: str = "learned"  # "learned", "sinusoidal" or "none"
-    activation: str = "gelu"  # FFN non-linearity
+    d_model: int = GPTConfig.d_model  # width of the residual stream
+    n_layer: int = 2  # transformer blocks (fewer than GPTConfig's 4: a 30-second demo)
+    n_head: int = GPTConfig.n_head  # heads per block (must divide d_model)
+    context_length: int = GPTConfig.context_length  # N, tokens the model sees at once
+    positional: str = GPTConfig.positional  # one of POSITIONALS
+    activation: str = GPTConfig.activation  # FFN non-linearity, one of ACTIVATIONS
     steps: int = 800  # optimizer steps
-    batch_size: int = 12  # windows per step
+    batch_size: int = TrainConfig.batch_size  # windows per step
     learning_rate: float = 1e-2  # peak learning rate (tiny models take large ones)
     stride: int = 1  # step between training windows
-    seed: int = 1337  # initialisation and batch order
+    seed: int = TrainConfig.seed  # initialisation and batch order
 
 
 PRESETS: dict[str, TrainingSpec] = {

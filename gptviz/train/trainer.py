@@ -65,8 +65,9 @@ class TrainResult:
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warmup to learning_rate, then cosine decay to min_lr at the last step.
 
-    >>> lr_at(0, TrainConfig(learning_rate=1e-3, warmup_steps=100))
-    1e-05
+    >>> cfg = TrainConfig(steps=2000, learning_rate=1e-3, min_lr=1e-4, warmup_steps=100)
+    >>> [round(lr_at(step, cfg), 6) for step in (0, 100, 2000)]   # start, peak, floor
+    [1e-05, 0.001, 0.0001]
     """
     if step < cfg.warmup_steps:
         return cfg.learning_rate * (step + 1) / (cfg.warmup_steps + 1)
@@ -90,8 +91,10 @@ def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
 class Trainer:
     """Train a GPT on a stream of token ids.
 
-    >>> trainer = Trainer(RunConfig(GPTConfig(vocab_size=7), TrainConfig(steps=50)), ids)
-    >>> result = trainer.train()          # result.evals[-1].val_loss, trainer.model
+    >>> run = RunConfig(model.config, TrainConfig(steps=30, batch_size=4, eval_batches=2))
+    >>> result = Trainer(run, list(range(10)) * 20).train()   # evaluates at 0 and at the end
+    >>> result.steps_done, result.evals[-1].val_loss < result.evals[0].val_loss
+    (30, True)
     """
 
     def __init__(self, config: RunConfig, train_ids: Sequence[int] | Tensor,

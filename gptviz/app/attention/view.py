@@ -16,25 +16,16 @@ from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download
 from gptviz.model.hooks import ActivationCache
+from gptviz.model.names import act_name, attention_page_names
 
 SQUARE = ("scores", "M", "masked scores", "pattern")  # the (T, T) steps of a head
 STEP_ROWS = [("Q", "K", "V"), ("scores", "M", "masked scores"), ("pattern", "Z")]
 ABLATION_TOP = 10  # most probable tokens before / after, in the bar chart
 
 
-def attention_names(n_layer: int) -> list[str]:
-    """Every activation the page reads, e.g. 'blocks.0.attn.hook_pattern'.
-
-    >>> attention_names(1)[:3]
-    ['hook_embed', 'hook_pos_embed', 'blocks.0.attn.hook_q']
-    """
-    hooks = ("q", "k", "v", "scores", "pattern", "z")
-    return ["hook_embed", "hook_pos_embed",
-            *(f"blocks.{ly}.attn.hook_{h}" for ly in range(n_layer) for h in hooks)]
-
-
-def run(picked: Picked, prompt: Prompt) -> ActivationCache:
-    cache, _ = activations(picked, prompt.ids, attention_names(picked.checkpoint.config.n_layer))
+def page_activations(picked: Picked, prompt: Prompt) -> ActivationCache:
+    cache, _ = activations(picked, prompt.ids,
+                           attention_page_names(picked.checkpoint.config.n_layer))
     return cache
 
 
@@ -127,7 +118,7 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
 def masks_and_check(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
                     head: int) -> None:
     """The seeds' weight-free attention, both causal masks, and the SDPA check."""
-    x = analysis.to_numpy(cache["hook_embed"][0] + cache["hook_pos_embed"])  # (T, d)
+    x = analysis.to_numpy(cache[act_name("embed")][0] + cache[act_name("pos_embed")])  # (T, d)
     scores, simple, _ = am.simplified_attention(x)  # (T, T) each
     renorm, neg_inf = am.causal_by_renormalising(scores), am.causal_by_neg_inf(scores)
     delta = float((renorm - neg_inf).abs().max())
@@ -181,3 +172,7 @@ def ablation_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None
     st.caption("Ablation replaces a head's output z_h (its column block of Z) with zeros before "
                "W_O mixes the heads, and runs the rest of the model unchanged. Half the sum of "
                "|P − P′| is the total-variation distance: the probability mass that moved.")
+
+
+VIEWS = {"All heads": overview, "Steps of one head": head_steps,
+         "Masks and the SDPA check": masks_and_check, "Head ablation": ablation_view}

@@ -16,26 +16,14 @@ from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download
 from gptviz.model.hooks import ActivationCache
+from gptviz.model.names import act_name, block_page_names
 
 LENS_TOP = 5  # guesses per row of the logit lens
 COUNT = st.column_config.NumberColumn(format="localized")  # 124,412,160
 
 
-def block_names(n_layer: int) -> list[str]:
-    """Every activation the page reads, e.g. 'blocks.0.mlp.hook_pre'.
-
-    >>> len(block_names(2))
-    20
-    """
-    per_layer = ("ln1.hook_normalized", "attn.hook_pattern", "attn.hook_z", "hook_attn_out",
-                 "hook_resid_mid", "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post",
-                 "hook_resid_post")
-    return ["hook_embed", "hook_pos_embed",
-            *(f"blocks.{ly}.{name}" for ly in range(n_layer) for name in per_layer)]
-
-
-def run(picked: Picked, prompt: Prompt) -> ActivationCache:
-    cache, _ = activations(picked, prompt.ids, block_names(picked.checkpoint.config.n_layer))
+def page_activations(picked: Picked, prompt: Prompt) -> ActivationCache:
+    cache, _ = activations(picked, prompt.ids, block_page_names(picked.checkpoint.config.n_layer))
     return cache
 
 
@@ -61,7 +49,7 @@ def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int
                                  key="which_ln", format_func={"ln1": "LN₁ (before attention)",
                                                               "ln2": "LN₂ (before the FFN)"}.get)
     x = analysis.layernorm_input(cache, layer, which)  # (T, d)
-    out = cache[f"blocks.{layer}.{which}.hook_normalized"][0]  # (T, d)
+    out = cache[act_name("normalized", layer, which)][0]  # (T, d)
     eps = getattr(picked.checkpoint.model.blocks[layer], which).eps
     stats = analysis.layernorm_stats(x, out, eps)
     st.latex(r"\mathrm{LN}(x) = \lambda \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + b,"
@@ -89,7 +77,7 @@ def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> 
     curves = analysis.activation_curves(x, x, 1)
     st.latex(mb.activation_point(x, *(float(curves[k][0]) for k in ("GELU", "GELU (tanh)",
                                                                      "ReLU"))))
-    h = analysis.to_numpy(cache[f"blocks.{layer}.mlp.hook_pre"][0])  # (T, d_ff)
+    h = analysis.to_numpy(cache[act_name("pre", layer)][0])  # (T, d_ff)
     act = picked.checkpoint.config.activation
     cols = st.columns(3)
     cols[0].metric("FFN inputs H in this layer", f"{h.size:,}")
@@ -160,3 +148,8 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
                "last row is the model's real prediction."
                + (" With tied embeddings the 'embeddings' row often guesses the token itself: "
                   "E_v · E_v is large." if c.tie_embeddings else ""))
+
+
+VIEWS = {"The block, step by step": flow, "LayerNorm": layernorm,
+         "GELU vs ReLU": activation_functions, "Parameters": parameters,
+         "Residual stream and logit lens": residual_and_lens}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gptviz.app.shared.tex import tex_int, tex_text, vector
+from gptviz.app.shared.tex import grouped, tex_text, vector
 
 
 def embedding_lookup(token: str, token_id: int, vocab_size: int, row: Sequence[float]) -> str:
@@ -17,7 +17,7 @@ def embedding_lookup(token: str, token_id: int, vocab_size: int, row: Sequence[f
     return (
         r"\begin{aligned}"
         rf"\mathrm{{OH}}\big({tex_text(token, 16)}\big) &= e_{{{token_id}}} \in "
-        rf"\{{0,1\}}^{{{tex_int(vocab_size)}}} \\"
+        rf"\{{0,1\}}^{{{grouped(vocab_size)}}} \\"
         rf"e_{{{token_id}}}^\top A &= \textstyle\sum_v [v = {token_id}]\, A_{{v,:}} = "
         rf"A_{{{token_id},:}} \\"
         rf"&= {vector(row)} \in \mathbb{{R}}^{{{d}}}"

@@ -12,17 +12,15 @@ from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.shared import tex as tx
 from gptviz.app.shared.cache import (
     cached_figure,
-    fresh_model,
-    fresh_vocab_pca,
+    untrained_twin,
+    untrained_vocab_pca,
     vocab_labels,
     vocab_pca,
 )
 from gptviz.app.shared.heatmaps import legend_on_top, thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download
-
-SHOWN_DIMS = 12  # columns of E[ids] in the on-screen table (the CSV has all)
+from gptviz.app.shared.widgets import SHOWN_DIMS, csv_download
 
 
 def embedding_matrix(picked: Picked) -> np.ndarray:
@@ -111,7 +109,7 @@ def neighbours(picked: Picked, prompt: Prompt, pos: int, labels: list[str]) -> N
 def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
     """The trained E beside the same model's E at initialisation."""
     config = picked.checkpoint.config
-    fresh = analysis.to_numpy(fresh_model(config).embed.weight)  # (|V|, d)
+    fresh = analysis.to_numpy(untrained_twin(picked).embed.weight)  # (|V|, d)
     labels = vocab_labels(picked)
     st.markdown("At initialisation every row of E is drawn from N(0, 0.02²): random vectors in "
                 f"{config.d_model} dimensions are nearly orthogonal, so no token is closer to "
@@ -120,7 +118,7 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
     left, right = st.columns(2)
     for col, (name, (coords, ratio)) in zip(
             (left, right), [("trained", vocab_pca(picked, 2)),
-                            ("freshly initialised", fresh_vocab_pca(config, 2))], strict=True):
+                            ("freshly initialised", untrained_vocab_pca(picked, 2))], strict=True):
         col.plotly_chart(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
                                                       title=f"E {name}")),
                          width="stretch", key=f"pca-{name}")
@@ -135,3 +133,7 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
     st.markdown(f"Nearest neighbours of **{label!r}** (id {token_id}) by cosine similarity:")
     st.dataframe(df, hide_index=True, width="stretch")
     csv_download(df, f"neighbours-trained-vs-fresh-{picked.name}-{token_id}.csv")
+
+
+VIEWS = {"One-hot × E": lookup, "The vocabulary (PCA)": vocabulary,
+         "Trained vs untrained": trained_vs_fresh}

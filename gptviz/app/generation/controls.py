@@ -17,14 +17,16 @@ import streamlit as st
 
 from gptviz import generate as gen
 from gptviz.app.generation.figures import sequence_chips_html
-from gptviz.app.generation.state import MAX_TOKENS, History, Sampling
+from gptviz.app.generation.state import MAX_TOKENS, History
 from gptviz.app.shared.click_button import click_total
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import cap_text, problem
 from gptviz.checkpoints import Checkpoint
+from gptviz.generate import Sampling
 from gptviz.model import GPT
 from gptviz.tokenizers import TokenizerError
-from gptviz.tokenizers.base import UNK, TokenInfo, Tokenizer
+from gptviz.tokenizers.base import TokenInfo, Tokenizer
+from gptviz.tokenizers.specials import BOS, UNK
 
 HISTORY = "gen_history"  # st.session_state key of the History
 STEP = "gen_step"  # the replayed step (1-based)
@@ -53,7 +55,7 @@ def prompt_tokens(ckpt: Checkpoint, raw: str) -> PromptTokens | None:
             problem(f"Cannot start: {exc}")
             return None
         st.info("The prompt is empty, so generation starts from the start-of-text token "
-                "<|BOS|> alone: the model writes whatever its training text makes likely "
+                f"{BOS} alone: the model writes whatever its training text makes likely "
                 "at the beginning.", icon=":material/edit_note:")
         return PromptTokens("", [token_info(tok, ids[0])])
     try:
@@ -64,7 +66,7 @@ def prompt_tokens(ckpt: Checkpoint, raw: str) -> PromptTokens | None:
     unknown = sorted({text[t.span[0]:t.span[1]] for t in tokens if t.unknown})
     if unknown:
         shown = ", ".join(repr(u) for u in unknown[:8]) + (" …" if len(unknown) > 8 else "")
-        st.warning(f"This model's vocabulary has no token for {shown}: each became <|UNK|> "
+        st.warning(f"This model's vocabulary has no token for {shown}: each became {UNK} "
                    f"(id {tok.special_tokens.get(UNK, '?')}, red chips). The model reads it as "
                    "'something unknown' and saw it rarely in training, so its guesses after it "
                    "are poor. Remove those characters or pick a model with a byte-level BPE "

@@ -7,7 +7,6 @@ whose tick labels are the tokens (plotly would merge two tokens that look alike)
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,14 +16,14 @@ from plotly.subplots import make_subplots
 
 from gptviz.app.shared.chips import (
     CHIP_CSS,
-    PALETTE,
-    SPECIAL_FILL,
-    UNKNOWN_FILL,
+    chip,
     hex_bytes,
+    token_chip,
     token_label,
     visible,
 )
 from gptviz.app.shared.heatmaps import as_float32, axis_labels
+from gptviz.app.shared.tex import percent
 from gptviz.tokenizers.base import TokenInfo
 
 BAR, CHOSEN, SAMPLED = "#4c78a8", "#f58518", "#54a24b"
@@ -43,17 +42,6 @@ def top_ids(probs, k: int) -> np.ndarray:
     """
     p = as_float32(probs)  # (|V|,)
     return np.argsort(-p, kind="stable")[: max(1, min(k, p.size))]
-
-
-def percent(p: float) -> str:
-    """A probability as the seeds write it.
-
-    >>> percent(0.2931), percent(0.004), percent(0.0)
-    ('29.3%', '<1%', '0%')
-    """
-    if p <= 0:
-        return "0%"
-    return "<1%" if p < 0.005 else f"{100 * p:.1f}%"
 
 
 def topk_bars(labels: Sequence[str], probs, chosen: int | None = None, logits=None,
@@ -182,15 +170,6 @@ padding:0 4px}
 """
 
 
-def _chip(tok: TokenInfo, pos: int, classes: str, tip: str) -> str:
-    fill = (UNKNOWN_FILL if tok.unknown else SPECIAL_FILL if tok.special
-            else PALETTE[pos % len(PALETTE)])
-    special = " special" if tok.special and not tok.unknown else ""
-    return (f'<span class="gv-chip{special} {classes}" style="background:{fill}" '
-            f'title="{html.escape(tip)}">{html.escape(token_label(tok))}'
-            f"<small>{tok.id}</small></span>")
-
-
 def sequence_chips_html(tokens: Sequence[TokenInfo], n_prompt: int, dropped: int,
                         max_tokens: int = 400) -> str:
     """The prompt and the generated tokens as chips; the ``dropped`` first tokens (outside the
@@ -219,7 +198,7 @@ def sequence_chips_html(tokens: Sequence[TokenInfo], n_prompt: int, dropped: int
             " · cut: outside the context window" if pos < dropped else "")
         tip = (f"position {pos} · id {tok.id} · token {tok.string!r} · "
                f"bytes [{hex_bytes(tok.bytes)}] · {where}")
-        parts.append(_chip(tok, pos, classes, tip))
+        parts.append(token_chip(tok, pos, tip, classes))
     parts.append("</div>")
     return "".join(parts)
 
@@ -236,10 +215,8 @@ def attention_chips_html(tokens: Sequence[TokenInfo], weights: Sequence[float]) 
     for pos, (tok, w) in enumerate(zip(tokens, weights, strict=True)):
         alpha = 0.08 + 0.92 * float(w) / top
         tip = f"position {pos} · id {tok.id} · token {tok.string!r} · weight {float(w):.4f}"
-        parts.append(
-            f'<span class="gv-chip" style="background:rgba(245,133,24,{alpha:.3f})" '
-            f'title="{html.escape(tip)}">{html.escape(token_label(tok))}'
-            f"<small>{float(w):.2f}</small></span>")
+        parts.append(chip(token_label(tok), f"{float(w):.2f}",
+                          f"rgba(245,133,24,{alpha:.3f})", tip))
     parts.append("</div>")
     return "".join(parts)
 

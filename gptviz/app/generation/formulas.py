@@ -10,27 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from gptviz.app.generation.figures import percent
-from gptviz.app.shared.chips import (
-    visible,
-)
-from gptviz.app.shared.tex import num, tex_text
+from gptviz.app.shared.tex import grouped, num, percent_tex, tex_running, tex_text
 
 WINDOW_CHARS = 60  # characters of the context window a line of the seeds' display shows
-_TEX = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-        "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}"}
-
-
-def tex_running(s: str, max_chars: int = 40) -> str:
-    r"""Running text for ``\text{…}``: its tail, escaped, spaces kept, newlines shown as ↵.
-
-    >>> tex_running("a_b\nc", 10), tex_running("abcdef", 4)
-    ('\\text{a\\_b↵c}', '\\text{…def}')
-    """
-    if len(s) > max_chars:
-        s = "…" + s[-(max_chars - 1):]
-    shown = "".join(ch if ch == " " else visible(ch) for ch in s)
-    return r"\text{" + "".join(_TEX.get(ch, ch) for ch in shown) + "}"
 
 
 def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,
@@ -49,14 +31,10 @@ def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,
     before = "".join(pieces[:cropped]) if len(body) < WINDOW_CHARS - 8 else ""
     head = tex_running(before, WINDOW_CHARS - len(body)) if before else ""
     box = (r"\,\fbox{" + tex_text(new, 16) + "}") if new is not None else ""
-    cases = r" \\ ".join(tex_text(c, 16) + " & " + _tex_percent(p) for c, p in candidates)
+    cases = r" \\ ".join(tex_text(c, 16) + " & " + percent_tex(p) for c, p in candidates)
     return ((r"\implies " if continued else "") + head + r"\underline{"
             + (tex_running(body, WINDOW_CHARS) if body else "") + box + "}"
             + r" \mapsto \begin{cases} " + cases + r" \end{cases}")
-
-
-def _tex_percent(p: float) -> str:
-    return percent(p).replace("%", r"\%").replace("<", "{<}")
 
 
 def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: float,
@@ -75,9 +53,9 @@ def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: f
                 rf"y_{{N,{token_id}}} = {num(y)}\\ P_0({tex_text(token, 16)}) &= 1 "
                 r"\quad\text{(every other token gets 0: nothing is random)}\end{aligned}")
     t = num(temperature, 2)
-    where = (rf"S = V,\ |S| = {kept:,}" if kept >= vocab_size else
-             rf"S = \text{{the ids top-}}k\text{{ / top-}}p\text{{ keep}},\ |S| = {kept:,}"
-             rf"\ \text{{of}}\ |V| = {vocab_size:,}").replace(",", "{,}")
+    where = (rf"S = V,\ |S| = {grouped(kept)}" if kept >= vocab_size else
+             rf"S = \text{{the ids top-}}k\text{{ / top-}}p\text{{ keep}},\ |S| = {grouped(kept)}"
+             rf"\ \text{{of}}\ |V| = {grouped(vocab_size)}")
     return (
         r"\begin{aligned}"
         r"P_T(i) &= \sigma\!\Big(\frac{y_N}{T}\Big)_i = "

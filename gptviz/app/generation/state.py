@@ -4,9 +4,9 @@ Pure Python and torch (no Streamlit), so it is tested on its own; the page keeps
 one ``History`` in ``st.session_state`` and changes it only in button callbacks,
 one step at a time, so a rerun can never see half a step.
 
-Step i draws with a generator seeded by ``(seed, i)``: a fixed seed gives the
-same text whether it is built by n clicks of "Next token" or one "Generate n",
-and "Undo" then "Next token" draws the same token again.
+Step i draws with ``Sampling.generator(i)`` (``gptviz.generate``'s one seeding rule): a
+fixed seed gives the same text whether it is built by n clicks of "Next token", one
+"Generate n" or ``generate()``, and "Undo" then "Next token" draws the same token again.
 
 Streamlit may start a new run while the interrupted one is still finishing its
 current statement (``runner.fastReruns``), so two threads can touch one History:
@@ -23,34 +23,11 @@ import numpy as np
 import torch
 
 from gptviz import generate as gen
+from gptviz.generate import Sampling
 from gptviz.model import GPT
 
 MAX_TOKENS = 1000  # generated tokens kept per session (each keeps its logits: |V| floats)
 N_TOP = 10  # candidates a Step lists
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """How one step turns y_N into a token."""
-
-    temperature: float = 1.0  # T; 0 means greedy (argmax)
-    top_k: int | None = None  # keep the k most probable ids; None keeps all
-    top_p: float | None = None  # keep the smallest set with mass >= top_p; None keeps all
-    seed: int = 0  # step i draws with torch.Generator seeded by (seed, i)
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0
-
-    def generator(self, i: int) -> torch.Generator | None:
-        """The generator of step i (None when greedy: nothing is drawn).
-
-        >>> Sampling(seed=1).generator(0).initial_seed()
-        2000006
-        """
-        if self.greedy:
-            return None
-        return torch.Generator().manual_seed((self.seed + 1) * 1_000_003 + i)
 
 
 @dataclass(frozen=True)

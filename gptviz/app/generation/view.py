@@ -14,13 +14,15 @@ from gptviz.app.attention.formulas import attention_row
 from gptviz.app.generation import figures as figs
 from gptviz.app.generation import formulas as tex
 from gptviz.app.generation.controls import STEP, token_info
-from gptviz.app.generation.state import History, Sampling
+from gptviz.app.generation.state import History
 from gptviz.app.shared.cache import activations, vocab_labels
 from gptviz.app.shared.chips import token_label
 from gptviz.app.shared.heatmaps import heatmap
 from gptviz.app.shared.inputs import layer_and_head
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download
+from gptviz.generate import Sampling
+from gptviz.model.names import act_name, generation_page_names
 
 TEMPERATURES = [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
 MAX_SAMPLES = 10_000
@@ -39,7 +41,7 @@ class Viewed:
         return self.index > 0
 
 
-def describe(s: Sampling) -> str:
+def sampling_caption(s: Sampling) -> str:
     """'T = 0.8 · top-k 40 · top-p 0.9 · seed 1', or 'greedy (T = 0)'."""
     if s.greedy:
         return "greedy (T = 0)"
@@ -67,11 +69,11 @@ def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> N
     labels, step = vocab_labels(picked), v.step
     chosen = labels[step.chosen]
     if v.taken:
-        st.markdown(f"**Step {v.index}** ({describe(v.sampling)}): the model read "
+        st.markdown(f"**Step {v.index}** ({sampling_caption(v.sampling)}): the model read "
                     f"{len(step.context)} tokens and drew **`{chosen}`** with probability "
                     f"{float(step.probs[step.chosen]):.1%}.")
     else:
-        st.markdown(f"**The next step** ({describe(v.sampling)}): press *Next token* to "
+        st.markdown(f"**The next step** ({sampling_caption(v.sampling)}): press *Next token* to "
                     "append a token drawn from this distribution (with this seed: "
                     f"**`{chosen}`**).")
     left, right = st.columns([1, 1.3])
@@ -139,7 +141,7 @@ def temperatures(v: Viewed, picked: Picked) -> None:
                     width="stretch", key="gen_temps_fig")
     st.caption("Same logits y_N, same candidates (the 10 largest logits). Lower T sharpens, "
                "higher T flattens; T → 0 puts all mass on the argmax (H = 0), T → ∞ tends to "
-               "uniform." + (f" top-k/top-p of this step applied: {describe(s)}."
+               "uniform." + (f" top-k/top-p of this step applied: {sampling_caption(s)}."
                              if s.top_k or s.top_p else ""))
 
 
@@ -166,10 +168,9 @@ def attention(v: Viewed, picked: Picked) -> None:
     """Which context tokens the last position read when it produced the new token."""
     cfg = picked.checkpoint.config
     layer, head = layer_and_head(cfg.n_layer, cfg.n_head)
-    attn = f"blocks.{layer}.attn"
-    cache, _ = activations(picked, v.step.context, [f"{attn}.hook_pattern", f"{attn}.hook_scores"])
-    rows = cache[f"{attn}.hook_pattern"][0, :, -1].numpy()  # (n_head, T): the last query
-    scores = cache[f"{attn}.hook_scores"][0, head, -1].numpy()  # (T,)
+    cache, _ = activations(picked, v.step.context, generation_page_names(layer))
+    rows = cache[act_name("pattern", layer)][0, :, -1].numpy()  # (n_head, T): the last query
+    scores = cache[act_name("scores", layer)][0, head, -1].numpy()  # (T,)
     tok = picked.checkpoint.tokenizer
     infos = [token_info(tok, j) for j in v.step.context]
     labels = [token_label(t) for t in infos]
@@ -184,7 +185,7 @@ def attention(v: Viewed, picked: Picked) -> None:
                             height=120 + 34 * cfg.n_head), width="stretch", key="gen_attn")
 
 
-def history_table(hist: History, picked: Picked) -> None:
+def history_view(hist: History, picked: Picked) -> None:
     """Every step as a row, downloadable."""
     if not hist.turns:
         st.info("No step yet: press *Next token* or *Generate n*.", icon=":material/history:")
@@ -196,8 +197,12 @@ def history_table(hist: History, picked: Picked) -> None:
         [tok.id_to_string(s.context[-1]) if len(s.context) == 1 else
          "".join(tok.id_to_string(j) for j in s.context[-12:]) for s in steps],
         [labels[s.chosen] for s in steps], [float(s.probs[s.chosen]) for s in steps],
-        [s.entropy for s in steps], [describe(t.sampling) for t in hist.turns],
+        [s.entropy for s in steps], [sampling_caption(t.sampling) for t in hist.turns],
         [s.cropped for s in steps])
     st.dataframe(df, hide_index=True, width="stretch")
     csv_download(df, "generation_history.csv")
     st.caption("Pick a step with *Replay a step* above to see its distribution again.")
+
+
+VIEWS = {"This step": step_view, "Three temperatures": temperatures, "Sample N times": samples,
+         "Attention": attention, "History": history_view}

@@ -11,11 +11,10 @@ from gptviz.app.positional import figures as vp
 from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.shared.cache import activations, cached_figure
 from gptviz.app.shared.heatmaps import title_room
-from gptviz.app.shared.inputs import Prompt
+from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download
-
-SHOWN_DIMS = 12  # columns of a PE table on screen (the CSV has all)
+from gptviz.app.shared.widgets import SHOWN_DIMS, chart, csv_download
+from gptviz.model.names import act_name, embedding_names
 
 
 def default_dims(d: int) -> list[int]:
@@ -96,9 +95,9 @@ def learned(picked: Picked) -> None:
 
 def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
     """X = E[ids] + PE for the prompt: what the first block receives."""
-    cache, _ = activations(picked, prompt.ids, ("hook_embed", "hook_pos_embed"))
-    X = analysis.to_numpy(cache["hook_embed"][0])  # (T, d)
-    PE = analysis.to_numpy(cache["hook_pos_embed"])  # (T, d)
+    cache, _ = activations(picked, prompt.ids, embedding_names())
+    X = analysis.to_numpy(cache[act_name("embed")][0])  # (T, d)
+    PE = analysis.to_numpy(cache[act_name("pos_embed")])  # (T, d)
     c = picked.checkpoint.config
     st.latex(pos_tex.x_plus_pe(prompt.labels[pos], pos, X[pos], PE[pos], c.positional))
     chart(vp.x_plus_pe(X, PE, prompt.labels))
@@ -113,3 +112,14 @@ def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
                           "‖E[t_i] + p_i‖": np.linalg.norm(X + PE, axis=1)})
     st.dataframe(norms, hide_index=True, width="stretch", height=220)
     csv_download(norms, f"x-plus-pe-{picked.name}.csv")
+
+
+def prompt_sum(picked: Picked) -> None:
+    """X + PE for a prompt the user types (only this view asks for one)."""
+    prompt = encode(picked.checkpoint, prompt_input(picked.checkpoint))
+    if prompt is not None:
+        sum_with_tokens(picked, prompt, position_input(prompt, "Token to follow in the formula"))
+
+
+VIEWS = {"Sinusoidal formula": sinusoidal, "This model's positions": learned,
+         "X + PE for the prompt": prompt_sum}

@@ -1,19 +1,19 @@
-"""Cached model computations for the model pages, keyed on (model, inputs, settings).
+"""Cached model computations for the pages, keyed on (model, inputs, settings).
 
 Bundled models are shared by every session, so their results go in one global
 ``st.cache_data`` keyed on the model's name. A model trained or uploaded in a
-session goes in a session-scoped cache, keyed on its name and identity, so no
-other user ever sees it (or collides with a model of the same name).
-
-The work itself is in plain functions of a ``Checkpoint`` (``COMPUTE``); the
-cache only decides where a result is kept.
+session goes in a session-scoped cache keyed on ``Picked.cache_key``, so no other
+user ever sees it (or collides with a model of the same name). ``per_model`` is
+the one decorator that makes that choice; each cached computation below is a
+plain function of a ``Checkpoint`` under it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import streamlit as st
@@ -23,25 +23,70 @@ from gptviz import analysis
 from gptviz import attention_math as am
 from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.picker import Picked
-from gptviz.checkpoints import Checkpoint
+from gptviz.checkpoints import Checkpoint, freeze, initial_model, training_seed
 from gptviz.model import GPT, GPTConfig
 from gptviz.model.hooks import ActivationCache
+from gptviz.model.names import act_name
 
-FRESH_SEED = 0  # the "freshly initialised" model is GPT(config) under this seed
+R = TypeVar("R")
 
 
-def _activations(ckpt: Checkpoint, ids: tuple[int, ...], names: tuple[str, ...]
-                 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Named activations (float32 numpy, batch kept) and the last position's logits (|V|,)."""
+# One cache per scope for every decorated computation; the function's name is part of
+# the key (Streamlit keys a cache on the decorated function's source, which is shared).
+@st.cache_data(max_entries=64, show_spinner=False)
+def _shared(fn_name: str, model_key: str, args: tuple, _fn: Callable, _ckpt: Checkpoint) -> Any:
+    return _fn(_ckpt, *args)
+
+
+@st.cache_data(max_entries=24, show_spinner=False, scope="session")
+def _private(fn_name: str, model_key: str, args: tuple, _fn: Callable, _ckpt: Checkpoint) -> Any:
+    return _fn(_ckpt, *args)
+
+
+def per_model(fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn(checkpoint, *args)`` becomes ``cached(picked, *args)``: shared across sessions
+    for a bundled model, kept in this session only for one trained or uploaded here.
+    ``args`` must be hashable (tuples, ints, strings)."""
+    @functools.wraps(fn)
+    def cached(picked: Picked, *args: Any) -> R:
+        store = _shared if picked.bundled else _private
+        return store(fn.__qualname__, picked.cache_key, args, fn, picked.checkpoint)
+
+    return cached
+
+
+@per_model
+def _forward(ckpt: Checkpoint, ids: tuple[int, ...], names: tuple[str, ...]
+             ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     logits, cache = ckpt.model.run_with_cache(list(ids), names_filter=list(names) or None)
-    store = {k: analysis.to_numpy(v) for k, v in cache.items() if k != "hook_logits"}
+    store = {k: analysis.to_numpy(v) for k, v in cache.items() if k != act_name("logits")}
     return store, analysis.to_numpy(logits[0, -1])
 
 
-def _pca(ckpt: Checkpoint, k: int) -> tuple[np.ndarray, np.ndarray]:
+def activations(picked: Picked, ids: Sequence[int], names: Sequence[str]
+                ) -> tuple[ActivationCache, np.ndarray]:
+    """The forward pass of ``ids``: the named activations and the last logits (|V|,).
+
+    >>> picked = Picked("tiny", Checkpoint(model, tokenizer), bundled=True)
+    >>> cache, last = activations(picked, (5, 9, 2), [act_name("pattern", 0)])
+    >>> list(cache), last.shape
+    (['blocks.0.attn.hook_pattern'], (10,))
+    """
+    store, last = _forward(picked, tuple(int(i) for i in ids), tuple(names))
+    return ActivationCache({k: torch.from_numpy(v) for k, v in store.items()}), last
+
+
+@per_model
+def _vocab_pca(ckpt: Checkpoint, k: int) -> tuple[np.ndarray, np.ndarray]:
     return analysis.pca(ckpt.model.embed.weight, k)  # (|V|, k), (k,)
 
 
+def vocab_pca(picked: Picked, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """PCA of the embedding matrix E: coordinates (|V|, k) and explained-variance ratios (k,)."""
+    return _vocab_pca(picked, int(k))
+
+
+@per_model
 def _ablation(ckpt: Checkpoint, ids: tuple[int, ...], heads: tuple[tuple[int, int], ...]
               ) -> tuple[np.ndarray, np.ndarray]:
     chosen: dict[int, list[int]] = {}
@@ -50,36 +95,18 @@ def _ablation(ckpt: Checkpoint, ids: tuple[int, ...], heads: tuple[tuple[int, in
     return am.ablation_effect(ckpt.model, list(ids), chosen)  # (|V|,), (|V|,)
 
 
-def _vocab_labels(ckpt: Checkpoint) -> list[str]:
+def ablation(picked: Picked, ids: Sequence[int], heads: Sequence[tuple[int, int]]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """P(next token) (|V|,) with all heads, and with ``heads`` [(layer, head), …] zeroed."""
+    return _ablation(picked, tuple(int(i) for i in ids),
+                     tuple(sorted((int(ly), int(h)) for ly, h in heads)))
+
+
+@per_model
+def vocab_labels(ckpt: Checkpoint) -> list[str]:
+    """Every vocabulary entry as visible text, by id, e.g. ['\\x00', …, '·the', …]."""
     tok = ckpt.tokenizer
     return [show_bytes(tok.id_to_bytes(i)) for i in range(tok.vocab_size)]
-
-
-COMPUTE: dict[str, Callable[..., Any]] = {
-    "activations": _activations, "pca": _pca, "ablation": _ablation,
-    "vocab_labels": _vocab_labels,
-}
-
-
-@st.cache_data(max_entries=48, show_spinner=False)
-def _shared(what: str, model_key: str, args: tuple, _ckpt: Checkpoint) -> Any:
-    return COMPUTE[what](_ckpt, *args)
-
-
-@st.cache_data(max_entries=16, show_spinner=False, scope="session")
-def _private(what: str, model_key: str, args: tuple, _ckpt: Checkpoint) -> Any:
-    return COMPUTE[what](_ckpt, *args)
-
-
-def compute(picked: Picked, what: str, *args: Any) -> Any:
-    """``COMPUTE[what](checkpoint, *args)``, cached where ``picked`` may be seen.
-
-    >>> compute(picked, "pca", 2)[0].shape      # (|V|, 2)
-    """
-    if picked.bundled:
-        return _shared(what, picked.name, args, picked.checkpoint)
-    key = f"{picked.name}#{id(picked.checkpoint.model)}"
-    return _private(what, key, args, picked.checkpoint)
 
 
 @st.cache_resource(max_entries=24, show_spinner=False)
@@ -97,61 +124,34 @@ def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], An
     send (a plotly figure is only read by ``st.plotly_chart``, never changed, so one object
     can be shared). ``args`` must hold everything the figure depends on.
 
-    >>> fig = cached_figure(picked, "grid", (ids, layer, head), lambda: attention_grid(...))
+    >>> picked, build = Picked("tiny", Checkpoint(model, tokenizer), bundled=True), dict
+    >>> cached_figure(picked, "grid", (1, 0), build) is cached_figure(picked, "grid", (1, 0), build)
+    True
     """
-    if picked.bundled:
-        return _shared_figure(name, picked.name, args, build)
-    return _private_figure(name, f"{picked.name}#{id(picked.checkpoint.model)}", args, build)
-
-
-def activations(picked: Picked, ids: Sequence[int], names: Sequence[str]
-                ) -> tuple[ActivationCache, np.ndarray]:
-    """The forward pass of ``ids``: the named activations and the last logits (|V|,).
-
-    >>> cache, last = activations(picked, (5, 9, 2), ["blocks.0.attn.hook_pattern"])
-    """
-    store, last = compute(picked, "activations", tuple(int(i) for i in ids), tuple(names))
-    return ActivationCache({k: torch.from_numpy(v) for k, v in store.items()}), last
-
-
-def vocab_pca(picked: Picked, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """PCA of the embedding matrix E: coordinates (|V|, k) and explained-variance ratios (k,)."""
-    return compute(picked, "pca", int(k))
-
-
-def ablation(picked: Picked, ids: Sequence[int], heads: Sequence[tuple[int, int]]
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """P(next token) (|V|,) with all heads, and with ``heads`` [(layer, head), …] zeroed."""
-    return compute(picked, "ablation", tuple(int(i) for i in ids),
-                   tuple(sorted((int(ly), int(h)) for ly, h in heads)))
-
-
-def vocab_labels(picked: Picked) -> list[str]:
-    """Every vocabulary entry as visible text, by id, e.g. ['\\x00', …, '·the', …]."""
-    return compute(picked, "vocab_labels")
+    store = _shared_figure if picked.bundled else _private_figure
+    return store(name, picked.cache_key, args, build)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _fresh(config_json: str) -> GPT:
-    """GPT(config) as initialised, before any training (no user data: safe to share)."""
-    with torch.random.fork_rng():
-        torch.manual_seed(FRESH_SEED)
-        model = GPT(GPTConfig.from_dict(json.loads(config_json))).eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    return model
+def _twin(config_json: str, seed: int) -> GPT:
+    """GPT(config) as initialised under ``seed`` (no user data: safe to share)."""
+    return freeze(initial_model(GPTConfig.from_dict(json.loads(config_json)), seed))
 
 
-def fresh_model(config: GPTConfig) -> GPT:
-    """The untrained twin of a model: same shapes, weights as initialisation left them."""
-    return _fresh(json.dumps(config.to_dict(), sort_keys=True))
+def untrained_twin(picked: Picked) -> GPT:
+    """The picked model before its first step: same shapes, and the seed its card records,
+    so it is exactly the trainer's step 0 (shared, read-only)."""
+    ckpt = picked.checkpoint
+    return _twin(json.dumps(ckpt.config.to_dict(), sort_keys=True), training_seed(ckpt.card))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def fresh_pca(config_json: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-    return analysis.pca(_fresh(config_json).embed.weight, k)
+def _twin_pca(config_json: str, seed: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    return analysis.pca(_twin(config_json, seed).embed.weight, k)
 
 
-def fresh_vocab_pca(config: GPTConfig, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """PCA of the untrained embedding matrix (|V|, k), (k,)."""
-    return fresh_pca(json.dumps(config.to_dict(), sort_keys=True), int(k))
+def untrained_vocab_pca(picked: Picked, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """PCA of the untrained twin's embedding matrix: (|V|, k), (k,)."""
+    ckpt = picked.checkpoint
+    return _twin_pca(json.dumps(ckpt.config.to_dict(), sort_keys=True),
+                     training_seed(ckpt.card), int(k))

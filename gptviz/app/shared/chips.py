@@ -53,7 +53,9 @@ def visible(s: str) -> str:
 
 
 def hex_bytes(data: bytes) -> str:
-    """>>> hex_bytes(b"\\xe2\\x80")
+    """Bytes as two-digit hex, space-separated.
+
+    >>> hex_bytes(b"\\xe2\\x80")
     'e2 80'
     """
     return " ".join(f"{b:02x}" for b in data)
@@ -66,6 +68,25 @@ def token_label(tok: TokenInfo) -> str:
     return visible(tok.string) if tok.string else "∅"
 
 
+def chip(label: str, under: object, fill: str, tip: str, classes: str = "") -> str:
+    """One chip: ``label`` over a small ``under`` (an id, a position, a weight), ``tip`` on hover.
+
+    >>> chip("a<b", 7, "#fff", "id 7", "special")[-42:]
+    'title="id 7">a&lt;b<small>7</small></span>'
+    """
+    cls = " ".join(["gv-chip", *classes.split()])
+    return (f'<span class="{cls}" style="background:{fill}" title="{html.escape(tip)}">'
+            f"{html.escape(label)}<small>{html.escape(str(under))}</small></span>")
+
+
+def token_chip(tok: TokenInfo, pos: int, tip: str, classes: str = "") -> str:
+    """A token's chip: its label over its id, dark if special, red if unknown, else pastel."""
+    special = tok.special and not tok.unknown
+    fill = (UNKNOWN_FILL if tok.unknown else SPECIAL_FILL if special
+            else PALETTE[pos % len(PALETTE)])
+    return chip(token_label(tok), tok.id, fill, tip, ("special " if special else "") + classes)
+
+
 def token_chips_html(tokens: list[TokenInfo], text: str = "", max_tokens: int = 2000) -> str:
     """HTML chips with the id under each token; hovering shows id, bytes, source text.
 
@@ -74,17 +95,10 @@ def token_chips_html(tokens: list[TokenInfo], text: str = "", max_tokens: int = 
     """
     parts = [CHIP_CSS, '<div class="gv-chips">']
     for pos, tok in enumerate(tokens[:max_tokens]):
-        fill = SPECIAL_FILL if tok.special and not tok.unknown else (
-            UNKNOWN_FILL if tok.unknown else PALETTE[pos % len(PALETTE)])
-        classes = "gv-chip" + (" special" if tok.special and not tok.unknown else "") + (
-            " partial" if tok.partial else "")
         source = text[tok.span[0]:tok.span[1]]
         tip = (f"position {pos} · id {tok.id} · bytes [{hex_bytes(tok.bytes)}] · "
                f"token {tok.string!r}" + (f" · from {source!r}" if source != tok.string else ""))
-        parts.append(
-            f'<span class="{classes}" style="background:{fill}" title="{html.escape(tip)}">'
-            f"{html.escape(token_label(tok))}<small>{tok.id}</small></span>"
-        )
+        parts.append(token_chip(tok, pos, tip, "partial" if tok.partial else ""))
         if "\n" in tok.string and not tok.special:
             parts.append('<span class="gv-break"></span>')
     parts.append("</div>")
@@ -108,7 +122,7 @@ def token_table(tokens: list[TokenInfo], text: str) -> pd.DataFrame:
 def show_bytes(data: bytes) -> str:
     """Visible text when ``data`` is whole UTF-8, else its bytes.
 
-    >>> show_bytes(b" a"), show_bytes(b"\xe2\x80")
+    >>> show_bytes(b" a"), show_bytes(b"\\xe2\\x80")
     ('·a', '‹e2 80›')
     """
     try:

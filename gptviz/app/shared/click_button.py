@@ -57,10 +57,12 @@ def _component() -> Callable[..., Any]:
 def click_total(label: str, key: str, seen: int, disabled: bool = False, help: str = "") -> int:
     """Draw the button; return how many times it was clicked in this session.
 
-    ``seen`` is the total the caller has already acted on. In AppTest, a click is
+    ``seen`` is the total the caller has already acted on, so the clicks since the last
+    run are ``click_total(label, key, seen) - seen``. In AppTest, a click is
     ``at.session_state[key] = {"clicks": seen + 1}``.
 
-    >>> new = click_total("Next token", "gen_next", seen=3) - 3   # clicks since the last run
+    >>> click_total("Next token", "gen_next", seen=0)   # no running app: never clicked
+    0
     """
     result = _component()(key=key, default={"clicks": 0}, on_clicks_change=lambda: None,
                           data={"label": label, "seen": int(seen), "disabled": disabled,

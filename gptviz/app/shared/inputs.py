@@ -18,6 +18,7 @@ from gptviz.app.shared.widgets import cap_text, problem
 from gptviz.checkpoints import Checkpoint
 from gptviz.tokenizers import TokenizerError
 from gptviz.tokenizers.base import TokenInfo
+from gptviz.tokenizers.specials import UNK
 
 # A prompt each kind of bundled corpus makes sense of (the card names the corpus).
 EXAMPLES = {
@@ -109,7 +110,7 @@ def _notes(prompt: Prompt, n_ctx: int, ckpt: Checkpoint) -> None:
     unknown = sum(t.unknown for t in prompt.tokens)
     if unknown:
         st.warning(f"{unknown} piece(s) of the prompt are not in this model's vocabulary and "
-                   "became <|UNK|> (red chips); the model learned little about that id. "
+                   f"became {UNK} (red chips); the model learned little about that id. "
                    "Try the example prompt.", icon=":material/help:")
     if "<|" in prompt.text and "|>" in prompt.text:
         specials = ", ".join(sorted(ckpt.tokenizer.special_tokens)) or "none"

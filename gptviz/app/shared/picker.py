@@ -18,12 +18,13 @@ from gptviz.checkpoints import (
     Checkpoint,
     CheckpointError,
     bundled_models,
+    freeze,
     load_checkpoint,
     load_checkpoint_zip,
 )
 
 SESSION_MODELS = "gptviz_session_models"  # st.session_state key: name -> Checkpoint
-UPLOAD_LIMIT = 20_000_000  # bytes of an uploaded checkpoint zip
+CHECKPOINT_UPLOAD_LIMIT = 20_000_000  # bytes of an uploaded checkpoint zip
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,15 @@ class Picked:
     checkpoint: Checkpoint
     bundled: bool
 
+    @property
+    def cache_key(self) -> str:
+        """What caches key this model on: a bundled model's name is unique on the server; a
+        session's model adds its identity (two sessions may each train a "trained-x")."""
+        return self.name if self.bundled else f"{self.name}#{id(self.checkpoint.model)}"
+
 
 def _freeze(ckpt: Checkpoint) -> Checkpoint:
-    ckpt.model.eval()
-    for p in ckpt.model.parameters():
-        p.requires_grad_(False)
+    freeze(ckpt.model)
     return ckpt
 
 
@@ -87,9 +92,9 @@ def _upload_checkpoint() -> None:
     st.session_state["model_upload_done"] = upload.file_id
     try:
         data = upload.getvalue()
-        if len(data) > UPLOAD_LIMIT:
+        if len(data) > CHECKPOINT_UPLOAD_LIMIT:
             raise CheckpointError(f"the file is {len(data) / 1e6:.1f} MB; the limit is "
-                                  f"{UPLOAD_LIMIT / 1e6:.0f} MB.")
+                                  f"{CHECKPOINT_UPLOAD_LIMIT / 1e6:.0f} MB.")
         name = add_session_model(Path(upload.name).stem, load_checkpoint_zip(data))
         st.session_state["model"] = name
         st.sidebar.success(f"Loaded {name!r}: it is now in the model list.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 
 from gptviz.app.shared.chips import visible
@@ -38,18 +39,85 @@ def vector(values: Sequence[float], shown: int = 4, digits: int = 3) -> str:
     return "(" + r",\ ".join(parts) + ")"
 
 
-def tex_int(n: int) -> str:
-    return f"{n:,}".replace(",", "{,}")
+def grouped(x: float, digits: int = 0) -> str:
+    """A number with its thousands grouped; ``{,}`` keeps KaTeX from spacing the comma.
+
+    >>> grouped(50257), grouped(12345.6, 1)
+    ('50{,}257', '12{,}345.6')
+    """
+    return f"{x:,.{digits}f}".replace(",", "{,}")
 
 
-_ESCAPES = {
+def percent(p: float) -> str:
+    """A probability as the seeds write it (plain text, e.g. a bar's label).
+
+    >>> percent(0.2931), percent(0.004), percent(0.0)
+    ('29.3%', '<1%', '0%')
+    """
+    if p <= 0:
+        return "0%"
+    return "<1%" if p < 0.005 else f"{100 * p:.1f}%"
+
+
+def percent_tex(p: float) -> str:
+    r"""``percent`` for KaTeX.
+
+    >>> percent_tex(0.2931), percent_tex(0.004)
+    ('29.3\\%', '{<}1\\%')
+    """
+    return percent(p).replace("%", r"\%").replace("<", "{<}")
+
+
+# TeX's ten special characters, each spelt so that \text{…} prints it.
+TEX_ESCAPES = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
     "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
 }
+# What \text{} sets as itself: printable ASCII (the specials above are escaped first) and,
+# from U+00A0 to U+FFFF, letters, digits, punctuation, symbols, spaces and the marks of a
+# script (Devanagari's vowel signs, …), minus what KaTeX refuses in text mode. Rendering
+# every BMP code point in \text{} with KaTeX 0.16 (tests/test_tex.py) finds: the control
+# characters, private use, U+2028/9, the generic combining accents (an error without a
+# base, and KaTeX knows only some), and symbols KaTeX maps to math-only commands (ℭ is
+# \mathfrak{C}, ∑ a big operator, ≠ a \mathrel, ‼ a \mathclose). Their whole blocks are
+# left out, in case a later KaTeX maps more of them. The astral plane (𝔄, emoji, 𓀀) is
+# left out too: KaTeX's fonts lack it and treats U+1D400–U+1D7FF as math letters.
+_COMBINING = ((0x0300, 0x036F), (0x1AB0, 0x1AFF), (0x1DC0, 0x1DFF), (0x20D0, 0x20FF),
+              (0xFE20, 0xFE2F))
+_MATH_ONLY = ((0x203C, 0x203C), (0x2100, 0x214F), (0x2200, 0x23FF), (0x27C0, 0x27E7),
+              (0x27EA, 0x27EF), (0x2980, 0x2AFF))
+_SETTABLE = ("L", "N", "P", "S", "Zs", "M")
+
+
+def settable(ch: str) -> bool:
+    """Whether KaTeX's ``\\text{}`` can show ``ch`` as itself (TeX specials aside).
+
+    >>> settable("é"), settable("ℭ"), settable("\\U0001d504"), settable("\\u0301")
+    (True, False, False, False)
+    """
+    cp = ord(ch)
+    if cp < 0x80:
+        return 0x20 <= cp < 0x7F
+    if not 0xA0 <= cp <= 0xFFFF or not unicodedata.category(ch).startswith(_SETTABLE):
+        return False
+    return not any(lo <= cp <= hi for lo, hi in _COMBINING + _MATH_ONLY)
+
+
+def tex_escape(s: str) -> str:
+    r"""``s`` made safe inside ``\text{…}``: TeX specials escaped, and what KaTeX cannot set
+    there shown by its code point, e.g. ``⟨U+1D504⟩``.
+
+    NFC first, so that "e" + U+0301 becomes "é" rather than an escaped accent.
+
+    >>> tex_escape("50%_{x}"), tex_escape("\U0001d504e\u0301")
+    ('50\\%\\_\\{x\\}', '⟨U+1D504⟩é')
+    """
+    return "".join(TEX_ESCAPES.get(ch) or (ch if settable(ch) else f"⟨U+{ord(ch):04X}⟩")
+                   for ch in unicodedata.normalize("NFC", s))
 
 
 def tex_text(s: str, max_chars: int = 24) -> str:
-    r"""A string as escaped ``\text{…}``, shortened with an ellipsis.
+    r"""A string as escaped ``\text{…}``, whitespace made visible, shortened with an ellipsis.
 
     >>> tex_text("a_b c")
     '\\text{a\\_b·c}'
@@ -57,4 +125,16 @@ def tex_text(s: str, max_chars: int = 24) -> str:
     s = visible(s)
     if len(s) > max_chars:
         s = s[: max_chars - 1] + "…"
-    return r"\text{" + "".join(_ESCAPES.get(ch, ch) for ch in s) + "}"
+    return r"\text{" + tex_escape(s) + "}"
+
+
+def tex_running(s: str, max_chars: int = 40) -> str:
+    r"""Running text for ``\text{…}``: its tail, escaped, spaces kept, newlines shown as ↵.
+
+    >>> tex_running("a_b\nc", 10), tex_running("abcdef", 4)
+    ('\\text{a\\_b↵c}', '\\text{…def}')
+    """
+    if len(s) > max_chars:
+        s = "…" + s[-(max_chars - 1):]
+    shown = "".join(ch if ch == " " else visible(ch) for ch in s)
+    return r"\text{" + tex_escape(shown) + "}"

@@ -1,6 +1,11 @@
-"""Small Streamlit pieces every page uses: capped text, messages, CSV downloads."""
+"""Small Streamlit pieces every page uses: capped text, messages, CSV downloads, charts and
+the tabs that hold a page's views."""
 
 from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -9,6 +14,7 @@ import streamlit as st
 from gptviz.app.shared.heatmaps import thin_ticks
 
 TEXT_LIMIT = 20_000  # characters a page analyses; longer input is cut, with a message
+SHOWN_DIMS = 12  # columns of a (tokens x dimensions) table on screen; its CSV has them all
 
 
 def cap_text(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -37,3 +43,21 @@ def chart(fig: go.Figure, key: str | None = None, container=st) -> None:
     Do not pass a figure shared through a cache: this changes the figure's ticks.
     """
     container.plotly_chart(thin_ticks(fig), width="stretch", key=key)
+
+
+def view_tabs(views: Mapping[str, Callable[..., None]], inputs: Mapping[str, Any],
+              lazy: bool = True) -> None:
+    """One tab per view of a page; each view is called with the inputs its parameters name.
+
+    Lazy tabs run only the open view (its label is ``?view=`` in the URL, so a link opens
+    it); the others cost nothing. ``views`` is the page's ``VIEWS`` mapping, which the tests
+    import too, e.g. ``{"All heads": overview, ...}`` with ``overview(picked, prompt, ...)``.
+    """
+    if lazy:
+        tabs = st.tabs(list(views), key="view", bind="query-params", on_change="rerun")
+    else:
+        tabs = st.tabs(list(views))
+    for tab, draw in zip(tabs, views.values(), strict=True):
+        with tab:
+            if not lazy or tab.open:
+                draw(**{name: inputs[name] for name in inspect.signature(draw).parameters})

@@ -14,13 +14,14 @@ from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 from gptviz.tokenizers import (
     PATTERNS,
     ByteLevelBPE,
-    TiktokenTokenizer,
     Tokenizer,
     TokenizerError,
     available_encodings,
+    make_tokenizer,
     train_tokenizer,
 )
 from gptviz.tokenizers.openai import GPT2_FILE
+from gptviz.tokenizers.specials import UNK
 
 UPLOAD = "Upload a .txt file…"
 # Short, since a bound widget writes its label into the URL (?tokenizer=GPT-2).
@@ -80,7 +81,7 @@ def train_settings() -> TrainSettings:
         word_vocab = st.number_input(
             "Word vocab size (0 = every word)", min_value=0, max_value=100_000, value=0,
             step=50, key="word_vocab",
-            help="Keep only the most frequent words: the others become <|UNK|>.")
+            help=f"Keep only the most frequent words: the others become {UNK}.")
         char_vocab = st.number_input(
             "Character vocab size (0 = every character)", min_value=0, max_value=10_000,
             value=0, step=10, key="char_vocab")
@@ -101,7 +102,7 @@ def _train_private(kind: str, key: str, vocab: int | None, pattern: str, _text: 
 
 @st.cache_resource(show_spinner="Loading OpenAI encodings…")
 def pretrained() -> dict[str, Tokenizer]:
-    return {name: TiktokenTokenizer(name) for name in available_encodings()}
+    return {name: make_tokenizer(name) for name in available_encodings()}
 
 
 @st.cache_resource(show_spinner="Rebuilding GPT-2's merges from its ranks…")

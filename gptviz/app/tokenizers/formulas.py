@@ -6,7 +6,7 @@ and its whitespace made visible.
 
 from __future__ import annotations
 
-from gptviz.app.shared.tex import tex_text
+from gptviz.app.shared.tex import grouped, tex_text
 from gptviz.tokenizers.base import TokenInfo
 
 
@@ -20,12 +20,11 @@ def tokenizer_map(text: str, tokens: list[TokenInfo], vocab_size: int, shown: in
     more = len(tokens) > shown
     boxes = ",\\,".join(_token_box(t) for t in tokens[:shown]) + (r",\,\dots" if more else "")
     ids = ", ".join(str(t.id) for t in tokens[:shown]) + (r", \dots" if more else "")
-    size = f"{vocab_size:,}".replace(",", "{,}")
     return (
         r"\begin{aligned}"
         rf"T\big({tex_text(text, 28)}\big) &= \big({boxes}\big) \\"
         rf"&= \big({ids}\big) \in \mathrm{{Seq}}(V) \\"
-        rf"N &= {len(tokens)} \text{{ tokens}},\quad |V| = {size}"
+        rf"N &= {len(tokens)} \text{{ tokens}},\quad |V| = {grouped(vocab_size)}"
         r"\end{aligned}"
     )
 

@@ -13,8 +13,9 @@ from gptviz.app.shared.widgets import csv_download, problem
 from gptviz.app.tokenizers import formulas as latex
 from gptviz.app.tokenizers.controls import LABELS, gpt2_as_our_bpe
 from gptviz.tokenizers import ByteLevelBPE, Tokenizer, TokenizerError
-from gptviz.tokenizers.bpe import replay_steps
+from gptviz.tokenizers.byte_tokens import replay_steps
 from gptviz.tokenizers.compare import compare
+from gptviz.tokenizers.specials import UNK
 
 CHIP_LIMIT = 1500  # chips drawn; the table and the counts cover every token
 
@@ -38,7 +39,7 @@ def tokens_section(tok: Tokenizer, text: str, tokens, name: str) -> None:
     notes = []
     if n_unk:
         notes.append(f"**{n_unk}** piece(s) of the text are not in the vocabulary and became "
-                     "`<|UNK|>` (red): decoding cannot give them back.")
+                     f"`{UNK}` (red): decoding cannot give them back.")
     if n_partial:
         notes.append(f"**{n_partial}** token(s) hold only part of a multi-byte UTF-8 character; "
                      "they are shown as their bytes ‹…› with a dashed border.")
@@ -61,7 +62,7 @@ def tokens_section(tok: Tokenizer, text: str, tokens, name: str) -> None:
 
 def compare_section(text: str, toks: dict[str, Tokenizer]) -> None:
     st.markdown("The same text through every tokenizer. *Round trip* checks "
-                r"$T^{-1}(T(x)) = x$: it fails exactly when something became `<|UNK|>`.")
+                rf"$T^{{-1}}(T(x)) = x$: it fails exactly when something became `{UNK}`.")
     rows = compare(text, {LABELS.get(k, k): t for k, t in toks.items()})
     df = pd.DataFrame(rows)
     if "round trip" in df:
@@ -142,3 +143,21 @@ def bpe_section(tok: ByteLevelBPE | None, error: str | None, text: str) -> None:
         st.dataframe(pd.DataFrame({"step": labels, "parts": lines}), hide_index=True,
                      width="stretch")
 
+
+def tokens_view(tok: Tokenizer, text: str, tokens, kind: str, error: str | None) -> None:
+    if error:
+        st.error(f"Cannot tokenize this text: {error}", icon=":material/error:")
+    elif tokens:
+        tokens_section(tok, text, tokens, kind)
+
+
+def decode_view(tok: Tokenizer, tokens) -> None:
+    decode_section(tok, [t.id for t in tokens or []])
+
+
+def bpe_view(toks: dict[str, Tokenizer], errors: dict[str, str], text: str) -> None:
+    bpe_section(toks.get("bpe"), errors.get("bpe"), text)
+
+
+VIEWS = {"Tokens": tokens_view, "Compare": compare_section, "Decode": decode_view,
+         "BPE merges": bpe_view}

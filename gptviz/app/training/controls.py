@@ -18,9 +18,11 @@ import streamlit as st
 from gptviz.app.tokenizers.controls import _train_private, _train_shared
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 from gptviz.model import RunConfig
+from gptviz.model.config import ACTIVATIONS, POSITIONALS
 from gptviz.tokenizers import Tokenizer, TokenizerError
 from gptviz.train import jobs
-from gptviz.train.jobs import SessionTrainer, TrainerSlots, pick_dtype
+from gptviz.train.device import pick_dtype
+from gptviz.train.jobs import SessionTrainer
 from gptviz.train.plan import (
     PRESETS,
     TrainingCaps,
@@ -31,8 +33,9 @@ from gptviz.train.plan import (
     run_config,
     synthetic_text,
 )
+from gptviz.train.slots import TrainerSlots
 
-UPLOAD_LIMIT = 2_000_000  # bytes of an uploaded .txt: plenty for a few minutes of training
+CORPUS_UPLOAD_LIMIT = 2_000_000  # bytes of an uploaded .txt: a few minutes of training
 UPLOAD, SYNTHETIC = "upload", "synthetic:"
 TASKS = {"induction": "r|r: copy a random string of 6–14 letters",
          "sorting": "s>sorted(s): sort 6 digits"}
@@ -68,7 +71,7 @@ def session_trainer() -> SessionTrainer:
 
 
 @st.cache_resource(show_spinner=False)
-def warm_up() -> threading.Thread:
+def warm_up_once() -> threading.Thread:
     """Once per server: load the optimizer code before anyone presses Start."""
     return jobs.warm_up()
 
@@ -123,7 +126,7 @@ def _corpus(disabled: bool) -> tuple[str, str, str, bool] | None:
             return None
         data = upload.getvalue()
         try:
-            text = decode_text(data, f"“{upload.name}”", limit=UPLOAD_LIMIT)
+            text = decode_text(data, f"“{upload.name}”", limit=CORPUS_UPLOAD_LIMIT)
         except CorpusError as exc:
             st.error(f"Cannot train on this file: {exc}", icon=":material/error:")
             return None
@@ -162,9 +165,9 @@ def _model_widgets(disabled: bool) -> None:
                      help="Must divide d_model: d_k = d_model / heads.")
     c2.select_slider("Context length N", [8, 16, 32, 64, 128, 256, 512, 1024],
                      **_kw("context_length", disabled))
-    c2.selectbox("Positional encoding", ["learned", "sinusoidal", "none"],
+    c2.selectbox("Positional encoding", sorted(POSITIONALS, key=lambda p: p != "learned"),
                  **_kw("positional", disabled))
-    c2.selectbox("Activation", ["gelu", "relu"], **_kw("activation", disabled))
+    c2.selectbox("Activation", list(ACTIVATIONS), **_kw("activation", disabled))
     c3.number_input("Steps", 1, 100_000, step=100, **_kw("steps", disabled))
     c3.number_input("Batch size B", 1, 1024, **_kw("batch_size", disabled))
     c3.select_slider("Peak learning rate", LEARNING_RATES, **_kw("learning_rate", disabled),

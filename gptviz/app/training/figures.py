@@ -5,7 +5,6 @@ Pure builders: numbers in, a plotly figure, HTML, a table or LaTeX out.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 
@@ -13,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from gptviz.app.shared.chips import CHIP_CSS, PALETTE, visible
+from gptviz.app.shared.chips import CHIP_CSS, PALETTE, chip, visible
 from gptviz.app.shared.heatmaps import as_float32
 
 TRAIN, SMOOTH, VAL, GUESS = "#9ecae9", "#1f77b4", "#f58518", "#7f7f7f"
@@ -97,13 +96,6 @@ def loss_figure(losses: Sequence[tuple[int, float]], evals: Sequence[tuple[int, 
     return go.Figure(dict(data=data, layout=layout))
 
 
-def _chip(label: str, position: int, title: str) -> str:
-    """A token chip numbered like the formula's t_1, t_2, … (``position`` counts from 0)."""
-    fill = PALETTE[position % len(PALETTE)]
-    return (f'<span class="gv-chip" style="background:{fill}" title="{html.escape(title)}">'
-            f"{html.escape(visible(label) or '∅')}<small>{position + 1}</small></span>")
-
-
 def windows_html(labels: Sequence[str], context_length: int, stride: int, n_windows: int = 3,
                  max_shown: int = 16) -> str:
     """The first windows x⁽k⁾ = t[ks : ks+N] over their targets y⁽k⁾ = t[ks+1 : ks+N+1].
@@ -119,9 +111,11 @@ def windows_html(labels: Sequence[str], context_length: int, stride: int, n_wind
         if start + context_length >= len(labels):
             break
         for name, offset in (("x", 0), ("y", 1)):
-            chips = [_chip(labels[start + offset + j], start + offset + j,
-                           f"{name}^({k})_{j + 1} = t_{start + offset + j + 1}")
-                     for j in range(min(context_length, max_shown))]
+            chips = []
+            for j in range(min(context_length, max_shown)):
+                i = start + offset + j  # numbered like the formula's t_1, t_2, …
+                chips.append(chip(visible(labels[i]) or "∅", i + 1, PALETTE[i % len(PALETTE)],
+                                  f"{name}^({k})_{j + 1} = t_{i + 1}"))
             more = context_length - max_shown
             if more > 0:
                 chips.append(f'<span style="color:#6b7280">… {more} more</span>')

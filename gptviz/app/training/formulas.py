@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import math
 
-
-def _num(x: float, decimals: int = 3) -> str:
-    """A number for KaTeX, thousands grouped: ``_num(12345.6, 1)`` → ``'12{,}345.6'``."""
-    return f"{x:,.{decimals}f}".replace(",", "{,}")
+from gptviz.app.shared.tex import grouped
 
 
 def cross_entropy_latex(vocab_size: int, loss: float | None = None, step: int | None = None
@@ -22,11 +19,11 @@ def cross_entropy_latex(vocab_size: int, loss: float | None = None, step: int | 
         r"L(\theta) &= -\frac{1}{BN}\sum_{b=1}^{B}\sum_{i=1}^{N}"
         r"\ln P_\theta\!\left(y_{b,i}\mid x_{b,1},\dots,x_{b,i}\right)",
         rf"\text{{untrained: }} P_\theta \approx \tfrac{{1}}{{|V|}} \;\Rightarrow\; L &\approx "
-        rf"\ln |V| = \ln {vocab_size} = {_num(ln_v)}",
+        rf"\ln |V| = \ln {vocab_size} = {grouped(ln_v, 3)}",
     ]
     if loss is not None and math.isfinite(loss):
-        lines.append(rf"\text{{now (step {step}): }} L_{{\mathrm{{val}}}} &= {_num(loss)}"
-                     rf" \;=\; {_num(loss / ln_v * 100, 1)}\%\text{{ of }}\ln|V|")
+        lines.append(rf"\text{{now (step {step}): }} L_{{\mathrm{{val}}}} &= {grouped(loss, 3)}"
+                     rf" \;=\; {grouped(loss / ln_v * 100, 1)}\%\text{{ of }}\ln|V|")
     return r"\begin{aligned}" + r"\\".join(lines) + r"\end{aligned}"
 
 
@@ -37,9 +34,9 @@ def perplexity_latex(vocab_size: int, loss: float | None = None) -> str:
     True
     """
     lines = [rf"\mathrm{{PPL}} = e^{{L}},\qquad \text{{untrained: }} e^{{\ln|V|}} = |V| = "
-             rf"{_num(vocab_size, 0)}"]
+             rf"{grouped(vocab_size)}"]
     if loss is not None and math.isfinite(loss):
         ppl = math.exp(min(loss, 700.0))
-        lines.append(rf"\text{{now: }} e^{{{_num(loss)}}} = {_num(ppl, 2)}"
+        lines.append(rf"\text{{now: }} e^{{{grouped(loss, 3)}}} = {grouped(ppl, 2)}"
                      r"\text{ — as unsure as a uniform pick among that many tokens}")
     return r"\begin{gathered}" + r"\\".join(lines) + r"\end{gathered}"

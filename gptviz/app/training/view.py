@@ -5,20 +5,21 @@ with the result (register it, download it, compare it with its untrained self).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
 import pandas as pd
 import streamlit as st
 
+from gptviz.app.shared.cache import untrained_twin
 from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.picker import Picked, add_session_model
+from gptviz.app.shared.tex import grouped
 from gptviz.app.training.controls import Setup, caps, trainer_slots
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
-from gptviz.checkpoints import checkpoint_to_zip, initial_model
-from gptviz.model import GPT, GPTConfig, parameter_counts
+from gptviz.checkpoints import checkpoint_to_zip
+from gptviz.model import GPT, parameter_counts
 from gptviz.tokenizers import Tokenizer
 from gptviz.train.before_after import Continuation, continuation
 from gptviz.train.jobs import SessionTrainer, Snapshot, TrainingJob
@@ -28,7 +29,11 @@ REDRAW_S = 0.5  # the live panel's refresh interval while a job is queued or run
 
 
 def _duration(seconds: float) -> str:
-    """>>> _duration(75) → '1 min 15 s'"""
+    """Seconds as the panel shows them.
+
+    >>> _duration(75)
+    '1 min 15 s'
+    """
     seconds = round(seconds)
     return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
 
@@ -203,15 +208,6 @@ def _outcome(job: TrainingJob, snap: Snapshot, vocab_size: int) -> None:
                    "diverged); try 3e-3.", icon=":material/warning:")
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
-def _initial(config_json: str, seed: int) -> GPT:
-    """The untrained twin (same shapes and seed): architecture only, safe to share."""
-    model = initial_model(GPTConfig.from_dict(json.loads(config_json)), seed)
-    for p in model.parameters():
-        p.requires_grad_(False)
-    return model
-
-
 @st.cache_data(max_entries=8, show_spinner=False, scope="session")
 def _continue(model_key: str, untrained: bool, prompt: str, _model: GPT, _tok: Tokenizer
               ) -> Continuation:
@@ -220,7 +216,11 @@ def _continue(model_key: str, untrained: bool, prompt: str, _model: GPT, _tok: T
 
 
 def _file_name(name: str) -> str:
-    """>>> _file_name("trained-math (2)") → 'trained-math-2.zip'"""
+    """The download's file name: only letters, digits, ``.``, ``_`` and ``-``.
+
+    >>> _file_name("trained-math (2)")
+    'trained-math-2.zip'
+    """
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") + ".zip"
 
 
@@ -233,13 +233,12 @@ def afterwards(picked: Picked) -> None:
         file_name=_file_name(picked.name), mime="application/zip", key="tr_download",
         help="model.safetensors + config.json + tokenizer.json + card.json; upload it in the "
              "sidebar of any page (here or on another server).")
-    seed = (ckpt.card.get("train_config") or {}).get("seed", 1337)
-    before = _initial(json.dumps(ckpt.config.to_dict(), sort_keys=True), int(seed))
+    before = untrained_twin(picked)
     prompt = st.text_area("Prompt for both", value=ckpt.card.get("prompt") or "The ",
                           key=f"tr_compare-{picked.name}", height=68)
     cols = st.columns(2)
     steps = ckpt.card.get("steps", "?")
-    key = picked.name if picked.bundled else f"{picked.name}#{id(ckpt.model)}"
+    key = picked.cache_key
     for col, model, title in ((cols[0], before, "Before training (step 0, same seed)"),
                               (cols[1], ckpt.model, f"After training ({steps} steps)")):
         try:
@@ -250,5 +249,5 @@ def afterwards(picked: Picked) -> None:
         col.markdown(f"**{title}**")
         if math.isfinite(out.prompt_loss):
             col.latex(rf"L(\text{{prompt}}) = {out.prompt_loss:.3f},\quad "
-                      rf"e^{{L}} = {math.exp(out.prompt_loss):,.1f}".replace(",", "{,}"))
+                      rf"e^{{L}} = {grouped(math.exp(out.prompt_loss), 1)}")
         col.code(prompt + out.text, language=None, wrap_lines=True)

@@ -1,0 +1,262 @@
+"""Helpers the tests and the benchmarks share: AppTest runners and readers, plotly
+figure readers, a tiny GPT, and the browser helpers (a streamlit server, Chromium).
+
+Fixtures live in tests/conftest.py; everything here is a plain function or constant,
+so benchmarks/*.py can import it (``from tests.helpers import run_page``).
+
+Browser artifacts (screenshots, streamlit server logs) go to ``ARTIFACTS``, a folder
+under the system's temporary directory unless ``GPTVIZ_ARTIFACTS`` names another one:
+
+>>> ARTIFACTS.name == "gptviz-test-artifacts" or "GPTVIZ_ARTIFACTS" in os.environ
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+if TYPE_CHECKING:
+    import torch
+    from streamlit.testing.v1 import AppTest
+
+    from gptviz.model import GPT
+    from gptviz.model.hooks import ActivationCache
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(os.environ.get("GPTVIZ_ARTIFACTS")
+                 or Path(tempfile.gettempdir()) / "gptviz-test-artifacts")
+SCREENSHOTS = ARTIFACTS / "screenshots"
+CHROMIUM = os.environ.get("GPTVIZ_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+# The views of each model page, as its view picker names them.
+MODEL_PAGE_VIEWS = {
+    "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
+    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
+    "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
+    "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
+              "Residual stream and logit lens"],
+}
+
+
+# ---- AppTest ------------------------------------------------------------------------------
+
+def app_test(page: str | None = None, *, timeout: float = 120, **query: str) -> AppTest:
+    """An AppTest of ``app_pages/<page>.py`` (or of ``app.py``, the router whose default
+    page is Home, when ``page`` is None) with URL query params, not yet run.
+
+    Example: ``app_test("attention", model="mathematics-char").run()``.
+    """
+    from streamlit.testing.v1 import AppTest
+
+    script = ROOT / ("app.py" if page is None else f"app_pages/{page}.py")
+    at = AppTest.from_file(str(script), default_timeout=timeout)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at
+
+
+def run_page(page: str | None = None, *, timeout: float = 120, **query: str) -> AppTest:
+    """``app_test(page, **query)`` run once, checked for an exception.
+
+    Example: ``run_page("tokenizers", tokenizer="GPT-2").metric`` are its metrics.
+    """
+    return rerun(app_test(page, timeout=timeout, **query))
+
+
+def rerun(at: AppTest) -> AppTest:
+    """Run the script again (after a widget or state change); no exception allowed."""
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(at: AppTest, *kinds: str) -> str:
+    """Every element of the given kinds, joined: ``texts(at, "info", "warning")``."""
+    return " ".join(str(e.value) for kind in kinds for e in getattr(at, kind))
+
+
+def metric(at: AppTest, label: str) -> str:
+    """The value of the metric labelled ``label``, e.g. ``metric(at, "Tokens") == "12"``."""
+    return next(m.value for m in at.metric if m.label == label)
+
+
+# ---- plotly figures -----------------------------------------------------------------------
+
+def figures(at: AppTest) -> list[dict]:
+    """Every plotly figure on the page as its JSON dict (arrays still encoded)."""
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def figure(at: AppTest, title: str) -> dict:
+    """The first figure whose title contains ``title``."""
+    return next(f for f in figures(at) if title in str(f["layout"].get("title", {}).get("text")))
+
+
+def array_of(value: Any) -> np.ndarray:
+    """A trace's array as numpy: plotly 6 sends numpy data as {"dtype", "bdata", "shape"}.
+
+    >>> array_of({"dtype": "i1", "bdata": "AQID", "shape": "3"})
+    array([1, 2, 3], dtype=int8)
+    >>> array_of([[0, 1]]).shape
+    (1, 2)
+    """
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = [int(x) for x in str(value.get("shape", len(arr))).split(",")]
+        return arr.reshape(shape)
+    return np.asarray(value, dtype=np.float64)
+
+
+def z_of(trace: dict) -> np.ndarray:
+    """A heatmap trace's ``z`` as a numpy array."""
+    return array_of(trace["z"])
+
+
+# ---- a tiny model -------------------------------------------------------------------------
+
+def tiny_gpt(vocab_size: int, seed: int = 0, **config: Any) -> GPT:
+    """A seeded GPT in eval mode, N = 8, d = 16, one layer of 2 heads unless ``config``
+    says otherwise: ``tiny_gpt(12, context_length=6)``."""
+    import torch
+
+    from gptviz.model import GPT, GPTConfig
+
+    torch.manual_seed(seed)
+    shape = {"context_length": 8, "d_model": 16, "n_layer": 1, "n_head": 2, **config}
+    return GPT(GPTConfig(vocab_size=vocab_size, **shape)).eval()
+
+
+# The small model and prompt the unit tests of captured activations share.
+TINY_CONFIG = {"vocab_size": 20, "context_length": 16, "d_model": 32, "n_layer": 2, "n_head": 4}
+TINY_IDS = [3, 1, 4, 1, 5, 9, 2, 6]
+
+
+def tiny_run(ids: list[int] = TINY_IDS) -> tuple[GPT, torch.Tensor, ActivationCache]:
+    """``tiny_gpt(**TINY_CONFIG)`` (seed 0), its logits for ``ids`` and every activation.
+
+    >>> model, logits, cache = tiny_run()
+    >>> tuple(logits.shape)
+    (1, 8, 20)
+    """
+    model = tiny_gpt(**TINY_CONFIG)
+    logits, cache = model.run_with_cache(ids)
+    return model, logits, cache
+
+
+# ---- a running app ------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_streamlit(port: int, log: IO | int = subprocess.DEVNULL) -> subprocess.Popen:
+    """``streamlit run app.py`` on 127.0.0.1:``port``, its output to ``log``."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_until_healthy(url: str, timeout_s: float = 60) -> bool:
+    """Poll ``url``/_stcore/health until the server answers "ok"; False if it never does."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return True
+        except OSError:
+            time.sleep(0.3)
+    return False
+
+
+@contextlib.contextmanager
+def running_app() -> Iterator[str]:
+    """``streamlit run app.py`` on a free port; yields its base URL, stops it afterwards.
+    Its log is ``ARTIFACTS/streamlit-<port>.log``."""
+    port = free_port()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = (ARTIFACTS / f"streamlit-{port}.log").open("w")  # noqa: SIM115
+    proc = start_streamlit(port, log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        if not wait_until_healthy(url):
+            pytest.fail(f"streamlit did not answer /_stcore/health within 60 s; see {ARTIFACTS}")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+# ---- the browser --------------------------------------------------------------------------
+
+def wait_for_app(page, timeout_ms: int = 60_000) -> None:
+    """Wait until the script has finished running and the page has settled."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app && app.getAttribute('data-test-script-state') === 'notRunning'
+                && !document.querySelector('[data-testid="stSkeleton"]');
+        }""", timeout=timeout_ms)
+    page.wait_for_timeout(300)
+
+
+def visit(page, url: str, name: str | None = None) -> None:
+    """Open ``url``, wait for the app, check there is no exception, save a screenshot."""
+    page.goto(url)
+    wait_for_app(page)
+    check_no_exception(page, name or url)
+    if name:
+        screenshot(page, name)
+
+
+def eventually(condition: Callable[[], Any], timeout_s: float = 20.0,
+               every_s: float = 0.25) -> bool:
+    """Poll ``condition()`` until it is true or time runs out (a rerun may still be
+    drawing when the script state first reads "notRunning"); returns its last value."""
+    deadline = time.time() + timeout_s
+    while True:
+        try:
+            if condition():
+                return True
+        except Exception:  # an element replaced mid-read: try again
+            pass
+        if time.time() > deadline:
+            return bool(condition())
+        time.sleep(every_s)
+
+
+def check_no_exception(page, where: str) -> None:
+    errors = page.locator('[data-testid="stException"]')
+    assert errors.count() == 0, f"{where}: {errors.first.inner_text()[:500]}"
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a full-page screenshot as ``SCREENSHOTS/<name>.png``."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

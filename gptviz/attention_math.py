@@ -117,11 +117,11 @@ def sdpa_max_delta(cache: ActivationCache, layers: Iterable[int]) -> dict[str, f
 
 
 @torch.no_grad()
-def next_token_probs(model: GPT, ids: Sequence[int] | Tensor, heads: Heads | None = None,
+def probs_with_heads_off(model: GPT, ids: Sequence[int] | Tensor, heads: Heads | None = None,
                      position: int = -1) -> np.ndarray:
     """P(next token) (|V|,) at ``position``, with the chosen heads switched off.
 
-    >>> float(next_token_probs(model, [1, 2, 3], {0: [1]}).sum().round(4))
+    >>> float(probs_with_heads_off(model, [1, 2, 3], {0: [1]}).sum().round(4))
     1.0
     """
     # hooks(model, []) puts even "no ablation" on the explicit path, so that the
@@ -139,7 +139,7 @@ def ablation_effect(model: GPT, ids: Sequence[int] | Tensor, heads: Heads,
     >>> before.shape, bool((before != after).any())
     ((10,), True)
     """
-    return next_token_probs(model, ids, None, position), next_token_probs(model, ids, heads,
+    return probs_with_heads_off(model, ids, None, position), probs_with_heads_off(model, ids, heads,
                                                                           position)
 
 

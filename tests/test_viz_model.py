@@ -149,7 +149,7 @@ def test_embedding_rows_and_one_hot(run):
     fig = VE.embedding_rows(x, TOKENS)
     np.testing.assert_array_equal(fig.data[0].z, x)
     assert _ticks(fig.layout.yaxis) == SHOWN
-    fig = VE.one_hot_rows(oh, TOKENS, IDS)
+    fig = VE.one_hot_figure(oh, TOKENS, IDS)
     assert _ticks(fig.layout.xaxis) == ["1", "3", "4", "5"]
     np.testing.assert_array_equal(fig.data[0].z, oh[:, [1, 3, 4, 5]])
 
@@ -194,7 +194,7 @@ def test_positional_figures():
 def test_x_plus_pe(run):
     model, cache = run
     x, pe = cache[act_name("embed")][0].numpy(), cache[act_name("pos_embed")].numpy()
-    fig = VP.x_plus_pe(x, pe, TOKENS)
+    fig = VP.x_plus_pe_figure(x, pe, TOKENS)
     np.testing.assert_allclose(fig.data[2].z, A.layernorm_input(cache, 0).numpy(), atol=1e-7)
     assert _ticks(fig.layout.yaxis) == SHOWN
 
@@ -215,11 +215,11 @@ def test_layernorm_rows_figure(run):
 def test_activation_and_residual_figures(run):
     model, cache = run
     curves = A.activation_curves()
-    fig = VB.activation_curves(curves)
+    fig = VB.activation_curves_figure(curves)
     assert [t.name for t in fig.data] == ["GELU", "GELU (tanh)", "ReLU"]
     np.testing.assert_array_equal(fig.data[2].y, curves["ReLU"])
     stages, norms = A.residual_norms(cache, model.config.n_layer)
-    fig = VB.residual_norms(norms, stages, TOKENS)
+    fig = VB.residual_norms_figure(norms, stages, TOKENS)
     np.testing.assert_array_equal(fig.data[4].y, norms[:, 4])
     np.testing.assert_allclose(fig.data[-1].y, norms.mean(axis=1))
     assert list(fig.data[0].x) == stages
@@ -229,7 +229,7 @@ def test_logit_lens_figure(run):
     model, cache = run
     labels, ids, probs = A.logit_lens(model, cache, k=4)
     guesses = [[f"v{i}" for i in row] for row in ids]
-    fig = VB.logit_lens(labels, guesses, probs)
+    fig = VB.logit_lens_figure(labels, guesses, probs)
     np.testing.assert_array_equal(fig.data[0].z, probs)
     assert fig.data[0].text.tolist() == guesses
     assert _ticks(fig.layout.yaxis) == labels

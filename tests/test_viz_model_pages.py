@@ -131,7 +131,7 @@ def test_embedding_lookup_and_x_plus_pe_carry_the_row():
     tex = emb_tex.embedding_lookup("the", 7, 100, row)
     assert r"(0.500,\ -0.250,\ 0.125,\ 1.000,\ \dots,\ -3.000)" in tex
     assert r"\mathbb{R}^{6}" in tex
-    tex = pos_tex.x_plus_pe("a", 2, [1.0, 2.0], [0.5, -0.5], "learned")
+    tex = pos_tex.x_plus_pe_formula("a", 2, [1.0, 2.0], [0.5, -0.5], "learned")
     assert r"(1.500,\ 1.500)" in tex
 
 

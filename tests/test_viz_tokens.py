@@ -63,7 +63,7 @@ def test_latex_escapes_and_fills_in_values():
     tex = latex.tokenizer_map(text, tok.tokens(text), tok.vocab_size)
     assert r"\%" in tex and r"\$" in tex and r"\_" in tex and r"\&" in tex and r"\{" in tex
     assert "50{,}257" in tex
-    oh = latex.one_hot_rows(tok.tokens("Hello world"), tok.vocab_size)
+    oh = latex.one_hot_formula(tok.tokens("Hello world"), tok.vocab_size)
     assert r"e_{15496}" in oh and r"\underset{995}{1}" in oh
     assert r"\{0,1\}^{2 \times 50257}" in oh
 

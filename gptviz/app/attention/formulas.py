@@ -123,11 +123,11 @@ def sdpa_check(delta: dict[str, float], n_layer: int) -> str:
     )
 
 
-def ablation(heads: Sequence[tuple[int, int]], token: str, before: float, after: float,
+def ablation_formula(heads: Sequence[tuple[int, int]], token: str, before: float, after: float,
              tv: float) -> str:
     r"""What ablating heads means, and what it did to the model's top next token.
 
-    >>> "z^{(0,1)}" in ablation([(0, 1)], "a", 0.5, 0.25, 0.3)
+    >>> "z^{(0,1)}" in ablation_formula([(0, 1)], "a", 0.5, 0.25, 0.3)
     True
     """
     zs = ",\\ ".join(rf"z^{{({ly},{h})}}" for ly, h in heads) or r"\varnothing"

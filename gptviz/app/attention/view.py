@@ -159,7 +159,7 @@ def ablation_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None
     ids = am.top_changes(before, after, ABLATION_TOP)
     top = int(ids[0])
     tv = 0.5 * float(np.abs(before - after).sum())
-    st.latex(mp.ablation(chosen, vocab[top], float(before[top]), float(after[top]), tv))
+    st.latex(mp.ablation_formula(chosen, vocab[top], float(before[top]), float(after[top]), tv))
     chart(va.ablation_bars([vocab[i] for i in ids], before[ids], after[ids],
                            title=f"P(next token after {prompt.labels[-1]!r})"))
     if not chosen:

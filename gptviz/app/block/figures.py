@@ -43,10 +43,10 @@ def layernorm_rows(stats: Mapping[str, np.ndarray], tokens: Sequence[str]) -> go
     return fig
 
 
-def activation_curves(curves: Mapping[str, np.ndarray]) -> go.Figure:
+def activation_curves_figure(curves: Mapping[str, np.ndarray]) -> go.Figure:
     """GELU vs ReLU (``analysis.activation_curves`` output: "x" plus one array per curve).
 
-    >>> [t.name for t in activation_curves({"x": np.zeros(2), "ReLU": np.zeros(2)}).data]
+    >>> [t.name for t in activation_curves_figure({"x": np.zeros(2), "ReLU": np.zeros(2)}).data]
     ['ReLU']
     """
     x = as_float32(curves["x"])  # (n,)
@@ -58,10 +58,10 @@ def activation_curves(curves: Mapping[str, np.ndarray]) -> go.Figure:
     return fig
 
 
-def residual_norms(norms, stages: Sequence[str], tokens: Sequence[str]) -> go.Figure:
+def residual_norms_figure(norms, stages: Sequence[str], tokens: Sequence[str]) -> go.Figure:
     """‖x_t‖ at every stage of the residual stream (S, T): one thin line per token, and the mean.
 
-    >>> fig = residual_norms(np.ones((3, 2)), ["embed", "0.mid", "0.post"], ["a", "b"])
+    >>> fig = residual_norms_figure(np.ones((3, 2)), ["embed", "0.mid", "0.post"], ["a", "b"])
     >>> [t.name for t in fig.data]
     ['0: a', '1: b', 'mean']
     """
@@ -78,10 +78,11 @@ def residual_norms(norms, stages: Sequence[str], tokens: Sequence[str]) -> go.Fi
     return fig
 
 
-def logit_lens(row_labels: Sequence[str], guesses: Sequence[Sequence[str]], probs) -> go.Figure:
+def logit_lens_figure(row_labels: Sequence[str], guesses: Sequence[Sequence[str]], probs
+                      ) -> go.Figure:
     """Layers down, rank across: each cell is a guessed token, coloured by its probability.
 
-    >>> fig = logit_lens(["after block 0"], [["a", "b"]], [[0.6, 0.3]])
+    >>> fig = logit_lens_figure(["after block 0"], [["a", "b"]], [[0.6, 0.3]])
     >>> fig.data[0].text.tolist()
     [['a', 'b']]
     """

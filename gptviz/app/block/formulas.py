@@ -84,10 +84,10 @@ def activation_point(x: float, gelu: float, gelu_tanh: float, relu: float) -> st
     )
 
 
-def logit_lens(position: int, token: str, rows: Sequence[tuple[str, str, float]]) -> str:
+def logit_lens_formula(position: int, token: str, rows: Sequence[tuple[str, str, float]]) -> str:
     r"""``softmax(LN_final(x^{(ℓ)}) W_U)`` and the top guess after each block.
 
-    >>> "0.900" in logit_lens(3, "a", [("after block 0", "b", 0.9)])
+    >>> "0.900" in logit_lens_formula(3, "a", [("after block 0", "b", 0.9)])
     True
     """
     lines = [rf"\text{{{label}}} &\quad {tex_text(guess, 12)}\ \ (p = {num(p)})"

@@ -72,7 +72,7 @@ def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int
 
 def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> None:
     """GELU vs ReLU as curves, at one x, and on this layer's real FFN inputs."""
-    st.plotly_chart(vb.activation_curves(analysis.activation_curves()), width="stretch")
+    st.plotly_chart(vb.activation_curves_figure(analysis.activation_curves()), width="stretch")
     x = st.slider("x", -4.0, 4.0, -0.5, 0.1, key="act_x")
     curves = analysis.activation_curves(x, x, 1)
     st.latex(mb.activation_point(x, *(float(curves[k][0]) for k in ("GELU", "GELU (tanh)",
@@ -122,7 +122,7 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
     """‖x_t‖ along the residual stream, and the logit lens after every block."""
     c, model = picked.checkpoint.config, picked.checkpoint.model
     stages, norms = analysis.residual_norms(cache, c.n_layer)  # (S,), (S, T)
-    st.plotly_chart(vb.residual_norms(norms, stages, prompt.labels), width="stretch")
+    st.plotly_chart(vb.residual_norms_figure(norms, stages, prompt.labels), width="stretch")
     df = pd.DataFrame(norms.T, columns=stages)
     df.insert(0, "token", prompt.labels)
     with st.expander("Norms as a table", icon=":material/table:"):
@@ -133,10 +133,10 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
     rows, ids, probs = analysis.logit_lens(model, cache, LENS_TOP, pos, include_input=True)
     vocab = vocab_labels(picked)
     guesses = [[vocab[i] for i in row] for row in ids]
-    st.latex(mb.logit_lens(pos, prompt.labels[pos],
+    st.latex(mb.logit_lens_formula(pos, prompt.labels[pos],
                            [(r, g[0], float(p[0])) for r, g, p in zip(rows, guesses, probs,
                                                                       strict=True)]))
-    st.plotly_chart(vb.logit_lens(rows, guesses, probs), width="stretch")
+    st.plotly_chart(vb.logit_lens_figure(rows, guesses, probs), width="stretch")
     lens = pd.DataFrame({"read after": np.repeat(rows, probs.shape[1]),
                          "rank": np.tile(np.arange(1, probs.shape[1] + 1), len(rows)),
                          "token": [g for row in guesses for g in row],

@@ -24,10 +24,10 @@ def embedding_rows(X, tokens: Sequence[str], title: str = "E[ids]: one row per i
                    y_title="token")
 
 
-def one_hot_rows(one_hot, tokens: Sequence[str], ids: Sequence[int]) -> go.Figure:
+def one_hot_figure(one_hot, tokens: Sequence[str], ids: Sequence[int]) -> go.Figure:
     """Only the vocabulary columns the input uses, so the 1s stay visible (T, n_used).
 
-    >>> one_hot_rows(np.eye(3)[[2, 0]], ["c", "a"], [2, 0]).layout.xaxis.ticktext
+    >>> one_hot_figure(np.eye(3)[[2, 0]], ["c", "a"], [2, 0]).layout.xaxis.ticktext
     ('0', '2')
     """
     used = sorted(set(int(i) for i in ids))

@@ -36,7 +36,7 @@ def lookup(picked: Picked, prompt: Prompt, pos: int) -> None:
     st.latex(emb_tex.embedding_lookup(labels[pos], ids[pos], E.shape[0], rows[pos]))
     left, right = st.columns([2, 3])
     figs = cached_figure(picked, "lookup", prompt.ids, lambda: [
-        thin_ticks(title_room(ve.one_hot_rows(one_hot, labels, ids))),
+        thin_ticks(title_room(ve.one_hot_figure(one_hot, labels, ids))),
         thin_ticks(title_room(ve.embedding_rows(rows, labels)))])
     left.plotly_chart(figs[0], width="stretch")
     right.plotly_chart(figs[1], width="stretch")

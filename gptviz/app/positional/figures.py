@@ -53,10 +53,11 @@ def pe_similarity_heatmap(S, title: str = "position similarity PE · PEᵀ") -> 
                    y_title="position i")
 
 
-def x_plus_pe(X, PE, tokens: Sequence[str]) -> go.Figure:
+def x_plus_pe_figure(X, PE, tokens: Sequence[str]) -> go.Figure:
     """E[ids], PE and their sum X + PE (each (T, d)) side by side: what block 0 receives.
 
-    >>> [a.text for a in x_plus_pe(np.ones((2, 3)), np.ones((2, 3)), ["a", "b"]).layout.annotations]
+    >>> fig = x_plus_pe_figure(np.ones((2, 3)), np.ones((2, 3)), ["a", "b"])
+    >>> [a.text for a in fig.layout.annotations]
     ['E[ids]', 'PE', 'X = E[ids] + PE']
     """
     x, pe = as_float32(X), as_float32(PE)  # (T, d), (T, d)

@@ -27,11 +27,11 @@ def sinusoid_point(i: int, dim: int, d: int, value: float) -> str:
     )
 
 
-def x_plus_pe(token: str, i: int, e_row: Sequence[float], p_row: Sequence[float],
+def x_plus_pe_formula(token: str, i: int, e_row: Sequence[float], p_row: Sequence[float],
               positional: str) -> str:
     r"""``x_i = E[t_i] + p_i`` for one token, with numbers.
 
-    >>> "x_{2}" in x_plus_pe("a", 2, [1.0], [0.5], "learned")
+    >>> "x_{2}" in x_plus_pe_formula("a", 2, [1.0], [0.5], "learned")
     True
     """
     e, p = np.asarray(e_row, np.float64), np.asarray(p_row, np.float64)

@@ -29,7 +29,7 @@ def tokenizer_map(text: str, tokens: list[TokenInfo], vocab_size: int, shown: in
     )
 
 
-def one_hot_rows(tokens: list[TokenInfo], vocab_size: int, shown: int = 4) -> str:
+def one_hot_formula(tokens: list[TokenInfo], vocab_size: int, shown: int = 4) -> str:
     r"""``OH(t_i) = e_{id}``: each row a standard basis vector of ``R^{|V|}``.
 
     The one-hot matrix ``X ∈ {0,1}^{N×|V|}`` has these vectors as rows.

@@ -52,7 +52,7 @@ def tokens_section(tok: Tokenizer, text: str, tokens, name: str) -> None:
                "`·` is a space, `↵` a newline, `→` a tab.")
     st.markdown("#### The mathematics")
     st.latex(latex.tokenizer_map(text, tokens, tok.vocab_size))
-    st.latex(latex.one_hot_rows(tokens, tok.vocab_size))
+    st.latex(latex.one_hot_formula(tokens, tok.vocab_size))
     st.latex(emb_tex.embedding_of_one_hot(tok.vocab_size))
     with st.expander("Every token as a table", icon=":material/table:"):
         df = token_table(tokens, text)

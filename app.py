@@ -1,8 +1,10 @@
 """gptviz: the router. Run with `streamlit run app.py`."""
 
+from pathlib import Path
+
 import streamlit as st
 
-st.set_page_config(page_title="gptviz", page_icon=":material/neurology:", layout="wide")
+st.set_page_config(page_title="gptviz", page_icon=str(Path(__file__).parent / "assets" / "icon.png"), layout="wide")
 
 PAGES = {
     "": [st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True)],

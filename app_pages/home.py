@@ -35,16 +35,14 @@ STEPS = [
     ("Transformer blocks", "LayerNorm, causal self-attention and a feed-forward network, "
      "each added back to the residual stream.", "app_pages/block.py"),
     ("Logits", "The last row of the final stream is mapped to one score per vocabulary "
-     "entry.", None),
+     "entry (the Generation page shows them for every step).", "app_pages/generation.py"),
     ("Sampling", "Temperature, top-k and top-p turn scores into a distribution; one token is "
      "drawn and appended, and the loop starts again.", "app_pages/generation.py"),
 ]
 for i, (name, what, page) in enumerate(STEPS, start=1):
     with st.container(border=True):
         st.markdown(f"**{i}. {name}** — {what}")
-        if page:
-            st.page_link(page, label=f"Open the {name} page", icon=":material/arrow_forward:")
-        else:
-            st.caption("Its page is being built.")
+        st.page_link(page, label=f"Open the {name} page" if name != "Logits" else
+                     "See them on the Generation page", icon=":material/arrow_forward:")
 st.page_link("app_pages/training.py", label="Train your own GPT", icon=":material/model_training:")
 st.caption("Runs offline: every model, tokenizer and corpus ships with the app.")

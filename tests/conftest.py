@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -73,12 +74,30 @@ def browser():
         b.close()
 
 
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
 @pytest.fixture
 def page(browser):
+    """A fresh tab. Nothing may leave the machine (classrooms are offline): any request
+    to another host is blocked and fails the test that made it."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    outside: list[str] = []
+
+    def guard(route) -> None:
+        url = route.request.url
+        if urlparse(url).scheme in ("http", "https", "ws", "wss") and \
+                urlparse(url).hostname not in LOCAL_HOSTS:
+            outside.append(url)
+            route.abort()
+        else:
+            route.continue_()
+
+    context.route("**/*", guard)
     p = context.new_page()
     yield p
     context.close()
+    assert not outside, f"the page asked another host for: {outside[:5]}"
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

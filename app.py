@@ -4,7 +4,8 @@ from pathlib import Path
 
 import streamlit as st
 
-st.set_page_config(page_title="gptviz", page_icon=str(Path(__file__).parent / "assets" / "icon.png"), layout="wide")
+ICON = Path(__file__).parent / "assets" / "icon.png"  # a local file: nothing is fetched
+st.set_page_config(page_title="gptviz", page_icon=str(ICON), layout="wide")
 
 PAGES = {
     "": [st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True)],

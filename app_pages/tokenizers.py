@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from gptviz.app.shared.widgets import cap_text, problem, view_tabs
+from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, view_tabs
 from gptviz.app.tokenizers import view as sections
 from gptviz.app.tokenizers.controls import LABELS, all_tokenizers, corpus_picker, train_settings
 from gptviz.tokenizers import BOS, ENDOFTEXT, EOS, TokenizerError
@@ -26,8 +26,7 @@ st.sidebar.caption(f"Corpus: **{corpus.name}**, {len(corpus.text):,} characters.
 kinds = [k for k in LABELS if k in toks or k in errors]
 kind = st.segmented_control("Tokenizer", kinds, format_func=LABELS.get, default="bpe",
                             key="tokenizer", bind="query-params", required=True)
-raw = st.text_area("Text to tokenize", value=DEFAULT_TEXT, height=110, key="text",
-                   bind="query-params")
+raw = linked_text_area("Text to tokenize", "text", DEFAULT_TEXT, height=110)
 c1, c2 = st.columns(2)
 markers = c1.toggle(f"Add {BOS} and {EOS}", key="markers",
                     disabled=kind not in ("char", "word", "bpe"),

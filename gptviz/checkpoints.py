@@ -5,9 +5,9 @@
     tokenizer.json      the tokenizer, as Tokenizer.save writes it
     card.json           what produced it: corpus, steps, losses, date
 
-Every problem (a missing file, bad JSON, a pickle in disguise, a weight of the
-wrong shape, a tokenizer that does not fit the model) is a ``CheckpointError``
-(a ValueError) whose message names the file and the problem.
+Every problem (a missing file, bad JSON, a pickle in disguise, a weight of the wrong
+shape, a tokenizer that does not fit the model, a model too big for the limits) is a
+``CheckpointError`` (a ValueError) whose message names the file and the problem.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import io
 import json
 import os
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -25,19 +26,28 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
+import gptviz.tokenizers  # noqa: F401  (registers every tokenizer type)
 from gptviz.model import GPT, GPTConfig, TrainConfig, parameter_counts
-from gptviz.tokenizers.base import Tokenizer
+from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
-
-
-
 FILES = (WEIGHTS, CONFIG, TOKENIZER, CARD)
 _PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol >= 2; torch.save's zip format
 
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be loaded; the message names the file and the reason."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a checkpoint may hold. The defaults suit trusted folders; uploads pass tighter."""
+
+    params: int = 200_000_000  # parameters; also positions + one sequence's keys and values
+    layers: int = 1024  # blocks (each is ~50 kB of Python objects, whatever its width)
+    attention: int = 10**12  # numbers in a full context's attention maps, n_layer·n_head·N²
+    bytes: int = 500_000_000  # the four files, unpacked
+    json_bytes: int = 50_000_000  # each JSON file (parsed, JSON takes up to ~25x its size)
 
 
 @dataclass
@@ -51,26 +61,17 @@ class Checkpoint:
         return self.model.config
 
 
-def weights_of(model: GPT) -> dict[str, torch.Tensor]:
-    """The tensors to save: the state dict without the tied alias of the embedding."""
-    state = model.state_dict()
-    if model.config.tie_embeddings:
-        state.pop("unembed.weight")
-    return {k: v.detach().cpu().contiguous() for k, v in state.items()}
-
-
 def checkpoint_files(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] | None = None
                      ) -> dict[str, bytes]:
     """The four files as bytes, e.g. ``{"config.json": b'{"vocab_size": 65, ...}', ...}``."""
     if tokenizer.vocab_size != model.config.vocab_size:
         raise CheckpointError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's "
                               f"vocab_size is {model.config.vocab_size}.")
-    return {
-        WEIGHTS: save_safetensors(weights_of(model), metadata={"format": "pt"}),
-        CONFIG: _json_bytes(model.config.to_dict()),
-        TOKENIZER: _json_bytes(tokenizer.to_dict()),
-        CARD: _json_bytes(dict(card or {})),
-    }
+    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()
+               if k != "unembed.weight" or not model.config.tie_embeddings}  # not E's alias
+    texts = {CONFIG: model.config.to_dict(), TOKENIZER: tokenizer.to_dict(), CARD: dict(card or {})}
+    return {WEIGHTS: save_safetensors(weights, metadata={"format": "pt"}),
+            **{k: json.dumps(v, ensure_ascii=False, indent=1).encode() for k, v in texts.items()}}
 
 
 def save_checkpoint(folder: str | Path, model: GPT, tokenizer: Tokenizer,
@@ -84,7 +85,7 @@ def save_checkpoint(folder: str | Path, model: GPT, tokenizer: Tokenizer,
 
 
 def load_checkpoint(folder: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
-    """Read a folder written by ``save_checkpoint``."""
+    """Read a folder written by ``save_checkpoint`` (trusted: the default ``Limits``)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a checkpoint folder "
@@ -103,15 +104,19 @@ def checkpoint_to_zip(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] 
     return buffer.getvalue()
 
 
-def load_checkpoint_zip(data: bytes, max_bytes: int = 500_000_000,
+def load_checkpoint_zip(data: bytes, limits: Limits = Limits(),
                         device: str | torch.device = "cpu") -> Checkpoint:
-    """Load an uploaded .zip (files at its root or in one folder) in memory; no extraction."""
+    """Load an uploaded .zip (files at its root or in one folder) in memory, untrusted: no
+    extraction, named BPE patterns only, and every size checked before it is allocated."""
+    if (listing := _directory_size(data) or 0) > 65_536:  # zipfile: ~500 B per entry listed
+        raise CheckpointError(f"the zip's list of files takes {listing:,} bytes (the limit is "
+                              f"65,536); a checkpoint zip holds {len(FILES)} files.")
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, ValueError, OSError):
         raise CheckpointError("the upload is not a .zip file: zip a checkpoint folder "
                               f"holding {', '.join(FILES)}.") from None
-    found: dict[str, zipfile.ZipInfo] = {}
+    found = _ZipMembers(zf)
     for info in zf.infolist():
         name = PurePosixPath(info.filename).name
         if name not in FILES or info.is_dir() or "__MACOSX" in info.filename:
@@ -120,48 +125,58 @@ def load_checkpoint_zip(data: bytes, max_bytes: int = 500_000_000,
             raise CheckpointError(f"the zip holds two files named {name}; "
                                   "keep one checkpoint per zip.")
         found[name] = info
-    total = sum(info.file_size for info in found.values())
-    if total > max_bytes:
+    if (total := sum(found.size(name) for name in found)) > limits.bytes:
         raise CheckpointError(f"the zip's checkpoint files unpack to {total:,} bytes; "
-                              f"the limit is {max_bytes:,}.")
-    files = {}
-    for name, info in found.items():
-        if info.flag_bits & 0x1:
-            raise CheckpointError(f"{name} in the zip is encrypted; upload an unencrypted zip.")
-        try:
-            with zf.open(info) as f:
-                files[name] = f.read()  # bounded: zipfile stops at the declared file_size
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise CheckpointError(f"{name} in the zip is damaged ({exc}).") from None
-    return checkpoint_from_files(files, source="the uploaded zip", device=device)
+                              f"the limit is {limits.bytes:,}.")
+    return checkpoint_from_files(found, "the uploaded zip", device, limits, trusted=False)
 
 
 def checkpoint_from_files(files: Mapping[str, bytes], source: str = "checkpoint",
-                          device: str | torch.device = "cpu",
-                          max_params: int = 200_000_000) -> Checkpoint:
-    """Build a Checkpoint from the files' bytes, checking each on the way."""
-    missing = [n for n in (WEIGHTS, CONFIG, TOKENIZER) if n not in files]
-    if missing:
+                          device: str | torch.device = "cpu", limits: Limits = Limits(),
+                          trusted: bool = True) -> Checkpoint:
+    """Build a Checkpoint from the files' bytes, checking each on the way: the config and
+    the model's size first, the weights last. ``trusted=False``: named BPE patterns only."""
+    if missing := [n for n in (WEIGHTS, CONFIG, TOKENIZER) if n not in files]:
         raise CheckpointError(f"{source} lacks {', '.join(missing)} (a checkpoint holds "
                               f"{', '.join(FILES)}).")
+    data = _read_json(files, CONFIG, limits)
     try:
-        config = GPTConfig.from_dict(_read_json(files, CONFIG))
+        config = GPTConfig.from_dict(data)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"{CONFIG} is not a valid model config: {exc}") from None
-    tokenizer = _read_tokenizer(files)
+    n_params = _check_size(config, limits)
+    try:
+        tokenizer = Tokenizer.from_json_dict(_read_json(files, TOKENIZER, limits), TOKENIZER,
+                                             trusted)
+    except TokenizerError as exc:
+        raise CheckpointError(str(exc)) from None
     if tokenizer.vocab_size != config.vocab_size:
         raise CheckpointError(f"{TOKENIZER} has {tokenizer.vocab_size} ids but {CONFIG} says "
                               f"vocab_size {config.vocab_size}: they come from different models.")
-    n_params = parameter_counts(config)["total"]
-    if n_params > max_params:
-        raise CheckpointError(f"{CONFIG} describes {n_params:,} parameters; the limit here is "
-                              f"{max_params:,}.")
-    card = _read_json(files, CARD) if CARD in files else {}
+    card = _read_json(files, CARD, limits) if CARD in files else {}
     if not isinstance(card, dict):
         raise CheckpointError(f"{CARD} must hold a JSON object.")
-    model = GPT(config)
-    model.load_state_dict(_read_weights(files[WEIGHTS], model), strict=False)
+    data = _member(files, WEIGHTS, 8 * n_params + 1_000_000,  # float64s + a generous header
+                   f" for the {n_params:,} parameters of {CONFIG}")
+    model = GPT(config)  # at most limits.params numbers, checked above
+    model.load_state_dict(_read_weights(data, model), strict=False)
     return Checkpoint(model.to(device).eval(), tokenizer, card)
+
+
+def _check_size(c: GPTConfig, limits: Limits) -> int:
+    """The parameter count, once the model is known to fit ``limits`` (nothing allocated)."""
+    n = parameter_counts(c)["total"]
+    work = c.context_length * c.d_model * (2 * c.n_layer + (c.positional == "sinusoidal"))
+    maps = c.n_layer * c.n_head * c.context_length ** 2
+    for what, value, most in ((f"{n:,} parameters", n, limits.params),
+                              (f"{c.n_layer:,} layers", c.n_layer, limits.layers),
+                              (f"a context of {c.context_length:,} tokens, whose positions, "
+                               f"keys and values take {work:,} numbers", work, limits.params),
+                              (f"attention maps of {maps:,} numbers for a full context "
+                               "(n_layer·n_head·context²)", maps, limits.attention)):
+        if value > most:
+            raise CheckpointError(f"{CONFIG} describes {what}; the limit here is {most:,}.")
+    return n
 
 
 def _read_weights(data: bytes, model: GPT) -> dict[str, torch.Tensor]:
@@ -172,7 +187,8 @@ def _read_weights(data: bytes, model: GPT) -> dict[str, torch.Tensor]:
         tensors = load_safetensors(data)
     except Exception as exc:  # the Rust parser raises its own error type
         raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file ({exc}).") from None
-    expected = weights_of(model)
+    expected = {k: v for k, v in model.state_dict().items()  # without E's tied alias W_U
+                if k != "unembed.weight" or not model.config.tie_embeddings}
     unknown = sorted(set(tensors) - set(expected))
     absent = sorted(set(expected) - set(tensors))
     if unknown or absent:
@@ -185,37 +201,63 @@ def _read_weights(data: bytes, model: GPT) -> dict[str, torch.Tensor]:
                                   f"implies {want}.")
         if not t.dtype.is_floating_point:
             raise CheckpointError(f"{WEIGHTS}: {name} has dtype {t.dtype}; weights must be floats.")
+        tensors[name] = t = t.float()  # float8 has no isfinite
         if not torch.isfinite(t).all():
             raise CheckpointError(f"{WEIGHTS}: {name} contains NaN or infinite values.")
-    return {k: v.float() for k, v in tensors.items()}
+    return tensors
 
 
-def _read_tokenizer(files: Mapping[str, bytes]) -> Tokenizer:
-    import gptviz.tokenizers  # noqa: F401  (registers every tokenizer type)
+def _member(files: Mapping[str, bytes], name: str, most: int, why: str = "") -> bytes:
+    """``files[name]``, once its (declared) size is known to be at most ``most``."""
+    size = files.size(name) if isinstance(files, _ZipMembers) else len(files[name])
+    if size > most:
+        raise CheckpointError(f"{name} is {size:,} bytes; the limit here is {most:,}{why}.")
+    return files[name]
 
+
+def _read_json(files: Mapping[str, bytes], name: str, limits: Limits) -> Any:
     try:
-        return Tokenizer.from_json_dict(_read_json(files, TOKENIZER), source=TOKENIZER)
-    except ValueError as exc:
+        return read_json(_member(files, name, limits.json_bytes), name)
+    except TokenizerError as exc:
         raise CheckpointError(str(exc)) from None
 
 
-def _read_json(files: Mapping[str, bytes], name: str) -> Any:
-    try:
-        return json.loads(files[name].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{name} is not valid UTF-8 JSON ({exc}).") from None
+def _directory_size(data: bytes) -> int | None:
+    """Bytes of the zip's list of files, from its end record found as ``zipfile`` finds it."""
+    end = len(data) - 22
+    if not (end >= 0 and data[end:end + 4] == b"PK\x05\x06" and data[-2:] == b"\0\0"):
+        end = data.rfind(b"PK\x05\x06", max(0, len(data) - 22 - 65_535))
+        if end < 0 or len(data) - end < 22:
+            return None
+    if end >= 20 and data[end - 20:end - 16] == b"PK\x06\x07":
+        return 1 << 64  # zip64: never needed for a checkpoint
+    return int.from_bytes(data[end + 12:end + 16], "little")
 
 
-def _json_bytes(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8")
+class _ZipMembers(dict):
+    """name -> ZipInfo; an item is unpacked when read, a megabyte at a time, up to its size."""
 
+    def __init__(self, zf: zipfile.ZipFile) -> None:
+        super().__init__()
+        self.zf = zf
 
-def bundled_checkpoints(root: str | Path = "assets/models") -> dict[str, Path]:
-    """Checkpoint folders under ``root`` by folder name, e.g. {"shakespeare-char": Path(...)}."""
-    root = Path(root)
-    if not root.is_dir():
-        return {}
-    return {p.name: p for p in sorted(root.iterdir()) if (p / WEIGHTS).is_file()}
+    def size(self, name: str) -> int:
+        return dict.__getitem__(self, name).file_size
+
+    def __getitem__(self, name: str) -> bytes:
+        info, parts, size = dict.__getitem__(self, name), [], 0
+        try:
+            with self.zf.open(info) as f:
+                while chunk := f.read(min(1 << 20, info.file_size + 1 - size)):
+                    parts.append(chunk)
+                    size += len(chunk)
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError,
+                NotImplementedError) as exc:  # damaged, encrypted, or an unknown method
+            raise CheckpointError(f"{name} in the zip cannot be unpacked ({exc}); zip the "
+                                  "folder again, without encryption.") from None
+        if size > info.file_size:
+            raise CheckpointError(f"{name} in the zip unpacks to more than it declares.")
+        return b"".join(parts)
 
 
 def initial_model(config: GPTConfig, seed: int) -> GPT:
@@ -246,12 +288,13 @@ def freeze(model: GPT) -> GPT:
 MODELS_DIR = Path(os.environ.get("GPTVIZ_MODELS_DIR")
                   or Path(__file__).resolve().parents[1] / "assets" / "models")
 
-
 # The BPE model: its tokens are word pieces, so attention maps and next-token
 # charts read as words, which is what a class can follow (see the README).
 DEFAULT_MODEL = "mathematics-bpe"
 
 
 def bundled_models() -> dict[str, Path]:
-    """Name -> checkpoint folder for every model under ``assets/models``."""
-    return bundled_checkpoints(MODELS_DIR)
+    """Name -> checkpoint folder of every model in ``MODELS_DIR`` (``assets/models``)."""
+    if not MODELS_DIR.is_dir():
+        return {}
+    return {p.name: p for p in sorted(MODELS_DIR.iterdir()) if (p / WEIGHTS).is_file()}

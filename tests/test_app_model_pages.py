@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from gptviz.app.shared.widgets import LINK_LIMIT
 from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
 from tests.helpers import (
     MODEL_PAGE_VIEWS,
@@ -184,3 +185,27 @@ def test_uploads_malformed_then_good_checkpoint():
         rerun(at)
         assert at.selectbox(key="model").value == "mine"
         assert at.get("plotly_chart") or at.latex
+
+
+def test_a_short_prompt_is_kept_in_the_link_and_a_long_one_is_not():
+    """The link shares the prompt while it is short; a long one would make a URL that proxies
+    and chat apps cut, so it stays out of the link, with a caption saying so."""
+    at = run_page("attention", prompt="abc def")
+    assert at.query_params["prompt"] == "abc def"
+    at.text_area(key="prompt").set_value("x" * (LINK_LIMIT + 1))
+    rerun(at)
+    assert "prompt" not in at.query_params
+    assert any("too long for the page's link" in c.value for c in at.caption)
+    at.text_area(key="prompt").set_value("short again")
+    rerun(at)
+    assert at.query_params["prompt"] == "short again"
+    assert not any("too long" in c.value for c in at.caption)
+
+
+def test_the_tokenizers_text_follows_the_same_link_rule():
+    at = run_page("tokenizers", text="héllo")
+    assert at.text_area(key="text").value == "héllo"
+    at.text_area(key="text").set_value("y" * 5000)
+    rerun(at)
+    assert "text" not in at.query_params
+    assert at.metric[0].value == "5,000"  # the box keeps the whole text: only the link drops it

@@ -13,6 +13,7 @@ from safetensors.torch import save as save_safetensors
 
 from gptviz.checkpoints import (
     CheckpointError,
+    Limits,
     checkpoint_files,
     checkpoint_from_files,
     checkpoint_to_zip,
@@ -147,7 +148,7 @@ def test_bad_uploads(tmp_path):
         load_checkpoint_zip(empty.getvalue())
     model, tok = make()
     with pytest.raises(CheckpointError, match="unpack to"):
-        load_checkpoint_zip(checkpoint_to_zip(model, tok), max_bytes=100)
+        load_checkpoint_zip(checkpoint_to_zip(model, tok), Limits(bytes=100))
     with pytest.raises(CheckpointError, match="not a checkpoint folder"):
         load_checkpoint(tmp_path / "nowhere")
 

@@ -8,9 +8,11 @@ returns the same ids together with what a page needs to draw them.
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +24,46 @@ AllowedSpecial = str | frozenset[str] | set[str]
 
 class TokenizerError(ValueError):
     """Bad input to a tokenizer; the message says what is wrong and what to do."""
+
+
+JSON_DEPTH = 32  # nesting of arrays and objects accepted in a JSON file (ours use 3)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+
+
+def json_depth(data: bytes) -> int:
+    """How deeply arrays and objects nest in JSON ``data``, counted without parsing it (so
+    without recursion): strings are blanked, then the brackets are summed.
+
+    >>> json_depth(b'{"a": [1, [2]], "b": "[[[["}'), json_depth(b"[" * 100_000)
+    (3, 100000)
+    """
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKET)
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def read_json(data: bytes, source: str, max_bytes: int | None = None,
+              max_depth: int = JSON_DEPTH) -> Any:
+    """Parse JSON from a file a user gave: at most ``max_bytes`` bytes and ``max_depth``
+    levels deep (``json`` recurses per level and raises RecursionError at ~1,000), UTF-8.
+    Anything else is a TokenizerError naming ``source``.
+
+    >>> read_json(b'{"merges": [[97, 98, 256]]}', "tokenizer.json")
+    {'merges': [[97, 98, 256]]}
+    """
+    if max_bytes is not None and len(data) > max_bytes:
+        raise TokenizerError(f"{source} is {len(data):,} bytes; the limit here is {max_bytes:,}.")
+    depth = json_depth(data)
+    if depth > max_depth:
+        raise TokenizerError(f"{source} nests arrays and objects {depth:,} deep; the limit is "
+                             f"{max_depth}. Save it with json.dump from plain lists and dicts.")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError as exc:  # bad UTF-8, bad JSON, or a number of over 4,300 digits
+        raise TokenizerError(f"{source} is not valid UTF-8 JSON ({exc}).") from None
 
 
 @dataclass(frozen=True)
@@ -146,20 +188,32 @@ class Tokenizer(ABC):
         if path.is_dir():
             path = path / "tokenizer.json"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = read_json(path.read_bytes(), str(path))
+        except (OSError, TokenizerError) as exc:
             raise TokenizerError(f"cannot read tokenizer file {path}: {exc}") from exc
         return Tokenizer.from_json_dict(data, source=str(path))
 
     @staticmethod
-    def from_json_dict(data: Any, source: str = "tokenizer.json") -> Tokenizer:
+    def from_json_dict(data: Any, source: str = "tokenizer.json",
+                       trusted: bool = True) -> Tokenizer:
+        """The tokenizer ``data`` describes; ``trusted=False`` (an upload) also applies the
+        type's ``check_untrusted``."""
         if not isinstance(data, dict) or data.get("type") not in Tokenizer._registry:
             known = ", ".join(sorted(Tokenizer._registry))
             raise TokenizerError(f"{source}: missing or unknown tokenizer 'type' (known: {known}).")
+        kind = Tokenizer._registry[data["type"]]
+        if not trusted:
+            kind.check_untrusted(data, source)
         try:
-            return Tokenizer._registry[data["type"]].from_dict(data)
-        except (KeyError, TypeError, ValueError) as exc:
+            return kind.from_dict(data)
+        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
             raise TokenizerError(f"{source}: malformed {data['type']} tokenizer ({exc}).") from exc
+
+    @classmethod
+    def check_untrusted(cls, data: dict[str, Any], source: str) -> None:
+        """Raise TokenizerError if ``data`` from an upload could cost the server more than its
+        size says (e.g. a regex that backtracks for minutes); nothing to check by default."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size})"

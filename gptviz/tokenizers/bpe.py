@@ -11,25 +11,22 @@ ranks, this class gives tiktoken's ids.
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import regex
 
-from gptviz.tokenizers.base import (
-    AllowedSpecial,
-    TokenInfo,
-    Tokenizer,
-    TokenizerError,
-)
-from gptviz.tokenizers.bpe_train import PATTERNS, Merge, count_chunks, learn_merges
+from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
+from gptviz.tokenizers.bpe_train import PATTERNS, Merge, TrainLimits, check_pattern, learn_within
 from gptviz.tokenizers.byte_tokens import byte_token_infos
 from gptviz.tokenizers.ranks import read_ranks
 from gptviz.tokenizers.specials import BOS, ENDOFTEXT, EOS, SEED_SPECIALS, split_on_specials
 
 _CACHE_LIMIT = 200_000  # chunks remembered by encode (GPT-2's encoder.py caches too)
 _LONG_CHUNK = 48  # above this many bytes, merge with a heap instead of rescanning
+_GROUP = operator.methodcaller("group")  # a regex match -> its text
 
 
 class ByteLevelBPE(Tokenizer):
@@ -40,6 +37,7 @@ class ByteLevelBPE(Tokenizer):
 
     kind = "bpe"
     lossless = True
+    limits = TrainLimits()  # memory bounds of training (and of the tokens' bytes when loading)
 
     def __init__(
         self, pattern: str = "gpt2", specials: Iterable[str] = SEED_SPECIALS,
@@ -61,14 +59,20 @@ class ByteLevelBPE(Tokenizer):
         self._special_names = list(special_ids or specials)
         self._given_special_ids = dict(special_ids) if special_ids else None
         self.trace: list[Merge] = []
+        self.trained_chars: int | None = None  # characters of the corpus training read
         self._rebuild()
 
     def _rebuild(self) -> None:
         """Derive vocab, ranks and special ids from the merges."""
         self.vocab = {i: bytes([b]) for i, b in enumerate(self.byte_order)}
+        size = 0
         for (a, b), c in self.merges.items():
             if a not in self.vocab or b not in self.vocab:
                 raise TokenizerError(f"merge ({a}, {b}) -> {c} uses an id not defined before it.")
+            size += len(self.vocab[a]) + len(self.vocab[b])  # checked before it is allocated
+            if size > self.limits.token_bytes:
+                raise TokenizerError(f"the merges build over {self.limits.token_bytes:,} bytes of "
+                                     "tokens; a real vocabulary holds a few hundred thousand.")
             self.vocab[c] = self.vocab[a] + self.vocab[b]
         self.ranks = {tok: i for i, tok in self.vocab.items()}
         self._byte_ids = [0] * 256
@@ -83,7 +87,8 @@ class ByteLevelBPE(Tokenizer):
 
     # ---- training ------------------------------------------------------------
     def train(self, text: str, vocab_size: int | None = 512) -> list[Merge]:
-        """Learn ``vocab_size - 256 - len(specials)`` merges; returns the trace."""
+        """Learn ``vocab_size - 256 - len(specials)`` merges; returns the trace. Training
+        reads the text up to ``limits`` (``trained_chars`` says how far)."""
         n_special = len(self._special_names)
         if vocab_size is None or vocab_size < 256 + n_special:
             raise TokenizerError(
@@ -92,21 +97,23 @@ class ByteLevelBPE(Tokenizer):
             )
         if not text:
             raise TokenizerError("the corpus is empty: give some text to learn merges from.")
-        chunks = self.split_text(text)
+        chunks = map(_GROUP, self._split.finditer(text)) if self._split else [text]
         vocab = {i: bytes([b]) for i, b in enumerate(self.byte_order)}
         wanted = vocab_size - 256 - n_special
-        trace = learn_merges(count_chunks(chunks), vocab, wanted)
+        trace, used = learn_within(chunks, vocab, wanted, self.limits)
         new_tokens = len({m.new_id for m in trace})
         if new_tokens < wanted:
             most = 256 + new_tokens + n_special
+            read = f" (read up to character {used:,} of {len(text):,})" if used < len(text) else ""
             raise TokenizerError(
-                f"this corpus supports a vocabulary of at most {most} tokens (every pair of "
-                f"neighbouring tokens is merged by then); choose a vocab size of {most} or less, "
-                f"or use a longer corpus."
+                f"this corpus{read} supports a vocabulary of at most {most} tokens (every pair "
+                f"of neighbouring tokens is merged by then); choose a vocab size of {most} or "
+                f"less, or use a longer corpus."
             )
         self.merges = {m.pair: m.new_id for m in trace}
         self._given_special_ids = None
         self.trace = trace
+        self.trained_chars = used
         self._rebuild()
         return trace
 
@@ -223,6 +230,10 @@ class ByteLevelBPE(Tokenizer):
         return data
 
     @classmethod
+    def check_untrusted(cls, data: dict[str, Any], source: str) -> None:
+        check_pattern(data.get("pattern"), source)  # a named pattern only
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ByteLevelBPE:
         return cls(pattern=data["pattern"], byte_order=data.get("byte_order"),
                    merges=[tuple(m) for m in data["merges"]],
@@ -287,6 +298,3 @@ def _merge_heap(chunk: bytes, ranks: dict[bytes, int], limit: float,
         if prev[i] != -1:
             push(prev[i])
     return [p for p in parts if p]
-
-
-

@@ -14,7 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from gptviz.app.shared.chips import prompt_chips_html, token_label
-from gptviz.app.shared.widgets import cap_text, problem
+from gptviz.app.shared.widgets import cap_text, linked_text_area, problem
 from gptviz.checkpoints import Checkpoint
 from gptviz.tokenizers import TokenizerError
 from gptviz.tokenizers.base import TokenInfo
@@ -59,16 +59,14 @@ def example_prompt(ckpt: Checkpoint) -> str:
 def prompt_input(ckpt: Checkpoint) -> str:
     """The prompt box (``?prompt=`` in the URL), starting on the model's example prompt."""
     example = example_prompt(ckpt)
-    if "prompt" not in st.session_state and "prompt" not in st.query_params:
-        st.session_state["prompt"] = example
-    text = st.text_area("Prompt", key="prompt", bind="query-params", persist_state="session",
-                        height=80, help="What the model reads; it is cut to the model's "
-                                        "context window. Ctrl+Enter applies.")
+    text = linked_text_area("Prompt", "prompt", example, height=80,
+                            help="What the model reads; it is cut to the model's context "
+                                 "window. Ctrl+Enter applies.")
     if text != example:
         st.button("Use this model's example prompt", icon=":material/restart_alt:",
                   on_click=st.session_state.__setitem__, args=("prompt", example),
                   type="tertiary")
-    return text or ""
+    return text
 
 
 def encode(ckpt: Checkpoint, text: str) -> Prompt | None:

@@ -2,7 +2,9 @@
 
 Bundled models are loaded once per server (``st.cache_resource``) and are
 strictly read-only: eval mode, no gradients. Models a user trains or uploads
-live in that user's ``st.session_state`` only, so nobody else sees them.
+live in that user's ``st.session_state`` only, so nobody else sees them, and
+count against one memory budget per server (``budget.py``): when it is full,
+the oldest are unloaded and their session is told.
 """
 
 from __future__ import annotations
@@ -12,19 +14,33 @@ from pathlib import Path
 
 import streamlit as st
 
+from gptviz.app.shared.budget import ModelBudget, Shelf, model_bytes
 from gptviz.checkpoints import (
     DEFAULT_MODEL,
     MODELS_DIR,
     Checkpoint,
     CheckpointError,
+    Limits,
     bundled_models,
     freeze,
     load_checkpoint,
     load_checkpoint_zip,
 )
+from gptviz.train.plan import TrainingCaps
 
-SESSION_MODELS = "gptviz_session_models"  # st.session_state key: name -> Checkpoint
+SESSION_MODELS = "gptviz_session_models"  # st.session_state key: a Shelf, name -> Checkpoint
 CHECKPOINT_UPLOAD_LIMIT = 20_000_000  # bytes of an uploaded checkpoint zip
+# An upload may cost the server no more than a model the Training page trains: these follow
+# from memory (a crafted zip must not make it allocate over ~100 MB), not from the format.
+UPLOAD_LIMITS = Limits(
+    params=TrainingCaps.from_env().max_params,  # the Training page's cap (3M: 12 MB)
+    layers=48,  # a block costs ~50 kB of Python objects and ~8 ms to build, whatever its width
+    attention=16_000_000,  # one full context's attention maps (64 MB); the Training page's
+    # largest model (12 layers, 16 heads, context 256) has 12.6M
+    bytes=64_000_000,  # the four files unpacked: ~3x the zip's limit
+    json_bytes=2_000_000,  # each JSON file: up to ~50 MB of Python objects once parsed
+)
+MODEL_BUDGET = 256_000_000  # bytes of parameters and buffers of every session's models together
 
 
 @dataclass(frozen=True)
@@ -68,17 +84,29 @@ def bundled_status() -> tuple[list[str], dict[str, str]]:
     return good, broken
 
 
-def session_models() -> dict[str, Checkpoint]:
-    return st.session_state.setdefault(SESSION_MODELS, {})
+@st.cache_resource(show_spinner=False)
+def server_budget() -> ModelBudget:
+    """The one memory budget of this server's trained and uploaded models."""
+    return ModelBudget(MODEL_BUDGET)
 
 
-def add_session_model(name: str, ckpt: Checkpoint) -> str:
-    """Register a model for this session only; returns the (unique) name used."""
+def session_models() -> Shelf:
+    """This session's trained and uploaded models by name (the budget may unload them)."""
+    return st.session_state.setdefault(SESSION_MODELS, Shelf())
+
+
+def add_session_model(name: str, ckpt: Checkpoint, origin: str = "trained") -> str:
+    """Register a model for this session only, charged to the server's budget (which may
+    unload older models, anyone's); returns the (unique) name used. ``origin`` is
+    "trained" or "uploaded", for the note its session gets if it is unloaded in turn."""
     models = session_models()
     base, k = name, 2
     while name in models or name in bundled_models():
         name, k = f"{base} ({k})", k + 1
-    models[name] = _freeze(ckpt)
+    again = "upload it again" if origin == "uploaded" else "train it again"
+    note = (f"Your {origin} model {name!r} was unloaded to free memory for the class; "
+            f"{again}.")
+    server_budget().admit(models, name, _freeze(ckpt), model_bytes(ckpt.model), note)
     return name
 
 
@@ -95,7 +123,8 @@ def _upload_checkpoint() -> None:
         if len(data) > CHECKPOINT_UPLOAD_LIMIT:
             raise CheckpointError(f"the file is {len(data) / 1e6:.1f} MB; the limit is "
                                   f"{CHECKPOINT_UPLOAD_LIMIT / 1e6:.0f} MB.")
-        name = add_session_model(Path(upload.name).stem, load_checkpoint_zip(data))
+        ckpt = load_checkpoint_zip(data, UPLOAD_LIMITS)
+        name = add_session_model(Path(upload.name).stem, ckpt, origin="uploaded")
         st.session_state["model"] = name
         st.sidebar.success(f"Loaded {name!r}: it is now in the model list.")
     except (CheckpointError, ValueError) as exc:
@@ -108,7 +137,9 @@ def model_picker() -> Picked | None:
     for message in broken.values():
         st.sidebar.warning(f"Skipped a broken bundled model — {message}", icon=":material/warning:")
     _upload_checkpoint()
-    mine = session_models()
+    for note in session_models().take_notes():
+        st.sidebar.warning(note, icon=":material/warning:")
+    mine = dict(session_models())  # one view for this run: the budget may unload any time
     options = [*good, *mine]
     if not options:
         st.error("No model could be loaded. Train one on the Training page or upload a "

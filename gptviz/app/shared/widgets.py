@@ -14,6 +14,7 @@ import streamlit as st
 from gptviz.app.shared.heatmaps import thin_ticks
 
 TEXT_LIMIT = 20_000  # characters a page analyses; longer input is cut, with a message
+LINK_LIMIT = 1_000  # characters of a text box kept in the page's link (?prompt=…)
 SHOWN_DIMS = 12  # columns of a (tokens x dimensions) table on screen; its CSV has them all
 
 
@@ -24,6 +25,26 @@ def cap_text(text: str, limit: int = TEXT_LIMIT) -> str:
             f"The text has {len(text):,} characters; only the first {limit:,} are used here. "
             "Paste a shorter passage to see all of it.", icon=":material/content_cut:")
         return text[:limit]
+    return text
+
+
+def linked_text_area(label: str, key: str, default: str, **kwargs: Any) -> str:
+    """A text box whose text is kept in the page's link (``?key=…``) while it is short.
+
+    The link opens the page on that text, so a teacher can share it. Longer texts stay out
+    of the link (a 200,000-character prompt would make a 600 KB URL, which proxies and
+    chat apps cut): the box keeps them, and a caption says the link does not.
+    """
+    if key not in st.session_state:
+        st.session_state[key] = st.query_params.get(key, default)
+    text = st.text_area(label, key=key, persist_state="session", **kwargs) or ""
+    if len(text) <= LINK_LIMIT:
+        if st.query_params.get(key) != text:
+            st.query_params[key] = text
+    else:
+        st.query_params.pop(key, None)
+        st.caption(f"This text ({len(text):,} characters) is too long for the page's link, "
+                   f"which keeps up to {LINK_LIMIT:,}: to share it, send the text itself.")
     return text
 
 

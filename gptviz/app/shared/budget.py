@@ -1,0 +1,104 @@
+"""One server's memory budget for the models its sessions train or upload.
+
+One Python process serves every student, so the models sessions add are charged to one
+budget: the bytes of their parameters and buffers. When a new model would pass it, the
+oldest ones are unloaded first: they leave their session's ``Shelf`` (the dict its model
+picker lists) and the shelf keeps a note for that session to read the next time it runs.
+
+No Streamlit here (the picker keeps one ``ModelBudget`` per server), and nothing that
+keeps a model alive: the budget holds weak references, so a model whose session ended
+stops counting once it is freed.
+
+>>> class Model: ...
+>>> budget, shelf, a, b = ModelBudget(limit=100), Shelf(), Model(), Model()
+>>> budget.admit(shelf, "a", a, 60, "a was unloaded"), budget.admit(shelf, "b", b, 60, "")
+(60, 60)
+>>> sorted(shelf), shelf.take_notes(), budget.used()
+(['b'], ['a was unloaded'], 60)
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+
+class Shelf(dict):
+    """One session's models by name, plus the notes the budget leaves it; a dict so that
+    the rest of the app reads it as one, and weakly referable so that the budget can
+    reach it without keeping the session alive."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.notes: list[str] = []
+
+    def take_notes(self) -> list[str]:
+        """The notes left since the last call (each is returned once)."""
+        with self.lock:
+            notes, self.notes = self.notes, []
+        return notes
+
+
+@dataclass
+class _Entry:
+    shelf: weakref.ref  # -> Shelf
+    name: str
+    item: weakref.ref  # -> the model's object; dead once its session let it go
+    size: int  # bytes
+    note: str  # what its session reads if it is unloaded
+
+
+def model_bytes(model: Any) -> int:
+    """Bytes of a torch module's parameters and buffers (a tied weight counts once)."""
+    tensors = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
+
+
+class ModelBudget:
+    """Charges models against ``limit`` bytes, unloading the oldest first; thread-safe."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._entries: list[_Entry] = []  # oldest first
+        self._collected = float("-inf")  # when gc last ran here (time.monotonic)
+
+    def used(self) -> int:
+        """Bytes charged to the models still alive."""
+        with self._lock:
+            return self._used()
+
+    def admit(self, shelf: Shelf, name: str, item: Any, size: int, note: str) -> int:
+        """Put ``item`` on ``shelf`` under ``name`` and charge ``size`` bytes for it, first
+        unloading the oldest models until it fits (each leaves its ``note`` on its shelf;
+        one model over the limit on its own ends up alone). Returns the bytes now charged."""
+        with self._lock:
+            if self._used() + size > self.limit and time.monotonic() - self._collected > 60:
+                gc.collect()  # a session that ended may hold its models in a cycle (~0.3 s)
+                self._collected = time.monotonic()
+            while self._entries and self._used() + size > self.limit:
+                self._unload(self._entries.pop(0))
+            self._entries.append(_Entry(weakref.ref(shelf), name, weakref.ref(item), size, note))
+            with shelf.lock:
+                shelf[name] = item
+            return self._used()
+
+    def _used(self) -> int:
+        self._entries = [e for e in self._entries if e.item() is not None and e.shelf()
+                         is not None]
+        return sum(e.size for e in self._entries)
+
+    @staticmethod
+    def _unload(entry: _Entry) -> None:
+        shelf, item = entry.shelf(), entry.item()
+        if shelf is None or item is None:
+            return
+        with shelf.lock:
+            if shelf.get(entry.name) is item:
+                del shelf[entry.name]
+                shelf.notes.append(entry.note)

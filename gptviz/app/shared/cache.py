@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ import torch
 from gptviz import analysis
 from gptviz import attention_math as am
 from gptviz.app.shared.chips import show_bytes
+from gptviz.app.shared.lru import ByteLRU
 from gptviz.app.shared.picker import Picked
 from gptviz.checkpoints import Checkpoint, freeze, initial_model, training_seed
 from gptviz.model import GPT, GPTConfig
@@ -31,26 +33,33 @@ from gptviz.model.names import act_name
 R = TypeVar("R")
 
 
-# One cache per scope for every decorated computation; the function's name is part of
-# the key (Streamlit keys a cache on the decorated function's source, which is shared).
-@st.cache_data(max_entries=64, show_spinner=False)
-def _shared(fn_name: str, model_key: str, args: tuple, _fn: Callable, _ckpt: Checkpoint) -> Any:
-    return _fn(_ckpt, *args)
+SHARED_BYTES = 64 * 2**20  # results for bundled models, kept for every session
+SESSION_BYTES = 16 * 2**20  # results for one session's own models
+SESSION_RESULTS = "gptviz_results"  # st.session_state key of that session's ByteLRU
 
 
-@st.cache_data(max_entries=24, show_spinner=False, scope="session")
-def _private(fn_name: str, model_key: str, args: tuple, _fn: Callable, _ckpt: Checkpoint) -> Any:
-    return _fn(_ckpt, *args)
+@st.cache_resource(show_spinner=False)
+def _shared() -> ByteLRU:
+    """One store per server, bounded in bytes (a count of entries says nothing of memory:
+    a 256-token forward pass holds ~10 MB, a 20-token one ~0.3 MB)."""
+    return ByteLRU(SHARED_BYTES)
+
+
+def _private() -> ByteLRU:
+    """This session's store: freed with the session."""
+    return st.session_state.setdefault(SESSION_RESULTS, ByteLRU(SESSION_BYTES))
 
 
 def per_model(fn: Callable[..., R]) -> Callable[..., R]:
     """``fn(checkpoint, *args)`` becomes ``cached(picked, *args)``: shared across sessions
     for a bundled model, kept in this session only for one trained or uploaded here.
-    ``args`` must be hashable (tuples, ints, strings)."""
+    ``args`` must be hashable (tuples, ints, strings). Results are shared, never copied:
+    their arrays are read-only."""
     @functools.wraps(fn)
     def cached(picked: Picked, *args: Any) -> R:
-        store = _shared if picked.bundled else _private
-        return store(fn.__qualname__, picked.cache_key, args, fn, picked.checkpoint)
+        store = _shared() if picked.bundled else _private()
+        return store.get_or_compute((fn.__qualname__, picked.cache_key, args),
+                                    lambda: fn(picked.checkpoint, *args))
 
     return cached
 
@@ -73,7 +82,9 @@ def activations(picked: Picked, ids: Sequence[int], names: Sequence[str]
     (['blocks.0.attn.hook_pattern'], (10,))
     """
     store, last = _forward(picked, tuple(int(i) for i in ids), tuple(names))
-    return ActivationCache({k: torch.from_numpy(v) for k, v in store.items()}), last
+    with warnings.catch_warnings():  # the shared arrays are read-only; so are these views
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+        return ActivationCache({k: torch.from_numpy(v) for k, v in store.items()}), last
 
 
 @per_model

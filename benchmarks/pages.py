@@ -1,0 +1,194 @@
+"""Every page in Chromium beside a bare one-line Streamlit page, in the same run.
+
+    python benchmarks/pages.py [--reps 5] [--clicks 10]
+
+Two servers run side by side on loopback: ``streamlit run app.py`` and a bare page
+(``st.write("hello")``, written to a temporary folder), which sets the floor: what
+Streamlit itself costs to open a page (websocket, script run, React render). Each load
+is a **new browser context** (a new session, no cached page state), loads are
+interleaved bare/page so both see the same machine load, and the first round only
+warms the server's caches and is not counted. A page has settled when its script has
+finished, no skeleton is left, every plotly chart has drawn its SVG and the page has not
+changed for ``QUIET_MS``. The result is each page's median over the bare page's median.
+
+It also times the Generation page's "Next token", click to settled, ``--clicks`` in a row
+in one session, beside a bare page's button click (``st.button`` and a rerun). Targets
+(issue 11): every page ≤ 1.5× the bare page; "Next token" ≤ 300 ms on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.app import long_prompt  # noqa: E402
+from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    free_port,
+    start_streamlit,
+    wait_until_healthy,
+)
+
+QUIET_MS = 250
+BARE = ("import streamlit as st\nst.write(\"hello\")\nst.session_state.n = st.session_state.get(\"n\", 0) + 1\n"
+        "st.button(\"Again\")\nst.caption(st.session_state.n)\n")  # a click changes the page
+SETTLED = """(quietMs) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+    const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+    for (const c of charts) if (!c.querySelector('.main-svg')) return false;
+    const html = app.innerHTML.length;
+    if (window.__gvLast !== html) { window.__gvLast = html; window.__gvSince = performance.now(); }
+    return performance.now() - window.__gvSince >= quietMs;
+}"""
+
+
+WATCH = """() => {
+    window.__gvRan = false;
+    const app = document.querySelector('[data-testid="stApp"]');
+    window.__gvBefore = app.innerHTML;
+    new MutationObserver((_, obs) => {
+        if (app.getAttribute('data-test-script-state') === 'running') {
+            window.__gvRan = true; obs.disconnect(); }
+    }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""  # notes the rerun a click starts, however short it is
+RAN = """() => window.__gvRan ||
+    document.querySelector('[data-testid="stApp"]').innerHTML !== window.__gvBefore"""
+
+
+def pages(model: str) -> dict[str, str]:
+    """Page label -> path and query of the app's page as a student opens it."""
+    prompt, n = long_prompt(model)
+    long = urllib.parse.urlencode({"model": model, "prompt": prompt})
+    c = load_checkpoint(bundled_models()[model]).config
+    return {
+        "Home": "/", "Tokenizers": "/tokenizers", "Embeddings": "/embeddings",
+        "Positional encoding": "/positional", "Attention": "/attention",
+        f"Attention, {n} tokens, all {c.n_layer * c.n_head} heads ({model})":
+            f"/attention?{long}&view=All+heads",
+        "Transformer block": "/block", "Generation": "/generation", "Training": "/training",
+    }
+
+
+def settle(page, started: float) -> float:
+    page.wait_for_function(SETTLED, arg=QUIET_MS, timeout=180_000, polling=20)
+    return time.perf_counter() - started - QUIET_MS / 1000
+
+
+def load(browser, url: str) -> float:
+    """Seconds from navigation to a settled page, in a fresh browser context."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    t = time.perf_counter()
+    page.goto(url)
+    seconds = settle(page, t)
+    context.close()
+    return seconds
+
+
+def clicks(browser, url: str, label: str, n: int) -> list[float]:
+    """Seconds from each of ``n`` clicks on the button ``label`` to a settled page."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(url)
+    settle(page, time.perf_counter())
+    button = page.get_by_role("button", name=label, exact=True).first
+    times = []
+    for i in range(n + 2):  # two clicks to warm up
+        page.evaluate(WATCH)
+        t = time.perf_counter()
+        button.click()
+        page.wait_for_function(RAN, timeout=30_000, polling=5)
+        seconds = settle(page, t)
+        if i >= 2:
+            times.append(seconds)
+    context.close()
+    return times
+
+
+def serve(script_dir: Path, script: str) -> tuple[subprocess.Popen, str]:
+    """Start ``streamlit run script`` in ``script_dir`` on a free port: (process, base URL)."""
+    port = free_port()
+    proc = start_streamlit(port) if script == "app.py" else subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false"], cwd=script_dir,
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    if not wait_until_healthy(url, 120):
+        proc.terminate()
+        raise SystemExit(f"streamlit did not start for {script}")
+    return proc, url
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--clicks", type=int, default=10)
+    args = p.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    models = bundled_models()
+    longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
+    targets = pages(longest)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "bare.py").write_text(BARE)
+        bare_proc, bare = serve(Path(tmp), "bare.py")
+        app_proc, app = serve(ROOT, "app.py")
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                times: dict[str, list[float]] = {name: [] for name in ["bare", *targets]}
+                for rep in range(args.reps + 1):
+                    for name, path in targets.items():
+                        pair = [("bare", bare + "/"), (name, app + path)]
+                        for label, url in pair if rep % 2 else pair[::-1]:
+                            seconds = load(browser, url)
+                            if rep:
+                                times[label].append(seconds)
+                report_pages(times)
+                gen = clicks(browser, f"{app}/generation?model={DEFAULT_MODEL}", "Next token",
+                             args.clicks)
+                floor_click = clicks(browser, bare + "/", "Again", args.clicks)
+                browser.close()
+        finally:
+            for proc in (bare_proc, app_proc):
+                proc.terminate()
+                proc.wait(timeout=10)
+    report_clicks(gen, floor_click)
+
+
+def report_pages(times: dict[str, list[float]]) -> None:
+    floor = statistics.median(times["bare"])
+    print(f"# Pages in Chromium, each load a new context; {len(times['bare'])} loads each "
+          f"after a warm-up round; load average {os.getloadavg()[0]:.1f}\n")
+    print(f"Bare one-line page (same run, interleaved): median **{floor:.2f} s**.\n")
+    print("| page | median (s) | max (s) | × bare page |\n|---|---|---|---|")
+    for name, ts in list(times.items())[1:]:
+        med = statistics.median(ts)
+        print(f"| {name} | {med:.2f} | {max(ts):.2f} | {med / floor:.2f}× |")
+
+
+def report_clicks(gen: list[float], floor_click: list[float]) -> None:
+    g, b = statistics.median(gen), statistics.median(floor_click)
+    print(f"\n\"Next token\", click to settled, {len(gen)} clicks in a row: median "
+          f"{g * 1e3:.0f} ms, p90 {sorted(gen)[int(0.9 * (len(gen) - 1))] * 1e3:.0f} ms, max "
+          f"{max(gen) * 1e3:.0f} ms; a bare page's button: median {b * 1e3:.0f} ms "
+          f"({g / b:.2f}×).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""A cache bounded in bytes, for results many sessions share.
+
+A classroom server keeps the forward passes of many prompts: a count of entries says
+nothing about memory (one 256-token pass of a 4-layer model holds ~10 MB, a 20-token one
+~0.3 MB), so this cache counts the bytes of what it holds and drops the least recently
+used entries past its budget. Values are returned as they are stored, never copied, so
+their numpy arrays are made read-only: a page that tried to change a shared result would
+fail loudly instead of changing another student's numbers.
+
+>>> lru = ByteLRU(limit=2_000)
+>>> a = lru.get_or_compute("a", lambda: np.zeros(100))        # 800 bytes
+>>> b = lru.get_or_compute("b", lambda: np.zeros(100))
+>>> a is lru.get_or_compute("a", lambda: None), a.flags.writeable
+(True, False)
+>>> _ = lru.get_or_compute("c", lambda: np.zeros(100))        # over 2,000: drops "b"
+>>> sorted(lru.keys()), lru.used
+(['a', 'c'], 1600)
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+
+def nbytes(value: Any) -> int:
+    """Bytes a value holds: arrays by their buffers, containers by their items.
+
+    >>> nbytes((np.zeros((2, 3), np.float32), {"k": np.ones(4)}, "ab"))
+    59
+    """
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, dict):
+        return sum(nbytes(k) + nbytes(v) for k, v in value.items())
+    if isinstance(value, (tuple, list)):
+        return sum(nbytes(v) for v in value)
+    if isinstance(value, str):
+        return len(value)
+    return sys.getsizeof(value)
+
+
+def freeze_arrays(value: Any) -> Any:
+    """Make every numpy array in ``value`` read-only (in place); returns ``value``."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, dict):
+        for v in value.values():
+            freeze_arrays(v)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            freeze_arrays(v)
+    return value
+
+
+class ByteLRU:
+    """Least-recently-used entries dropped once the values pass ``limit`` bytes.
+
+    A value larger than the whole budget is computed and returned but not kept. Two
+    threads asking for the same missing key may both compute it; the first stored wins.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def keys(self) -> list[Hashable]:
+        with self._lock:
+            return list(self._items)
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key][0]
+        value = freeze_arrays(compute())
+        size = nbytes(value)
+        with self._lock:
+            if key in self._items:  # another thread stored it meanwhile
+                return self._items[key][0]
+            if size <= self.limit:
+                self._items[key] = (value, size)
+                self.used += size
+                while self.used > self.limit:
+                    _, (_, dropped) = self._items.popitem(last=False)
+                    self.used -= dropped
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.used = 0

@@ -42,8 +42,12 @@ from tests.helpers import (  # noqa: E402
 )
 
 QUIET_MS = 250
-BARE = ("import streamlit as st\nst.write(\"hello\")\nst.session_state.n = st.session_state.get(\"n\", 0) + 1\n"
-        "st.button(\"Again\")\nst.caption(st.session_state.n)\n")  # a click changes the page
+BARE = """import streamlit as st
+st.write("hello")
+st.session_state.n = st.session_state.get("n", 0) + 1
+st.button("Again")
+st.caption(st.session_state.n)
+"""  # a click changes the page (the count), so its rerun can be seen
 SETTLED = """(quietMs) => {
     const app = document.querySelector('[data-testid="stApp"]');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;

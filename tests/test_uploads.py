@@ -21,9 +21,16 @@ from gptviz.app.shared import picker
 from gptviz.app.shared.budget import ModelBudget, Shelf, model_bytes
 from gptviz.checkpoints import CheckpointError, checkpoint_files, initial_model, load_checkpoint_zip
 from gptviz.model import GPTConfig, parameter_counts
-from gptviz.tokenizers import ByteLevelBPE, Tokenizer, TokenizerError, train_tokenizer
+from gptviz.tokenizers import (
+    ByteLevelBPE,
+    Tokenizer,
+    TokenizerError,
+    make_tokenizer,
+    train_tokenizer,
+)
 from gptviz.tokenizers.base import JSON_DEPTH, read_json
 from gptviz.tokenizers.bpe_train import TrainLimits, count_chunks, count_chunks_within
+from gptviz.tokenizers.symbols import SymbolTokenizer
 from gptviz.train.plan import TrainingCaps
 from tests.helpers import app_test, rerun, texts
 
@@ -285,6 +292,7 @@ def test_bpe_stops_with_a_message_past_its_pair_and_token_limits(monkeypatch):
 
 def test_a_random_corpus_upload_gets_a_bounded_bpe_and_messages(monkeypatch):
     monkeypatch.setattr(ByteLevelBPE, "limits", TrainLimits(chunk_bytes=40_000))
+    monkeypatch.setattr(SymbolTokenizer, "max_distinct", 20_000)
     at = app_test("tokenizers")
     at.session_state["corpus"] = "Upload a .txt file…"
     rerun(at)
@@ -293,5 +301,20 @@ def test_a_random_corpus_upload_gets_a_bounded_bpe_and_messages(monkeypatch):
     rerun(at)
     assert "BPE learned its merges from the first" in texts(at.sidebar, "warning")
     errors = texts(at.sidebar, "error")  # ~39,000 different characters: no char/word vocabulary
-    assert "Character tokenizer: this file has 3" in errors and "Word tokenizer" in errors
+    assert "Character tokenizer: the corpus has more than 20,000 different characters" in errors
+    assert "Word tokenizer: the corpus has more than 20,000 different words" in errors
     assert 'class="gv-chip' in "".join(h.value for h in at.get("html"))  # BPE's chips
+
+
+@pytest.mark.parametrize("kind", ["char", "word"])
+def test_symbol_vocabularies_stop_counting_past_their_bound(kind):
+    """Random data has a new symbol at every step; training stops early with a message,
+    while the counts are still small, instead of holding hundreds of MB."""
+    tok = make_tokenizer(kind)
+    text = " ".join(random_unicode(60_000)) if kind == "word" else random_unicode(60_000)
+    with pytest.raises(TokenizerError, match="more than 50,000 different"):
+        tok.train(text)
+    real = "a real text, with real words, and a real text again"
+    counts = tok.train(real)  # real text is fine, and counted exactly
+    assert sum(counts.values()) == (len(real) if kind == "char" else len(real.split()) * 2 - 1
+                                    + real.count(","))

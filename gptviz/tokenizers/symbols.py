@@ -26,6 +26,10 @@ class SymbolTokenizer(Tokenizer):
 
     kind: ClassVar[str]
     unit: ClassVar[str] = "symbol"  # "character" or "word", for messages
+    # Distinct symbols training may count. Real text stays far below (Tiny Shakespeare has
+    # ~14k distinct words, a Chinese novel ~5k characters); random data does not (4.8 MB of
+    # random Unicode: 740k distinct characters, ~200 MB of counts on a shared server).
+    max_distinct: ClassVar[int] = 50_000
 
     def __init__(self, symbols: Iterable[str] = (), specials: Iterable[str] = SEED_SPECIALS):
         self.specials = tuple(specials)
@@ -58,7 +62,15 @@ class SymbolTokenizer(Tokenizer):
         """
         if not text:
             raise TokenizerError("the corpus is empty: give some text to learn a vocabulary from.")
-        counts = Counter(piece for piece, _, _ in self.split(text))
+        counts: Counter = Counter()
+        for i, (piece, _, _) in enumerate(self.split(text)):
+            counts[piece] += 1
+            if i % 4096 == 0 and len(counts) > self.max_distinct:
+                raise TokenizerError(
+                    f"the corpus has more than {self.max_distinct:,} different {self.unit}s "
+                    f"(within its first {i + 1:,} {self.unit}s): it looks like random data "
+                    "rather than text, and a vocabulary of every one would take hundreds of MB. "
+                    "Use BPE, or a real text.")
         ranked = sorted(counts, key=lambda s: (-counts[s], s))
         if vocab_size is not None:
             keep = vocab_size - len(self.specials)

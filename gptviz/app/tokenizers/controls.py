@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
 
 from gptviz.app.shared.widgets import problem
@@ -25,9 +24,6 @@ from gptviz.tokenizers.openai import GPT2_FILE
 from gptviz.tokenizers.specials import UNK
 
 UPLOAD = "Upload a .txt file…"
-# The character and word tokenizers keep every distinct symbol: random Unicode (740k distinct
-# characters in 4.8 MB) costs each ~200 MB. Real text, even Chinese, uses under ~10,000.
-MAX_DISTINCT_CHARACTERS = 30_000
 # Short, since a bound widget writes its label into the URL (?tokenizer=GPT-2).
 LABELS = {"char": "Character", "word": "Word", "bpe": "BPE", "gpt2": "GPT-2",
           "cl100k_base": "cl100k", "o200k_base": "o200k"}
@@ -114,13 +110,6 @@ def gpt2_as_our_bpe() -> ByteLevelBPE:
     return ByteLevelBPE.from_tiktoken_file(GPT2_FILE)
 
 
-@st.cache_data(max_entries=4, scope="session", show_spinner=False)
-def distinct_characters(key: str, _text: str) -> int:
-    """How many different characters the text holds, counted in numpy (4 bytes each; a
-    Python set of them would cost ~100)."""
-    return int(np.unique(np.frombuffer(_text.encode("utf-32-le"), dtype=np.uint32)).size)
-
-
 def all_tokenizers(corpus: Corpus, s: TrainSettings) -> tuple[dict[str, Tokenizer], dict]:
     """Every tokenizer by kind, trained where needed, and a message per failure (in the
     sidebar too: where BPE learned from part of the corpus only, to bound its memory)."""
@@ -128,14 +117,7 @@ def all_tokenizers(corpus: Corpus, s: TrainSettings) -> tuple[dict[str, Tokenize
     wanted = {"char": s.char_vocab, "word": s.word_vocab, "bpe": s.bpe_vocab}
     toks: dict[str, Tokenizer] = {}
     errors: dict[str, str] = {}
-    n_chars = distinct_characters(corpus.key, corpus.text) if corpus.uploaded else 0
     for kind, vocab in wanted.items():
-        if kind != "bpe" and n_chars > MAX_DISTINCT_CHARACTERS:
-            errors[kind] = (f"{LABELS[kind]} tokenizer: this file has {n_chars:,} different "
-                            "characters, more like random data than text, and its vocabulary "
-                            "would take hundreds of MB of this shared server (the limit is "
-                            f"{MAX_DISTINCT_CHARACTERS:,}). BPE still learns from it.")
-            continue
         try:
             pattern = s.bpe_pattern if kind == "bpe" else ""
             toks[kind] = train(kind, corpus.key, vocab, pattern, corpus.text)

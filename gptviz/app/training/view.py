@@ -121,6 +121,7 @@ def register_finished(holder: SessionTrainer) -> bool:
     if job.checkpoint is None or job.registered_as:
         return False
     job.registered_as = add_session_model(job.card["name"], job.checkpoint)
+    job.checkpoint = None  # the picker holds it now: once the budget unloads it, it is freed
     holder.history.append(job.registered_as)
     st.session_state["model"] = job.registered_as
     return False

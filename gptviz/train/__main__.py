@@ -105,6 +105,10 @@ def train_and_save(a: argparse.Namespace) -> Path | None:
         ids = tokenizer.encode(text)
         config = build_config(a, tokenizer.vocab_size)
         show = not a.quiet and (dist is None or dist.is_main)
+        read = getattr(tokenizer, "trained_chars", None)
+        if show and read is not None and read < len(text):
+            print(f"BPE learned its merges from the first {read:,} of {len(text):,} characters "
+                  "(its memory bounds, ByteLevelBPE.limits); the model trains on all of them.")
         bar = ProgressBar(config.train.steps)
         last_val: list[str] = []
 

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from gptviz.app.shared.widgets import PAGE
+
 ICON = Path(__file__).parent / "assets" / "icon.png"  # a local file: nothing is fetched
 st.set_page_config(page_title="gptviz", page_icon=str(ICON), layout="wide")
 
@@ -20,4 +22,6 @@ PAGES = {
     ],
     "Train": [st.Page("app_pages/training.py", title="Training", icon=":material/model_training:")],
 }
-st.navigation(PAGES).run()
+page = st.navigation(PAGES)
+st.session_state[PAGE] = page.url_path  # one text box per page (see widgets.PAGE)
+page.run()

@@ -15,6 +15,7 @@ import pytest
 
 from gptviz import generate as gen
 from gptviz.app.generation.state import History, Sampling
+from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints import bundled_models, load_checkpoint
 from tests.helpers import array_of, figures, metric, rerun, run_page, texts, tiny_gpt, z_of
 
@@ -130,7 +131,7 @@ def test_clicks_merged_into_one_rerun_each_give_a_token():
     assert len(history(at).turns) == 4
     at.run()  # a rerun with no new click adds nothing
     assert len(history(at).turns) == 4
-    at.text_area(key="prompt").set_value("The orbifold").run()  # a new history …
+    at.text_area(key=box_key("prompt")).set_value("The orbifold").run()  # a new history …
     next_token(at)  # … and the button's total goes on from where it was
     assert len(history(at).turns) == 1
 
@@ -255,7 +256,7 @@ def test_stop_in_the_middle_of_generate_n_keeps_every_token():
 def test_changing_the_prompt_starts_again():
     at = run_page("generation")
     generate(at, 3)
-    at.text_area(key="prompt").set_value("The orbifold").run()
+    at.text_area(key=box_key("prompt")).set_value("The orbifold").run()
     assert not at.exception and len(history(at).turns) == 0
 
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from gptviz.app.shared.widgets import LINK_LIMIT
+from gptviz.app.shared.widgets import LINK_LIMIT, box_key
 from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
 from tests.helpers import (
     MODEL_PAGE_VIEWS,
@@ -181,7 +181,7 @@ def test_uploads_malformed_then_good_checkpoint():
         rerun(at)  # AppTest's switch_page drops the URL params a browser keeps: choose again
         at.selectbox(key="model").set_value("mine")
         if page != "positional":
-            at.text_area(key="prompt").input(LONG)
+            at.text_area(key=box_key("prompt", page)).input(LONG)
         rerun(at)
         assert at.selectbox(key="model").value == "mine"
         assert at.get("plotly_chart") or at.latex
@@ -192,11 +192,11 @@ def test_a_short_prompt_is_kept_in_the_link_and_a_long_one_is_not():
     and chat apps cut, so it stays out of the link, with a caption saying so."""
     at = run_page("attention", prompt="abc def")
     assert at.query_params["prompt"] == "abc def"
-    at.text_area(key="prompt").set_value("x" * (LINK_LIMIT + 1))
+    at.text_area(key=box_key("prompt")).set_value("x" * (LINK_LIMIT + 1))
     rerun(at)
     assert "prompt" not in at.query_params
     assert any("too long for the page's link" in c.value for c in at.caption)
-    at.text_area(key="prompt").set_value("short again")
+    at.text_area(key=box_key("prompt")).set_value("short again")
     rerun(at)
     assert at.query_params["prompt"] == "short again"
     assert not any("too long" in c.value for c in at.caption)
@@ -204,8 +204,8 @@ def test_a_short_prompt_is_kept_in_the_link_and_a_long_one_is_not():
 
 def test_the_tokenizers_text_follows_the_same_link_rule():
     at = run_page("tokenizers", text="héllo")
-    assert at.text_area(key="text").value == "héllo"
-    at.text_area(key="text").set_value("y" * 5000)
+    assert at.text_area(key=box_key("text")).value == "héllo"
+    at.text_area(key=box_key("text")).set_value("y" * 5000)
     rerun(at)
     assert "text" not in at.query_params
     assert at.metric[0].value == "5,000"  # the box keeps the whole text: only the link drops it

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from gptviz.app.shared.widgets import box_key
 from tests.helpers import app_test, metric, rerun, run_page, texts
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def test_tokenizer_choice_comes_from_the_url():
 
 def test_editing_the_text_changes_the_output():
     at = run_page("tokenizers")
-    at.text_area(key="text").input("manifold manifold").run()
+    at.text_area(key=box_key("text")).input("manifold manifold").run()
     assert metric(at, "Characters") == "17"
     assert "manifold" in chips_html(at)
 
@@ -83,14 +84,14 @@ def test_replay_slider_changes_the_token_count():
 
 def test_empty_text_gets_a_message():
     at = run_page("tokenizers")
-    at.text_area(key="text").input("").run()
+    at.text_area(key=box_key("text")).input("").run()
     assert not at.exception
     assert "empty" in texts(at, "info")
 
 
 def test_very_long_text_is_capped_with_a_message():
     at = run_page("tokenizers")
-    at.text_area(key="text").input("manifold " * 22_300).run()  # ~200k characters
+    at.text_area(key=box_key("text")).input("manifold " * 22_300).run()  # ~200k characters
     assert not at.exception
     assert "only the first 20,000" in texts(at, "warning")
     assert metric(at, "Characters") == "20,000"
@@ -120,7 +121,7 @@ def test_hard_text_never_raises(kind, name):
 
 def test_special_token_toggle_with_gpt2():
     at = run_page("tokenizers", tokenizer="GPT-2")
-    at.text_area(key="text").input("<|endoftext|>").run()
+    at.text_area(key=box_key("text")).input("<|endoftext|>").run()
     assert 'title="position 0 · id 50256' not in chips_html(at)
     assert "looks like a special token" in texts(at, "info")
     at.toggle(key="specials").set_value(True).run()

@@ -82,3 +82,22 @@ def test_bad_url_and_long_prompt_get_messages(page, app_url):
     screenshot(page, "model-attention-bad-url-long-prompt")
     visit(page, f"{app_url}/block?prompt=")
     assert main(page).get_by_text("The prompt is empty").is_visible()
+
+
+def test_the_prompt_follows_the_student_from_page_to_page(page, app_url):
+    """A prompt from the link, then one typed on another page, reaches every page that has
+    a prompt box, and the link of each page carries it."""
+    visit(page, f"{app_url}/attention?prompt=carry+me+over")
+    box = page.get_by_role("textbox", name="Prompt")
+    assert box.input_value() == "carry me over"
+    page.get_by_role("link", name="Generation").first.click()
+    wait_for_app(page)
+    assert eventually(lambda: box.input_value() == "carry me over")
+    assert "prompt=carry+me+over" in page.url
+    box.fill("typed on generation")
+    box.press("Control+Enter")
+    wait_for_app(page)
+    page.get_by_role("link", name="Transformer block").first.click()
+    wait_for_app(page)
+    assert eventually(lambda: box.input_value() == "typed on generation")
+    assert eventually(lambda: "prompt=typed+on+generation" in page.url)

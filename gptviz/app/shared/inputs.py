@@ -14,7 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from gptviz.app.shared.chips import prompt_chips_html, token_label
-from gptviz.app.shared.widgets import cap_text, linked_text_area, problem
+from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, set_linked_text
 from gptviz.checkpoints import Checkpoint
 from gptviz.tokenizers import TokenizerError
 from gptviz.tokenizers.base import TokenInfo
@@ -64,8 +64,7 @@ def prompt_input(ckpt: Checkpoint) -> str:
                                  "window. Ctrl+Enter applies.")
     if text != example:
         st.button("Use this model's example prompt", icon=":material/restart_alt:",
-                  on_click=st.session_state.__setitem__, args=("prompt", example),
-                  type="tertiary")
+                  on_click=set_linked_text, args=("prompt", example), type="tertiary")
     return text
 
 

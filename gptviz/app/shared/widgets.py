@@ -15,6 +15,10 @@ from gptviz.app.shared.heatmaps import thin_ticks
 
 TEXT_LIMIT = 20_000  # characters a page analyses; longer input is cut, with a message
 LINK_LIMIT = 1_000  # characters of a text box kept in the page's link (?prompt=…)
+# st.session_state key of the page being run (set by the router). The same text box on two
+# pages must be two widgets: the browser keeps one widget's state across pages, and a text
+# that came from the link or from another page was lost on the way (an empty box).
+PAGE = "gptviz_page"
 SHOWN_DIMS = 12  # columns of a (tokens x dimensions) table on screen; its CSV has them all
 
 
@@ -31,13 +35,18 @@ def cap_text(text: str, limit: int = TEXT_LIMIT) -> str:
 def linked_text_area(label: str, key: str, default: str, **kwargs: Any) -> str:
     """A text box whose text is kept in the page's link (``?key=…``) while it is short.
 
-    The link opens the page on that text, so a teacher can share it. Longer texts stay out
+    The text follows the student from page to page. The link opens the page on that text,
+    so a teacher can share it. Longer texts stay out
     of the link (a 200,000-character prompt would make a 600 KB URL, which proxies and
     chat apps cut): the box keeps them, and a caption says the link does not.
     """
-    if key not in st.session_state:
+    if key not in st.session_state:  # not a widget's key: Streamlit keeps it across pages
         st.session_state[key] = st.query_params.get(key, default)
-    text = st.text_area(label, key=key, persist_state="session", **kwargs) or ""
+    box = box_key(key, st.session_state.get(PAGE, ""))
+    if box not in st.session_state:
+        st.session_state[box] = st.session_state[key]
+    text = st.text_area(label, key=box, **kwargs) or ""
+    st.session_state[key] = text
     if len(text) <= LINK_LIMIT:
         if st.query_params.get(key) != text:
             st.query_params[key] = text
@@ -46,6 +55,22 @@ def linked_text_area(label: str, key: str, default: str, **kwargs: Any) -> str:
         st.caption(f"This text ({len(text):,} characters) is too long for the page's link, "
                    f"which keeps up to {LINK_LIMIT:,}: to share it, send the text itself.")
     return text
+
+
+def set_linked_text(key: str, text: str) -> None:
+    """Widget callback: put ``text`` in the linked text box ``key`` of this page."""
+    st.session_state[key] = text
+    st.session_state[box_key(key, st.session_state.get(PAGE, ""))] = text
+
+
+def box_key(key: str, page: str = "") -> str:
+    """The widget key of the linked text ``key`` on ``page`` (a URL path, "" for a page run
+    alone, as in tests): one box per page (see PAGE), one text for them all (``key``).
+
+    >>> box_key("prompt", "attention"), box_key("prompt")
+    ('prompt@attention', 'prompt@')
+    """
+    return f"{key}@{page}"
 
 
 def problem(message: str) -> None:

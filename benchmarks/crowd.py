@@ -1,0 +1,299 @@
+"""A class on one server: N students at once, and what one more sees in Chromium.
+
+    python benchmarks/crowd.py --sessions 1 10 30 [--stagger 10] [--out crowd.json]
+
+Each student opens Home, Attention, Generation (5 × "Next token") and Tokenizers with a
+prompt of its own (typed into a page's box when the page does not show it already). First
+every student walks alone, one after the other; then, for each N, a new ``streamlit run
+app.py`` (headless, loopback, torch threads as the app sets them) gets a warm-up walk
+(RSS "idle"), and N students start over ``--stagger`` seconds, each a websocket session
+(``streamlit_client.py``) timing each script run from the rerun to script_finished.
+Meanwhile one Chromium, after loading each page once, walks the same pages (URLs with
+its own prompt) and a bare one-line page on a second server (the floor) until the crowd
+is done, timing each page on its own clock (``performance.now()``) until settled: script
+finished, no skeleton, every plotly chart drawn, formulas typeset, after a click one more
+token. Requests for other hosts go to a dead proxy (loopback bypasses it) and are listed.
+The server's RSS (process and children) is sampled every 100 ms, and 10 s after all left.
+
+Why a protocol client: N Chromiums would spend our 2 cores drawing N pages, measuring
+the browsers rather than the server; AppTest runs the scripts in this process, leaving
+the server's threads, websockets, caches and session store idle. The client sends what a
+browser tab sends (the same reruns, widget states, cached-message hashes), cheaply.
+
+Failures: runs that time out or end badly, exceptions on a page, clicks that made no
+token. Mixed results: runs whose text, formulas or figures differ from the same student's
+walk alone (``Run.fingerprint``). N counts the students; Chromium is one more. Bounds:
+``--timeout`` per run or page, ``--budget`` in all, ``--browser-walks`` per N. Servers do
+not watch the sources (``STREAMLIT_SERVER_FILE_WATCHER_TYPE=none`` unless set otherwise):
+an edit during a run would reload modules under the running scripts."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import streamlit_client as sc  # noqa: E402
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+WALK = [("", "Home"), ("attention", "Attention"), ("generation", "Generation"),
+        ("tokenizers", "Tokenizers")]
+LOADS = [name for _, name in WALK]  # the pages a browser loads
+LOOPBACK = ("127.0.0.1", "localhost")
+TEXT_KEY = {"tokenizers": "text"}  # the query param of a page's text box (else "prompt")
+CLICKS = 5
+SETTLED = """([text, tex, tokens]) => {
+    const app = document.querySelector('[data-testid="stApp"]'), $ = s => document.querySelector(s);
+    const main = $('[data-testid="stMain"]'), shown = main ? main.innerText : '';
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning'
+        || $('[data-testid="stSkeleton"]') || !shown.includes(text) || (tex && !$('.katex'))
+        || (tokens !== null && !shown.includes(tokens + ' generated'))) return false;
+    return [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(
+        chart => chart.querySelector('.main-svg')) && performance.now() - (window.gvClick || 0);
+}"""  # ms since the navigation (or the last click) once the page has settled
+
+
+def prompts() -> list[str]:
+    """253 prompts: the bundled corpus's sentences of 60 to 160 characters without TeX."""
+    text = " ".join((ROOT / "assets" / "corpora" / "mathematics.txt").read_text().split())
+    return list(dict.fromkeys(s for s in re.split(r"(?<=[.?!])\s+", text)
+                              if 60 <= len(s) <= 160 and "$" not in s))
+
+
+@dataclass
+class Walk:
+    """One student's walk: every script run (label, run) and what went wrong."""
+
+    runs: list[tuple[str, sc.Run]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, label: str, run: sc.Run) -> sc.Run:
+        self.runs.append((label, run))
+        if run.status != "ok":
+            self.failures.append(f"{label}: {run.status} after {run.seconds:.1f} s")
+        self.failures += [f"{label}: exception {e[:120]!r}" for e in run.exceptions]
+        return run
+
+    def fingerprint(self) -> dict[str, dict[str, str]]:  # of the runs that did not fail
+        return {label: run.fingerprint() for label, run in self.runs
+                if run.status == "ok" and not run.exceptions}
+
+
+def run_times(walks: list[Walk]) -> dict[str, list[float]]:
+    """Script-run seconds by page ("Next token 3", "Generation, prompt typed": by page)."""
+    times: dict[str, list[float]] = {}
+    for label, run in (labelled for w in walks for labelled in w.runs):
+        times.setdefault(label.split(",")[0].rstrip(" 0123456789"), []).append(run.seconds)
+    return times
+
+
+async def walk(ws_url: str, prompt: str, timeout_s: float, deadline: float,
+               delay_s: float = 0) -> Walk:
+    """Home, Attention, Generation with 5 clicks, Tokenizers: one student, one session,
+    starting after ``delay_s``; it stops early (a failure) at ``deadline`` (monotonic)."""
+    await asyncio.sleep(delay_s)
+    w, s = Walk(), sc.ProtocolSession(ws_url, timeout_s)
+
+    def go_on(run: sc.Run) -> bool:  # a failed run leaves the stream unusable
+        if run.status == "ok" and time.monotonic() > deadline:
+            run.status = "stopped: the time budget is spent"
+            w.failures.append(run.status)
+        return run.status == "ok"
+    try:
+        await s.connect()
+        for page, name in WALK:
+            key = TEXT_KEY.get(page, "prompt")
+            run = w.add(name, await s.open(page, urlencode({key: prompt})))
+            if go_on(run) and s.text_value(run, key) not in (None, prompt):
+                run = w.add(f"{name}, prompt typed", await s.type_text(run, key, prompt))
+            for i in range(CLICKS if page == "generation" else 0):
+                if go_on(run):
+                    run = w.add(f"Next token {i + 1}", await s.click(
+                        run, "click_counter", "Next token"))
+            said = next((t for t in run.texts("markdown") if " generated · " in t), "nothing")
+            if page == "generation" and run.status == "ok" and not said.startswith(f"{CLICKS} "):
+                w.failures.append(f"lost clicks: after {CLICKS} clicks the page says {said!r}")
+            if not go_on(run):
+                break
+    except Exception as exc:  # a refused connection, a page without its button...
+        w.failures.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        await s.close()
+    return w
+
+
+async def browser(app: str, bare: str, prompt: str, ready: asyncio.Event, done: asyncio.Event,
+                  args) -> tuple[dict[str, list[float]], list[str], list[str]]:
+    """Chromium loads every page once, sets ``ready``, then walks the bare page and the app
+    until ``done`` (at least once, at most ``args.browser_walks`` times): settle seconds by
+    page, failures, and the requests meant for other hosts."""
+    from playwright.async_api import async_playwright
+
+    times, failures, offsite = {}, [], []  # seconds by page; what went wrong; other hosts
+    pages = [("bare page", f"{bare}/", "hello", False, None)] + [
+        (name, f"{app}/{page}?{urlencode({TEXT_KEY.get(page, 'prompt'): prompt})}",
+         name if page else "gptviz", True, 0 if page == "generation" else None)
+        for page, name in WALK]
+    async with async_playwright() as pw:
+        chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + [
+            "--proxy-server=http://127.0.0.1:9"])
+        tab = await chromium.new_page(viewport={"width": 1400, "height": 1000})
+        tab.set_default_timeout(args.timeout * 1e3)
+        tab.on("request", lambda r: None if r.url.startswith("data:") or urlsplit(
+            r.url.removeprefix("blob:")).hostname in LOOPBACK else offsite.append(r.url))
+        await tab.add_init_script("document.addEventListener('click', "
+                                  "() => { window.gvClick = performance.now(); }, true)")
+
+        async def timed(label: str, action, text: str, tex: bool, tokens: int | None) -> bool:
+            try:
+                await action
+                got = await tab.wait_for_function(SETTLED, arg=[text, tex, tokens], polling=20)
+                times.setdefault(label, []).append(await got.json_value() / 1e3)
+                if await tab.locator('[data-testid="stException"]').count():
+                    failures.append(f"browser, {label}: exception on the page")
+                return True
+            except Exception as exc:  # a timeout, a crashed tab
+                failures.append(f"browser, {label}: {type(exc).__name__} {str(exc)[:80]}")
+                return False
+
+        for label, url, *_ in pages:  # warm-up: the JS bundle in the browser's cache
+            await timed(f"warm-up, {label}", tab.goto(url), "", False, None)
+        ready.set()
+        for _ in range(args.browser_walks):
+            for label, url, text, tex, tokens in pages:
+                ok = await timed(label, tab.goto(url), text, tex, tokens)
+                for i in range(CLICKS if tokens == 0 and ok else 0):
+                    button = tab.get_by_role("button", name="Next token")
+                    await timed("Next token", button.click(), text, tex, i + 1)
+            if done.is_set():
+                break
+        await chromium.close()
+    return times, failures, offsite
+
+
+def pct(xs: list[float], q: float) -> float:
+    """The nearest-rank percentile: ``pct([4, 1, 3, 2], 0.5) == 2``, ``pct(xs, 1) == max``."""
+    return sorted(xs)[max(0, math.ceil(q * len(xs)) - 1)] if xs else math.nan
+
+
+def mixed(alone: list[Walk], crowded: list[Walk]) -> list[str]:
+    """Every run whose page differed in the crowd from the same student's walk alone."""
+    found = []
+    for i, (a, c) in enumerate(zip(alone, crowded, strict=True)):
+        fa, fc = a.fingerprint(), c.fingerprint()
+        found += [f"student {i}, {d} (alone / crowd)" for d in sc.differences(fa, fc)]
+        if fa.keys() ^ fc.keys() and not a.failures and not c.failures:
+            found.append(f"student {i}: runs {sorted(fa.keys() ^ fc.keys())} in one walk only")
+    return found
+
+
+def measure(n: int, texts: list[str], alone: list[Walk], bare: sc.Server, args,
+            deadline: float) -> dict:
+    """A new server, a warm-up walk, then N students and the browser: the figures for N."""
+    server, start, load = sc.Server(), time.monotonic(), os.getloadavg()[0]
+    rss = sc.Rss(server.proc.pid)
+    try:
+        asyncio.run(walk(server.ws, texts[-1], args.timeout, deadline))
+        time.sleep(3)
+        idle = rss.peak = rss.now()
+
+        async def both() -> tuple:
+            ready, done = asyncio.Event(), asyncio.Event()
+            seen = asyncio.create_task(browser(server.url, bare.url, texts[-2], ready, done, args))
+            await asyncio.wait([seen, asyncio.create_task(ready.wait())],
+                               return_when=asyncio.FIRST_COMPLETED)
+            walks = await asyncio.gather(*(walk(server.ws, t, args.timeout, deadline,
+                                                i * args.stagger / n)
+                                           for i, t in enumerate(texts[:n])))
+            done.set()
+            return walks, await seen
+
+        walks, (settle, browser_failures, offsite) = asyncio.run(both())
+        peak = rss.peak
+        time.sleep(10)
+        after = rss.now()
+    finally:
+        rss.stop()
+        server.stop()
+    return {"n": n, "settle": settle, "runs": run_times(walks), "offsite": sorted(set(offsite)),
+            "failures": [f"student {i}: {f}" for i, w in enumerate(walks) for f in w.failures]
+            + browser_failures, "mixed": mixed(alone[:n], walks),
+            "rss_mb": {"idle": idle, "peak": peak, "after": after},
+            "load": [load, os.getloadavg()[0]], "wall_s": time.monotonic() - start}
+
+
+def table(results: list[dict], alone: dict[str, list[float]]) -> str:
+    """The report: settle and run times by page, then failures, memory and load."""
+    def three(xs: list[float]) -> str:
+        return " | ".join(f"{pct(xs, q):.2f}" for q in (0.5, 0.95, 1.0)) if xs else "– | – | –"
+    lines = ["| page | N | browser settle p50 (s) | p95 | max | server run p50 (s) | p95 | max |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in [{"n": "alone", "settle": {}, "runs": alone}, *results]:
+        settle = {**r["settle"], "all pages": [t for p, ts in r["settle"].items()
+                                               if p in LOADS for t in ts]}
+        runs = {**r["runs"], "all pages": [t for ts in r["runs"].values() for t in ts]}
+        lines += [f"| {page} | {r['n']} | {three(settle.get(page, []))} | "
+                  f"{three(runs.get(page, []))} |" for page in ["bare page", *LOADS[:3],
+                  "Next token", LOADS[3], "all pages"] if settle.get(page) or runs.get(page)]
+    lines += ["", "| N | script runs | failures | mixed results | RSS idle (MB) | peak | 10 s "
+              "after close | load avg before → after | off-machine requests | wall (s) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        m, load = r["rss_mb"], r["load"]
+        lines.append(f"| {r['n']} | {sum(map(len, r['runs'].values()))} | {len(r['failures'])} "
+                     f"| {len(r['mixed'])} | {m['idle']:.0f} | {m['peak']:.0f} | "
+                     f"{m['after']:.0f} | {load[0]:.1f} → {load[1]:.1f} | {len(r['offsite'])} "
+                     f"| {r['wall_s']:.0f} |")
+    return "\n".join(lines + [f"- N={r['n']}, {kind}: {x}" for r in results
+                              for kind in ("failures", "mixed", "offsite") for x in r[kind][:8]])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sessions", type=int, nargs="+", default=[1, 10, 30])
+    p.add_argument("--stagger", type=float, default=10, help="seconds over which they start")
+    p.add_argument("--timeout", type=float, default=60, help="seconds per script run or page")
+    p.add_argument("--budget", type=float, default=2400, help="seconds for the whole run")
+    p.add_argument("--browser-walks", type=int, default=5, help="at most this many per N")
+    p.add_argument("--out", type=Path, help="also write every figure to this JSON file")
+    args = p.parse_args()
+    deadline = time.monotonic() + args.budget
+    os.environ.setdefault("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")  # see the docstring
+    texts = prompts()
+    if max(args.sessions) > len(texts) - 2:  # two more: the warm-up and Chromium
+        p.error(f"at most {len(texts) - 2} sessions: there are {len(texts)} prompts")
+    server = sc.Server()  # every student alone, one after the other, after a warm-up walk
+    alone = [asyncio.run(walk(server.ws, t, args.timeout, deadline))
+             for t in texts[-1:] + texts[:max(args.sessions)]][1:]
+    server.stop()
+    print(f"alone: {len(alone)} walks, {sum(len(w.failures) for w in alone)} failures")
+    results, bare = [], sc.Server('import streamlit as st\n\nst.write("hello")\n')
+    try:
+        for n in args.sessions:
+            if time.monotonic() > deadline:
+                print(f"N={n} skipped: the {args.budget:.0f} s budget is spent")
+                continue
+            results.append(measure(n, texts, alone, bare, args, deadline))
+            print(f"N={n} done in {results[-1]['wall_s']:.0f} s", flush=True)
+    finally:
+        bare.stop()
+    print(f"\n# Crowd: {os.cpu_count()} CPUs, N students + 1 Chromium; 'alone' is each "
+          "student's walk on an idle server\n")
+    print(table(results, run_times(alone)))
+    if args.out:
+        args.out.write_text(json.dumps({"alone": run_times(alone), "results": results}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""A Streamlit session without a browser: the websocket protocol the frontend speaks.
+
+A ``ProtocolSession`` is one browser tab as the server sees it: a websocket on
+``/_stcore/stream`` sending ``BackMsg.rerun_script`` (query string, page, widget states)
+and receiving ``ForwardMsg``s (deltas, navigation, script_finished). Between those it
+does what the frontend does, and nothing more:
+
+- widget states: one ``WidgetState`` per widget on the page, all sent with every rerun.
+  Text boxes hold what the server shows or sets, or what was typed; a ``st.components.v2``
+  component's state is JSON (``{"clicks": 3}`` for the app's "Next token"). Other widgets
+  are left out, so the server keeps their last values, as the frontend would send back;
+- the forward-message cache: elements the server marks ``cacheable`` are kept by hash
+  and their hashes sent back, so the server may answer with ``ref_hash`` references;
+- pages: ``st.navigation`` sends each page's ``page_script_hash``; a page switch is a
+  rerun with that hash (and the URL path as ``page_name``), like a click in the sidebar.
+
+A run has finished when ``script_finished`` arrives with any status but "finished early
+for a rerun". ``Run`` keeps, per delta path, the last element drawn there: what the page
+shows once the run is over. Below: ``Server`` (``streamlit run`` on a free loopback
+port) and ``Rss`` (the memory of its processes, sampled every 100 ms)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from html import unescape
+from pathlib import Path
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.helpers import ARTIFACTS, free_port, start_streamlit, wait_until_healthy  # noqa: E402
+
+EARLY = ForwardMsg.FINISHED_EARLY_FOR_RERUN
+TEXT_WIDGETS = ("text_area", "text_input")
+# Element kinds whose text is what a student reads; everything else is a widget, a layout
+# block or a figure (figures are compared by their JSON, see ``Run.fingerprint``).
+TEXT_KINDS = {"markdown": "body", "heading": "body", "alert": "body", "code": "code_text",
+              "text": "body", "html": "body", "exception": "message"}
+
+
+def html_text(html: str) -> str:
+    """The visible text of an HTML fragment: ``html_text('<style>p{}</style><b>a</b>&lt;')``
+    is 'a <'."""
+    text = re.sub(r"<(style|script)\b.*?</\1>|<[^>]+>", " ", html, flags=re.S | re.I)
+    return " ".join(unescape(text).split())
+
+
+@dataclass
+class Run:
+    """One script run: what it drew (by delta path), how long it took, how it ended."""
+
+    page: str
+    seconds: float = 0.0
+    elements: dict[tuple[int, ...], tuple[str, object]] = field(default_factory=dict)
+    status: str = "running"  # "ok", "compile error", "timeout", "page not found", "closed"
+
+    def texts(self, kind: str) -> list[str]:
+        """The text of every element of ``kind`` (e.g. "markdown"), in page order."""
+        return [_text_of(k, e) for _, (k, e) in sorted(self.elements.items()) if k == kind]
+
+    @property
+    def exceptions(self) -> list[str]:
+        return self.texts("exception")
+
+    def fingerprint(self) -> dict[str, str]:
+        """What the student was shown, by delta path: the text of every text element and
+        metric, the JSON of every plotly figure. Widgets, toasts, spinners and progress
+        bars (which may differ with timing) are left out."""
+        shown = {}
+        for path, (kind, element) in sorted(self.elements.items()):
+            if kind in TEXT_KINDS:
+                text = _text_of(kind, element)
+            elif kind == "plotly_chart":
+                text = element.spec
+            elif kind == "metric":
+                text = f"{element.label}: {element.body} ({element.delta})"
+            else:
+                continue
+            shown[".".join(map(str, path))] = f"{kind}: {text}"
+        return shown
+
+
+def _text_of(kind: str, element: object) -> str:
+    text = getattr(element, TEXT_KINDS.get(kind, "body"), "")
+    return html_text(text) if kind == "html" else str(text)
+
+
+class ProtocolSession:
+    """A websocket session with a running app: ``await s.open(page, query)`` runs a page,
+    ``await s.click(run, component, label)`` clicks a counting component,
+    ``await s.type_text(run, key, text)`` types into a text box, ``await s.close()``.
+
+    ``timeout_s`` bounds each run; a run that does not finish in time has status "timeout".
+    """
+
+    def __init__(self, base_ws: str, timeout_s: float = 60.0) -> None:
+        self.url = f"{base_ws}/_stcore/stream"
+        self.timeout_s = timeout_s
+        self.ws = None
+        self.pages: dict[str, str] = {}  # url path ("" is the default page) -> script hash
+        self.widgets: dict[str, WidgetState] = {}
+        self.cache: dict[str, ForwardMsg] = {}
+        self.query = ""
+        self.page = ""
+
+    async def connect(self) -> None:
+        self.ws = await websockets.connect(self.url, subprotocols=["streamlit"],
+                                           max_size=None, open_timeout=self.timeout_s)
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+    async def open(self, page: str, query: str = "") -> Run:
+        """Run ``page`` (its URL path; "" is the default page) with ``query`` as the URL's
+        query string, as the first load or a click in the sidebar would."""
+        self.page, self.query = page, query
+        return await self._rerun()
+
+    async def click(self, run: Run, component: str, label: str) -> Run:
+        """Click the ``component`` whose data has this ``label`` (a click-counting
+        component: its state is ``{"clicks": total}``, the total starting at its ``seen``)."""
+        for kind, element in run.elements.values():
+            if kind == "bidi_component" and element.component_name.endswith(component):
+                data = json.loads(element.json or "{}")
+                if data.get("label") == label:
+                    old = json.loads(self.widgets[element.id].json_value) \
+                        if element.id in self.widgets else {}
+                    clicks = max(int(old.get("clicks", 0)), int(data.get("seen", 0))) + 1
+                    self.widgets[element.id] = WidgetState(
+                        id=element.id, json_value=json.dumps({"clicks": clicks}))
+                    return await self._rerun()
+        raise LookupError(f"no {component} labelled {label!r} on page {run.page!r}")
+
+    def text_value(self, run: Run, key: str) -> str | None:
+        """What the text box bound to ``?key=`` holds after ``run`` (None: no such box)."""
+        box = _text_box(run, key)
+        return None if box is None else self.widgets[box.id].string_value
+
+    async def type_text(self, run: Run, key: str, text: str) -> Run:
+        """Type ``text`` into the text box bound to ``?key=`` and apply it (Ctrl+Enter)."""
+        box = _text_box(run, key)
+        if box is None:
+            raise LookupError(f"no text box bound to ?{key}= on page {run.page!r}")
+        self.widgets[box.id] = WidgetState(id=box.id, string_value=text)
+        return await self._rerun()
+
+    async def _rerun(self) -> Run:
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.query_string = self.query
+        state.page_name = self.page
+        state.page_script_hash = self.pages.get(self.page, "")
+        state.widget_states.widgets.extend(self.widgets.values())
+        state.cached_message_hashes.extend(self.cache)
+        run = Run(self.page)
+        start = time.perf_counter()
+        await self.ws.send(msg.SerializeToString())
+        try:
+            await asyncio.wait_for(self._receive(run), self.timeout_s)
+        except TimeoutError:
+            run.status = "timeout"
+        except websockets.ConnectionClosed:
+            run.status = "closed"
+        run.seconds = time.perf_counter() - start
+        return run
+
+    async def _receive(self, run: Run) -> None:
+        while True:
+            msg = ForwardMsg()
+            msg.ParseFromString(await self.ws.recv())
+            if msg.ref_hash:
+                cached = self.cache[msg.ref_hash]
+                cached.metadata.CopyFrom(msg.metadata)
+                msg = cached
+            elif msg.metadata.cacheable:
+                self.cache[msg.hash] = msg
+            kind = msg.WhichOneof("type")
+            if kind == "new_session":
+                run.elements.clear()  # a rerun started over (fast rerun, st.rerun)
+            elif kind == "navigation":
+                self.pages = {p.url_pathname: p.page_script_hash
+                              for p in msg.navigation.app_pages}
+            elif kind == "page_not_found":
+                run.status = "page not found"
+            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                self._element(run, tuple(msg.metadata.delta_path), msg.delta.new_element)
+            elif kind == "script_finished" and msg.script_finished != EARLY:
+                if run.status == "running":
+                    run.status = ("compile error" if msg.script_finished ==
+                                  ForwardMsg.FINISHED_WITH_COMPILE_ERROR else "ok")
+                shown = {getattr(e, "id", None) for _, e in run.elements.values()}
+                self.widgets = {k: v for k, v in self.widgets.items() if k in shown}
+                return
+
+    def _element(self, run: Run, path: tuple[int, ...], element) -> None:
+        kind = element.WhichOneof("type")
+        inner = getattr(element, kind)
+        run.elements[path] = (kind, inner)
+        if kind in TEXT_WIDGETS and (inner.set_value or inner.id not in self.widgets):
+            value = inner.value if inner.set_value else inner.default
+            self.widgets[inner.id] = WidgetState(id=inner.id, string_value=value)
+
+
+def _text_box(run: Run, key: str):
+    """The text widget of ``run`` bound to ``?key=`` (or keyed ``key``), if any."""
+    return next((e for k, e in run.elements.values() if k in TEXT_WIDGETS and (
+        e.query_param_key == key or e.id.endswith(f"-{key}"))), None)
+
+
+def differences(alone: dict[str, dict[str, str]], other: dict[str, dict[str, str]]) -> list[str]:
+    """Where two sessions' fingerprints (run label -> ``Run.fingerprint()``) differ, one
+    line per run both made: the number of elements that differ and the first of them."""
+    found = []
+    for label in sorted(alone.keys() & other.keys()):
+        a, b = alone[label], other[label]
+        diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        if diff:
+            found.append(f"{label}: {len(diff)} element(s) differ, first at {diff[0]}: "
+                         f"{a.get(diff[0], '')[:70]!r} / {b.get(diff[0], '')[:70]!r}")
+    return found
+
+
+# ---- the server: a process and its memory ----------------------------------------------
+
+class Rss:
+    """The RSS of a process and its children, sampled every 100 ms (MB)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def now(self) -> float:
+        parents, family, kb = {}, {self.pid}, 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):  # a process gone
+                parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")")[-1].split()[1])
+        for pid in sorted(parents):  # a child's id is larger than its parent's, mostly
+            if parents[pid] in family:
+                family.add(pid)
+        for pid in family:
+            with contextlib.suppress(OSError, AttributeError):
+                status = Path(f"/proc/{pid}/status").read_text()
+                kb += int(re.search(r"VmRSS:\s+(\d+)", status).group(1))
+        return kb / 1024
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            self.peak = max(self.peak, self.now())
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class Server:
+    """``streamlit run app.py`` on a free loopback port, or of a page made of ``source``
+    (in a temporary folder); its log goes to ARTIFACTS."""
+
+    def __init__(self, source: str | None = None) -> None:
+        self.port = free_port()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.log = (ARTIFACTS / f"crowd-streamlit-{self.port}.log").open("w")
+        self.tmp = tempfile.TemporaryDirectory() if source else None
+        if self.tmp is None:
+            self.proc = start_streamlit(self.port, self.log)
+        else:
+            (Path(self.tmp.name) / "page.py").write_text(source)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", "page.py", "--server.headless",
+                 "true", "--server.port", str(self.port), "--server.address", "127.0.0.1",
+                 "--browser.gatherUsageStats", "false"],
+                cwd=self.tmp.name, stdout=self.log, stderr=subprocess.STDOUT)
+        self.url, self.ws = f"http://127.0.0.1:{self.port}", f"ws://127.0.0.1:{self.port}"
+        if not wait_until_healthy(self.url):
+            self.stop()
+            raise SystemExit(f"streamlit did not start; see {self.log.name}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+        self.log.close()
+        if self.tmp is not None:
+            self.tmp.cleanup()

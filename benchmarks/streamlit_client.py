@@ -215,9 +215,10 @@ class ProtocolSession:
 
 
 def _text_box(run: Run, key: str):
-    """The text widget of ``run`` bound to ``?key=`` (or keyed ``key``), if any."""
+    """The text widget of ``run`` bound to ``?key=``, or keyed ``key`` or ``key@page`` (the
+    app's linked text boxes, ``widgets.box_key``), if any."""
     return next((e for k, e in run.elements.values() if k in TEXT_WIDGETS and (
-        e.query_param_key == key or e.id.endswith(f"-{key}"))), None)
+        e.query_param_key == key or re.search(f"-{re.escape(key)}(@[^-]*)?$", e.id))), None)
 
 
 def differences(alone: dict[str, dict[str, str]], other: dict[str, dict[str, str]]) -> list[str]:

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gptviz.app.shared.picker import describe, model_picker
 from gptviz.app.training import view as sections
-from gptviz.app.training.controls import session_trainer, setup, warm_up_once
+from gptviz.app.training.controls import session_trainer, setup
 
 st.title("Training")
 st.markdown(
@@ -13,7 +13,6 @@ st.markdown(
     "tokenizer and a model, press Start, and watch $L$ fall from $\\ln|V|$, the loss of a "
     "uniform guess. The result joins the model list of every page, for this session only.")
 
-warm_up_once()  # loads the optimizer code in the background while the user reads
 holder = session_trainer()
 busy = sections.register_finished(holder)  # before the picker, so a new model is selectable
 picked = model_picker()

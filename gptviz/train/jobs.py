@@ -33,9 +33,6 @@ from gptviz.train.slots import TrainerSlots
 from gptviz.train.trainer import DivergenceError, EvalInfo, StepInfo, Trainer
 
 log = logging.getLogger(__name__)
-# Held while a thread may be the first to build an optimizer: that imports torch._dynamo,
-# and two threads importing it at once can deadlock or see a half-initialised module.
-_OPTIMIZER_IMPORT = threading.Lock()
 ACTIVE = ("queued", "running")
 
 
@@ -66,21 +63,6 @@ class Snapshot:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE
-
-
-def warm_up() -> threading.Thread:
-    """Load PyTorch's optimizer machinery in the background, once per process.
-
-    The first ``torch.optim.AdamW`` imports ``torch._dynamo`` (3–7 s on a loaded 2-core
-    CPU, ~70 MB): doing it when the Training page opens makes the first Start quick.
-    """
-    def build() -> None:
-        with _OPTIMIZER_IMPORT:
-            torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
-
-    thread = threading.Thread(target=build, name="gptviz-warm-up", daemon=True)
-    thread.start()
-    return thread
 
 
 class TrainingJob:
@@ -165,9 +147,8 @@ class TrainingJob:
 
     def _train(self) -> dict[str, str]:
         """Train; return the final status and message (published when the thread ends)."""
-        with _OPTIMIZER_IMPORT:
-            self._trainer = Trainer(self.run, self._ids, on_step=self._on_step,
-                                    on_eval=self._on_eval, stop=self._stop)
+        self._trainer = Trainer(self.run, self._ids, on_step=self._on_step,
+                                on_eval=self._on_eval, stop=self._stop)
         result = self._trainer.train()
         model = self._trainer.model.eval()
         evals = result.evals

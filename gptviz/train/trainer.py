@@ -19,6 +19,7 @@ from torch import Tensor
 
 from gptviz.data import SlidingWindowDataset, train_val_split
 from gptviz.model import GPT, RunConfig, TrainConfig
+from gptviz.train.adamw import AdamW
 from gptviz.train.ddp import DistInfo
 from gptviz.train.device import autocast, autocast_dtype, resolve_device
 
@@ -77,15 +78,14 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.min_lr + cosine * (cfg.learning_rate - cfg.min_lr)
 
 
-def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
+def make_optimizer(model: GPT, cfg: TrainConfig) -> AdamW:
     """AdamW; matrices (embeddings included) decay, vectors (biases, λ, b) do not."""
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=cfg.learning_rate, betas=(cfg.beta1, cfg.beta2),
-                             fused=model.device.type in ("cpu", "cuda"))
+    return AdamW(groups, lr=cfg.learning_rate, betas=(cfg.beta1, cfg.beta2))
 
 
 class Trainer:

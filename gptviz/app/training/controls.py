@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -20,7 +19,6 @@ from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 from gptviz.model import RunConfig
 from gptviz.model.config import ACTIVATIONS, POSITIONALS
 from gptviz.tokenizers import Tokenizer, TokenizerError
-from gptviz.train import jobs
 from gptviz.train.device import pick_dtype
 from gptviz.train.jobs import SessionTrainer
 from gptviz.train.plan import (
@@ -68,12 +66,6 @@ def trainer_slots() -> TrainerSlots:
 def session_trainer() -> SessionTrainer:
     """This browser session's trainer; released (thread stopped) when the tab closes."""
     return SessionTrainer()
-
-
-@st.cache_resource(show_spinner=False)
-def warm_up_once() -> threading.Thread:
-    """Once per server: load the optimizer code before anyone presses Start."""
-    return jobs.warm_up()
 
 
 def caps() -> TrainingCaps:

@@ -54,7 +54,7 @@ SETTLED = """(quietMs) => {
     if (document.querySelector('[data-testid="stSkeleton"]')) return false;
     const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
     for (const c of charts) if (!c.querySelector('.main-svg')) return false;
-    const html = app.innerHTML.length;
+    const html = app.innerHTML;
     if (window.__gvLast !== html) { window.__gvLast = html; window.__gvSince = performance.now(); }
     return performance.now() - window.__gvSince >= quietMs;
 }"""
@@ -177,9 +177,11 @@ def main() -> None:
 
 def report_pages(times: dict[str, list[float]]) -> None:
     floor = statistics.median(times["bare"])
-    print(f"# Pages in Chromium, each load a new context; {len(times['bare'])} loads each "
-          f"after a warm-up round; load average {os.getloadavg()[0]:.1f}\n")
-    print(f"Bare one-line page (same run, interleaved): median **{floor:.2f} s**.\n")
+    reps = len(next(iter(list(times.values())[1:])))
+    print(f"# Pages in Chromium, each load a new context; {reps} loads of each page after a "
+          f"warm-up round; load average {os.getloadavg()[0]:.1f}\n")
+    print(f"Bare one-line page (same run, loaded before or after each page): median "
+          f"**{floor:.2f} s** of {len(times['bare'])} loads.\n")
     print("| page | median (s) | max (s) | × bare page |\n|---|---|---|---|")
     for name, ts in list(times.items())[1:]:
         med = statistics.median(ts)

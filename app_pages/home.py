@@ -13,7 +13,8 @@ st.markdown(
 st.latex(r"""
 \text{text}\;\xrightarrow{\;T\;}\;(t_1,\dots,t_N)\;\xrightarrow{\;\mathrm{OH}\;}\;
 X\in\{0,1\}^{N\times|V|}\;\xrightarrow{\;A\;}\;XA + P\;\xrightarrow{\;\text{blocks}\;}\;
-H\;\xrightarrow{\;W_U\;}\;y\;\xrightarrow{\;\mathrm{softmax}(y_N/T)\;}\;P(t_{N+1})
+H\;\xrightarrow{\;\mathrm{LN}_f\;}\;\mathrm{LN}_f(H)\;\xrightarrow{\;W_U\;}\;y\;
+\xrightarrow{\;\mathrm{softmax}(y_N/T)\;}\;P(t_{N+1})
 """)
 
 picked = model_picker()

@@ -37,3 +37,9 @@ def test_no_loadable_model_gets_a_message(tmp_path, monkeypatch):
 
 def test_models_dir_is_inside_the_repository():
     assert MODELS_DIR.parts[-2:] == ("assets", "models")
+
+
+def test_the_pipeline_names_the_final_layernorm_before_the_unembedding():
+    """The model computes y = LN_f(h_N) W_U (gptviz/model/gpt.py): the formula says so."""
+    tex = run_page(timeout=60).latex[0].value
+    assert tex.index(r"\mathrm{LN}_f") < tex.index("W_U") < tex.index("softmax")

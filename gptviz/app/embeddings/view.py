@@ -111,7 +111,8 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
     config = picked.checkpoint.config
     fresh = analysis.to_numpy(untrained_twin(picked).embed.weight)  # (|V|, d)
     labels = vocab_labels(picked)
-    st.markdown("At initialisation every row of E is drawn from N(0, 0.02²): random vectors in "
+    st.markdown("At initialisation every entry of E is drawn on its own from N(0, 0.02²), so "
+                "each row is a random vector; random vectors in "
                 f"{config.d_model} dimensions are nearly orthogonal, so no token is closer to "
                 "one than to another. Training moves tokens that are used alike towards each "
                 "other. Left the trained matrix, right the same shapes freshly initialised.")

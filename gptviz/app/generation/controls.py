@@ -97,7 +97,8 @@ def sampling_controls(vocab_size: int) -> Sampling:
     k = c2.number_input("top-k (0 = off)", 0, 1_000_000, 0, key="top_k",
                         help="Keep only the k most probable tokens, then renormalise.")
     p = c3.slider("top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="top_p",
-                  help="Keep the smallest set of tokens whose probabilities add up to p.")
+                  help="Keep the smallest set of most probable tokens whose probabilities "
+                       "add up to at least p, then renormalise.")
     seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key="seed",
                            help="Step i draws with a generator seeded by (seed, i): the same "
                                 "seed gives the same text.")

@@ -209,3 +209,16 @@ def test_the_tokenizers_text_follows_the_same_link_rule():
     rerun(at)
     assert "text" not in at.query_params
     assert at.metric[0].value == "5,000"  # the box keeps the whole text: only the link drops it
+
+
+def test_the_gelu_view_names_the_form_the_model_uses_and_the_gap_to_tanh():
+    """The caption's max |exact − tanh| is torch's own, over the plotted range."""
+    import torch
+
+    at = run_page("block", view="GELU vs ReLU")
+    caption = " ".join(c.value for c in at.caption)
+    assert "This model uses the exact form" in caption  # every bundled model has activation gelu
+    x = torch.linspace(-4, 4, 401)
+    gap = float((torch.nn.functional.gelu(x) - torch.nn.functional.gelu(x, approximate="tanh"))
+                .abs().max())
+    assert f"max |exact − tanh| = {gap:.1e}" in caption

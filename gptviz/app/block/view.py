@@ -72,7 +72,8 @@ def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int
 
 def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> None:
     """GELU vs ReLU as curves, at one x, and on this layer's real FFN inputs."""
-    st.plotly_chart(vb.activation_curves_figure(analysis.activation_curves()), width="stretch")
+    plotted = analysis.activation_curves()
+    st.plotly_chart(vb.activation_curves_figure(plotted), width="stretch")
     x = st.slider("x", -4.0, 4.0, -0.5, 0.1, key="act_x")
     curves = analysis.activation_curves(x, x, 1)
     st.latex(mb.activation_point(x, *(float(curves[k][0]) for k in ("GELU", "GELU (tanh)",
@@ -83,9 +84,13 @@ def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> 
     cols[0].metric("FFN inputs H in this layer", f"{h.size:,}")
     cols[1].metric("share with H < 0", f"{100 * float((h < 0).mean()):.1f} %")
     cols[2].metric("this model uses", act.upper())
+    gap = float(np.abs(plotted["GELU"] - plotted["GELU (tanh)"]).max())
+    uses = {"gelu": "This model uses the exact form, x Φ(x) with Φ written with erf.",
+            "relu": "This model uses ReLU."}.get(act, f"This model uses {act}.")
     st.caption("ReLU sends every negative input to exactly 0 (and its gradient too); GELU = "
                "x Φ(x) lets small negative values through, weighted by how likely a standard "
-               "normal is to lie below them. The seeds use the tanh approximation (dotted).")
+               f"normal is to lie below them. {uses} The seeds use the tanh approximation "
+               f"(dotted): on the plotted range [−4, 4], max |exact − tanh| = {gap:.1e}.")
 
 
 def parameters(picked: Picked) -> None:

@@ -217,9 +217,9 @@ def test_seeds_gpt_config_124m_exact_counts():
     assert untied["total"] == 163_009_536 == 124_412_160 + 50257 * 768
     assert tied["token embedding E"] == 38_597_376 and tied["positional"] == 786_432
     assert tied["unembedding W_U"] == 0 and untied["unembedding W_U"] == 38_597_376
-    assert tied["blocks x12: attn QKV biases"] == 0
+    assert tied["blocks x12: attn QKV biases b_Q, b_K, b_V"] == 0
     assert tied["blocks x12: attn W_Q, W_K, W_V"] == 12 * 3 * 768 * 768
-    assert tied["blocks x12: FFN W_1, W_2"] == 12 * (2 * 768 * 3072 + 3072 + 768)
+    assert tied["blocks x12: FFN W_1, W_2 (+ biases b_1, b_2)"] == 12 * (2 * 768 * 3072 + 3072 + 768)
     with_qkv = A.parameter_table(GPTConfig(**{**A.GPT_CONFIG_124M, "bias": True}))
     assert with_qkv["total"] == 124_412_160 + 12 * 3 * 768 == 124_439_808
 
@@ -246,7 +246,9 @@ def test_per_component_counts_match_a_real_model(kw):
     for name, p in GPT(config).named_parameters():  # a tied W_U is listed once, as embed
         real[_component(name)] = real.get(_component(name), 0) + p.numel()
     for line, n in real.items():
-        (key,) = [k for k in counts if k.endswith(line)]
+        (key,) = [k for k in counts if line in k]
         assert counts[key] == n, key
     assert sum(v for k, v in counts.items() if k != "total") == counts["total"]
     assert counts["total"] == sum(p.numel() for p in GPT(config).parameters())
+    labelled = [k for k in counts if "b_O" in k or "b_1" in k or "β" in k]
+    assert len(labelled) == (5 if config.bias else 0)  # biases named exactly where they count

@@ -161,19 +161,20 @@ def parameter_counts(config: GPTConfig) -> dict[str, int]:
     """
     c, d = config, config.d_model
     b = 1 if c.bias else 0
+    ln = " (γ, β)" if b else " (γ)"  # each line names the biases it counts
     per_block = {
-        "ln1": d + b * d,
+        "ln1" + ln: d + b * d,
         "attn W_Q, W_K, W_V": 3 * d * d,
-        "attn QKV biases": b * 3 * d,
-        "attn W_O": d * d + b * d,
-        "ln2": d + b * d,
-        "FFN W_1, W_2": 2 * d * c.d_ff + b * (c.d_ff + d),
+        "attn QKV biases b_Q, b_K, b_V": b * 3 * d,
+        "attn W_O" + (" (+ bias b_O)" if b else ""): d * d + b * d,
+        "ln2" + ln: d + b * d,
+        "FFN W_1, W_2" + (" (+ biases b_1, b_2)" if b else ""): 2 * d * c.d_ff + b * (c.d_ff + d),
     }
     counts = {
         "token embedding E": c.vocab_size * d,
         "positional": c.context_length * d if c.positional == "learned" else 0,
         **{f"blocks x{c.n_layer}: {k}": c.n_layer * v for k, v in per_block.items()},
-        "final LayerNorm": d + b * d,
+        "final LayerNorm" + ln: d + b * d,
         "unembedding W_U": 0 if c.tie_embeddings else d * c.vocab_size,
     }
     counts["total"] = sum(counts.values())

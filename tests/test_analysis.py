@@ -219,7 +219,8 @@ def test_seeds_gpt_config_124m_exact_counts():
     assert tied["unembedding W_U"] == 0 and untied["unembedding W_U"] == 38_597_376
     assert tied["blocks x12: attn QKV biases b_Q, b_K, b_V"] == 0
     assert tied["blocks x12: attn W_Q, W_K, W_V"] == 12 * 3 * 768 * 768
-    assert tied["blocks x12: FFN W_1, W_2 (+ biases b_1, b_2)"] == 12 * (2 * 768 * 3072 + 3072 + 768)
+    ffn = tied["blocks x12: FFN W_1, W_2 (+ biases b_1, b_2)"]
+    assert ffn == 12 * (2 * 768 * 3072 + 3072 + 768)
     with_qkv = A.parameter_table(GPTConfig(**{**A.GPT_CONFIG_124M, "bias": True}))
     assert with_qkv["total"] == 124_412_160 + 12 * 3 * 768 == 124_439_808
 

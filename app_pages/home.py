@@ -11,10 +11,12 @@ st.markdown(
     "live numbers of a real model.")
 
 st.latex(r"""
-\text{text}\;\xrightarrow{\;T\;}\;(t_1,\dots,t_N)\;\xrightarrow{\;\mathrm{OH}\;}\;
-X\in\{0,1\}^{N\times|V|}\;\xrightarrow{\;A\;}\;XA + P\;\xrightarrow{\;\text{blocks}\;}\;
-H\;\xrightarrow{\;\mathrm{LN}_f\;}\;\mathrm{LN}_f(H)\;\xrightarrow{\;W_U\;}\;y\;
+\begin{aligned}
+&\text{text}\;\xrightarrow{\;T\;}\;(t_1,\dots,t_N)\;\xrightarrow{\;\mathrm{OH}\;}\;
+X\in\{0,1\}^{N\times|V|}\;\xrightarrow{\;A\;}\;XA + P\;\xrightarrow{\;\text{blocks}\;}\;H\\
+&\xrightarrow{\;\mathrm{LN}_f\;}\;\mathrm{LN}_f(H)\;\xrightarrow{\;W_U\;}\;y\;
 \xrightarrow{\;\mathrm{softmax}(y_N/T)\;}\;P(t_{N+1})
+\end{aligned}
 """)
 
 picked = model_picker()

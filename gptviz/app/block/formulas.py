@@ -76,11 +76,12 @@ def activation_point(x: float, gelu: float, gelu_tanh: float, relu: float) -> st
     >>> "\\Phi(1.000)" in activation_point(1.0, 0.8413, 0.8412, 1.0)
     True
     """
-    return (
-        rf"\mathrm{{GELU}}({num(x)}) = {num(x)}\,\Phi({num(x)}) = {num(gelu, 4)},\quad"
-        rf" 0.5x\big(1 + \tanh\big(\sqrt{{2/\pi}}(x + 0.044715x^3)\big)\big) = "
-        rf"{num(gelu_tanh, 4)},\quad \mathrm{{ReLU}}({num(x)}) = \max({num(x)}, 0) = "
-        rf"{num(relu, 4)}"
+    return (  # one line each: the three side by side overflowed a 1400-px page
+        rf"\begin{{aligned}}\mathrm{{GELU}}({num(x)}) &= {num(x)}\,\Phi({num(x)}) = "
+        rf"{num(gelu, 4)}\\"
+        rf"0.5x\big(1 + \tanh\big(\sqrt{{2/\pi}}(x + 0.044715x^3)\big)\big) &= "
+        rf"{num(gelu_tanh, 4)}\\"
+        rf"\mathrm{{ReLU}}({num(x)}) &= \max({num(x)}, 0) = {num(relu, 4)}\end{{aligned}}"
     )
 
 

@@ -222,3 +222,14 @@ def test_the_gelu_view_names_the_form_the_model_uses_and_the_gap_to_tanh():
     gap = float((torch.nn.functional.gelu(x) - torch.nn.functional.gelu(x, approximate="tanh"))
                 .abs().max())
     assert f"max |exact − tanh| = {gap:.1e}" in caption
+
+
+def test_the_steps_of_one_head_show_the_biases_the_model_adds():
+    """Bundled models have biases: Q = LN(X)W_Q + b_Q in the formula and in the panels'
+    titles, with the note on why b_K changes no pattern (tests/test_model.py checks it)."""
+    at = run_page("attention", view="Steps of one head")
+    tex = texts(at, "latex")
+    assert r"W_Q + b_Q" in tex and r"W_K + b_K" in tex and r"W_V + b_V" in tex
+    assert "b_K changes no pattern" in " ".join(c.value for c in at.caption)
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert any(t.startswith("Q = LN(X) W_Q + b_Q") for t in titles), titles

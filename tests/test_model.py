@@ -208,3 +208,25 @@ def test_sinusoidal_table_with_an_odd_width():
     assert pe.shape == (6, 5)
     assert float(pe[3, 4]) == pytest.approx(math.sin(3 / 10000 ** (4 / 5)), abs=1e-6)
     assert float(pe[3, 3]) == pytest.approx(math.cos(3 / 10000 ** (2 / 5)), abs=1e-6)
+
+
+def test_b_K_changes_no_pattern_while_b_Q_does():
+    """What the Attention page's note says: b_K adds q_i·b_K/√d_k to every score of row i,
+    and a row-softmax ignores a constant added to its row; b_Q is not such a constant."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=20, context_length=16, d_model=32, n_layer=1, n_head=4,
+                          bias=True)).eval()
+    ids = [3, 1, 4, 1, 5, 9, 2, 6]
+    name = act_name("pattern", 0)
+
+    def pattern() -> torch.Tensor:
+        return model.run_with_cache(ids, names_filter=[name])[1][name]
+
+    before = pattern()
+    bias = model.blocks[0].attn.W_QKV.bias  # [b_Q | b_K | b_V]
+    with torch.no_grad():
+        bias[32:64] += torch.randn(32)  # b_K
+    torch.testing.assert_close(pattern(), before, rtol=0, atol=1e-6)
+    with torch.no_grad():
+        bias[:32] += torch.randn(32)  # b_Q
+    assert (pattern() - before).abs().max() > 1e-3

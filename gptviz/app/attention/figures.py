@@ -33,11 +33,12 @@ def attention_pattern(pattern, tokens: Sequence[str], title: str = "attention pa
                    y_title="query", height=height)
 
 
-def head_step_figures(steps: Mapping[str, np.ndarray],
-                      tokens: Sequence[str]) -> dict[str, go.Figure]:
+def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
+                      bias: bool = True) -> dict[str, go.Figure]:
     """One heatmap per step of a head (``attention_math.head_tensors`` output).
 
-    (T, T) steps get tokens on both axes; Q, K, V and Z get tokens by dimension.
+    (T, T) steps get tokens on both axes; Q, K, V and Z get tokens by dimension. With
+    ``bias`` (the model's), the titles of Q, K and V add their bias: ``Q = LN(X) W_Q + b_Q``.
 
     >>> figs = head_step_figures({"pattern": np.eye(2)}, ["a", "b"]); list(figs)
     ['pattern']
@@ -45,6 +46,8 @@ def head_step_figures(steps: Mapping[str, np.ndarray],
     figs = {}
     for name, values in steps.items():
         kind, caption = HEAD_STEPS.get(name, ("signed", name))
+        if bias and name in ("Q", "K", "V"):
+            caption += f" + b_{name}"
         m = as_float32(values)  # (T, T) or (T, d_k)
         square = name in ("scores", "M", "masked scores", "pattern")
         figs[name] = heatmap(m, tokens if square else None, tokens, kind=kind, title=caption,

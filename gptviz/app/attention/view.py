@@ -93,13 +93,19 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
                head: int) -> None:
     """Q, K, V, the scaled scores, the mask, the pattern and Z of one head."""
     c = picked.checkpoint.config
+    b = {k: rf" + b_{k}" if c.bias else "" for k in "QKV"}
     st.latex(r"\mathrm{head}(X) = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big)V,"
-             r"\quad Q = \mathrm{LN}(X)W_Q,\ K = \mathrm{LN}(X)W_K,\ V = \mathrm{LN}(X)W_V"
+             rf"\quad Q = \mathrm{{LN}}(X)W_Q{b['Q']},\ K = \mathrm{{LN}}(X)W_K{b['K']},\ "
+             rf"V = \mathrm{{LN}}(X)W_V{b['V']}"
              rf"\in \mathbb{{R}}^{{{len(prompt.ids)} \times {c.d_head}}},\quad d_k = {c.d_head}")
+    if c.bias:
+        st.caption("b_K changes no pattern: it adds q_i · b_K / √d_k to every score of row i, "
+                   "and a row-softmax is the same when one constant is added to its whole row. "
+                   "b_Q and b_V do change Q and V.")
     steps = am.head_tensors(cache, layer, head)
     figs = cached_figure(picked, "head-steps", (prompt.ids, layer, head), lambda: {
-        name: narrow(name, fig) for name, fig in va.head_step_figures(steps,
-                                                                       prompt.labels).items()})
+        name: narrow(name, fig) for name, fig in va.head_step_figures(
+            steps, prompt.labels, c.bias).items()})
     for row in STEP_ROWS:
         for col, name in zip(st.columns(3), row, strict=False):
             col.plotly_chart(figs[name], width="stretch", key=f"step-{name}")

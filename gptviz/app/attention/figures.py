@@ -51,7 +51,8 @@ def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
         m = as_float32(values)  # (T, T) or (T, d_k)
         square = name in ("scores", "M", "masked scores", "pattern")
         figs[name] = heatmap(m, tokens if square else None, tokens, kind=kind, title=caption,
-                             x_title="key" if square else "dimension", y_title="token")
+                             x_title="key" if square else "", y_title="token")
+        # (Q, K, V, Z: no x title, it would run into theirs; the caption says "dimensions")
     return figs
 
 

@@ -94,10 +94,11 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
     """Q, K, V, the scaled scores, the mask, the pattern and Z of one head."""
     c = picked.checkpoint.config
     b = {k: rf" + b_{k}" if c.bias else "" for k in "QKV"}
-    st.latex(r"\mathrm{head}(X) = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M\Big)V,"
-             rf"\quad Q = \mathrm{{LN}}(X)W_Q{b['Q']},\ K = \mathrm{{LN}}(X)W_K{b['K']},\ "
+    st.latex(r"\begin{gathered}\mathrm{head}(X) = \mathrm{softmax}\Big(\frac{QK^\top}"
+             r"{\sqrt{d_k}} + M\Big)V,\qquad d_k = " + str(c.d_head) + r"\\"
+             rf"Q = \mathrm{{LN}}(X)W_Q{b['Q']},\ K = \mathrm{{LN}}(X)W_K{b['K']},\ "
              rf"V = \mathrm{{LN}}(X)W_V{b['V']}"
-             rf"\in \mathbb{{R}}^{{{len(prompt.ids)} \times {c.d_head}}},\quad d_k = {c.d_head}")
+             rf"\ \in \mathbb{{R}}^{{{len(prompt.ids)} \times {c.d_head}}}\end{{gathered}}")
     if c.bias:
         st.caption("b_K changes no pattern: it adds q_i · b_K / √d_k to every score of row i, "
                    "and a row-softmax is the same when one constant is added to its whole row. "

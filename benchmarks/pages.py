@@ -126,11 +126,7 @@ def clicks(browser, url: str, label: str, n: int) -> list[float]:
 def serve(script_dir: Path, script: str) -> tuple[subprocess.Popen, str]:
     """Start ``streamlit run script`` in ``script_dir`` on a free port: (process, base URL)."""
     port = free_port()
-    proc = start_streamlit(port) if script == "app.py" else subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false"], cwd=script_dir,
-        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    proc = start_streamlit(port, subprocess.DEVNULL, script, script_dir)
     url = f"http://127.0.0.1:{port}"
     if not wait_until_healthy(url, 120):
         proc.terminate()

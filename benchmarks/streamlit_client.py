@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import threading
@@ -278,11 +277,7 @@ class Server:
             self.proc = start_streamlit(self.port, self.log)
         else:
             (Path(self.tmp.name) / "page.py").write_text(source)
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", "page.py", "--server.headless",
-                 "true", "--server.port", str(self.port), "--server.address", "127.0.0.1",
-                 "--browser.gatherUsageStats", "false"],
-                cwd=self.tmp.name, stdout=self.log, stderr=subprocess.STDOUT)
+            self.proc = start_streamlit(self.port, self.log, "page.py", Path(self.tmp.name))
         self.url, self.ws = f"http://127.0.0.1:{self.port}", f"ws://127.0.0.1:{self.port}"
         if not wait_until_healthy(self.url):
             self.stop()

@@ -170,13 +170,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_streamlit(port: int, log: IO | int = subprocess.DEVNULL) -> subprocess.Popen:
-    """``streamlit run app.py`` on 127.0.0.1:``port``, its output to ``log``."""
+def start_streamlit(port: int, log: IO | int = subprocess.DEVNULL, script: str = "app.py",
+                    cwd: Path = ROOT) -> subprocess.Popen:
+    """``streamlit run script`` (the app by default) in ``cwd`` on 127.0.0.1:``port``, its
+    output to ``log``."""
     return subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
 
 
 def wait_until_healthy(url: str, timeout_s: float = 60) -> bool:

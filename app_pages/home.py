@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from gptviz.app.shared.picker import describe, model_picker
+from gptviz.app.shared.picker import describe, induction_line, model_picker
 
 st.title("gptviz — a GPT, step by step")
 st.markdown(
@@ -24,11 +24,14 @@ if picked is not None:
     card = picked.checkpoint.card
     with st.container(border=True):
         st.markdown(f"**Model loaded: `{picked.name}`** — {describe(picked)}")
-        facts = {k: card[k] for k in ("corpus", "tokenizer", "steps", "final_val_loss",
-                                      "final_val_perplexity", "wall_time_s", "date") if k in card}
+        facts = {k: card[k] for k in ("corpus", "tokenizer", "steps", "kept_step",
+                                      "wall_time_s", "date") if k in card}
         if facts:
             st.caption(" · ".join(f"{k.replace('_', ' ')}: {v:.3f}" if isinstance(v, float)
                                   else f"{k.replace('_', ' ')}: {v}" for k, v in facts.items()))
+        induction = induction_line(card)
+        if induction:
+            st.caption(induction)
 
 STEPS = [
     ("Tokens", "Cut the text into tokens and number them: characters, words, byte-level BPE "

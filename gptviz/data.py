@@ -87,13 +87,31 @@ def train_val_split(ids: Sequence[int] | Tensor, val_fraction: float, context_le
     return ids[:ids.numel() - n_val], ids[ids.numel() - n_val:]
 
 
+def split_text(text: str, val_fraction: float) -> tuple[str, str]:
+    """The first (1 - f) of the characters train, the last f validate.
+
+    Split the text before a tokenizer learns anything, so that the held-out part
+    never shapes the vocabulary.
+
+    >>> split_text("abcdefghij", 0.3)
+    ('abcdefg', 'hij')
+    """
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}.")
+    cut = len(text) - round(len(text) * val_fraction)
+    return text[:cut], text[cut:]
+
+
 # ---- synthetic corpora --------------------------------------------------------
 def induction_corpus(n_lines: int = 2000, length: int = 10, alphabet: str = string.ascii_lowercase,
-                     seed: int = 0, max_length: int | None = None) -> str:
+                     seed: int = 0, max_length: int | None = None,
+                     separators: tuple[str, ...] = ("|",)) -> str:
     """Lines "r|r" where r is random: the second half is predictable only by copying
     from the first, which is what induction heads learn to do. With ``max_length``
     each r has a random length in [length, max_length], so that the copy is not at
     a fixed distance and a head that merely looks a fixed number of places back fails.
+    Each line takes one of ``separators`` at random ("" gives "rr", the form of the
+    standard induction test, see gptviz.induction).
 
     >>> induction_corpus(n_lines=2, length=3, seed=1)
     'esz|esz\\nyci|yci\\n'
@@ -106,7 +124,8 @@ def induction_corpus(n_lines: int = 2000, length: int = 10, alphabet: str = stri
     for _ in range(n_lines):
         n = length if max_length is None else rng.randint(length, max_length)
         r = "".join(rng.choice(alphabet) for _ in range(n))
-        lines.append(f"{r}|{r}\n")
+        sep = separators[0] if len(separators) == 1 else rng.choice(separators)
+        lines.append(f"{r}{sep}{r}\n")
     return "".join(lines)
 
 

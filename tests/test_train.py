@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from gptviz.checkpoints import load_checkpoint
 from gptviz.data import induction_corpus
 from gptviz.model import GPTConfig, RunConfig, TrainConfig
 from gptviz.tokenizers.char import CharTokenizer
@@ -141,3 +142,60 @@ def test_the_engine_imports_no_ui_code():
     proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def _train_cli(tmp_path, *extra: str) -> dict:
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    out = tmp_path / f"ckpt{len(extra)}"
+    code = main(["--corpus", str(corpus), "--tokenizer", "char",
+                 "--layers", "1", "--heads", "2", "--d-model", "16", "--context-length", "16",
+                 "--steps", "40", "--lr", "3e-2", "--eval-interval", "5", "--eval-batches", "2",
+                 "--quiet", "--out", str(out), *extra])
+    assert code == 0
+    return json.loads((out / "card.json").read_text()), out
+
+
+def test_cli_keeps_the_best_evaluation_by_default(tmp_path):
+    card, out = _train_cli(tmp_path)
+    best = min(card["evals"], key=lambda e: e["val_loss"])
+    assert card["kept"] == "best" and card["kept_step"] == best["step"]
+    # the saved weights are the best ones: their held-out loss is the best evaluation's
+    # (the evaluation uses fixed windows, the held-out loss every token: close, not equal)
+    ckpt = load_checkpoint(out)
+    assert card["kept_val_loss"] == best["val_loss"]
+    held = card["held_out"]
+    assert held["nats_per_char"] == pytest.approx(held["nats_per_token"] * held["tokens"]
+                                                  / held["chars"])
+    assert card["val_chars"] == held["chars"] == len(TEXT) - round(len(TEXT) * 0.9)
+    assert ckpt.config.vocab_size == ckpt.tokenizer.vocab_size
+
+
+def test_cli_keep_last_keeps_the_last_step(tmp_path):
+    card, _ = _train_cli(tmp_path, "--keep", "last")
+    assert card["kept"] == "last" and card["kept_step"] == 40
+    assert card["kept_val_loss"] == card["evals"][-1]["val_loss"]
+
+
+def test_the_tokenizer_never_sees_the_held_out_text(tmp_path):
+    # a word that occurs only in the last 10 %: BPE must not have merged it into one token
+    text = TEXT * 3 + " zyxwvutsrq" * 60
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(text, encoding="utf-8")
+    out = tmp_path / "c"
+    assert main(["--corpus", str(corpus), "--tokenizer", "bpe", "--vocab-size", "400",
+                 "--layers", "1", "--heads", "2", "--d-model", "16", "--context-length", "16",
+                 "--steps", "2", "--eval-batches", "1", "--quiet", "--out", str(out)]) == 0
+    tok = load_checkpoint(out).tokenizer
+    assert len(tok.encode(" zyxwvutsrq")) > 3
+    assert not any(b"zyx" in tok.id_to_bytes(i) for i in range(tok.vocab_size))
+
+
+def test_trainer_keep_best_restores_the_best_weights():
+    config, ids = setup(steps=40)  # evaluations at 0, 10, 20, 30, 40
+    trainer = Trainer(config, ids)
+    result = trainer.train()
+    trainer.keep_best()
+    assert trainer.evaluate() == pytest.approx(result.best.val_loss, abs=1e-6)
+    assert result.best.val_loss == min(e.val_loss for e in result.evals)
+    assert len(result.evals) == 5

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TextIO
 
 from gptviz.checkpoints import save_checkpoint
-from gptviz.data import decode_text
+from gptviz.data import decode_text, split_text
 from gptviz.model import GPTConfig, RunConfig, TrainConfig
 from gptviz.model.config import ACTIVATIONS, DTYPES, POSITIONALS
 from gptviz.tokenizers import train_tokenizer
 from gptviz.train import ddp
+from gptviz.train.heldout import held_out_loss
 from gptviz.train.trainer import EvalInfo, StepInfo, Trainer
 
 
@@ -74,6 +75,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=t.seed)
     p.add_argument("--device", default=t.device)
     p.add_argument("--dtype", choices=DTYPES, default=t.dtype)
+    p.add_argument("--keep", choices=("best", "last"), default="best",
+                   help="save the weights of the evaluation with the lowest validation loss "
+                        "(best, the default) or those of the last step")
     p.add_argument("--out", required=True, type=Path, help="checkpoint folder to write")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p.parse_args(argv)
@@ -101,13 +105,23 @@ def train_and_save(a: argparse.Namespace) -> Path | None:
     dist = ddp.init_from_env(a.device)
     try:
         text = decode_text(a.corpus.read_bytes(), str(a.corpus), limit=50_000_000)
-        tokenizer = train_tokenizer(a.tokenizer, text, a.vocab_size)
-        ids = tokenizer.encode(text)
+        # the held-out tail never shapes the tokenizer: it learns from the training part only
+        train_text, val_text = split_text(text, TrainConfig().val_fraction)
+        tokenizer = train_tokenizer(a.tokenizer, train_text, a.vocab_size)
+        train_ids, val_ids = tokenizer.encode(train_text), tokenizer.encode(val_text)
         config = build_config(a, tokenizer.vocab_size)
+        need = config.model.context_length + 1
+        if min(len(train_ids), len(val_ids)) < need:
+            raise ValueError(
+                f"the corpus is too short to hold one window of {need} tokens in both the "
+                f"training part ({len(train_ids):,} tokens) and the held-out last "
+                f"{config.train.val_fraction:.0%} ({len(val_ids):,} tokens): use a longer text "
+                "or a shorter context length.")
         show = not a.quiet and (dist is None or dist.is_main)
         read = getattr(tokenizer, "trained_chars", None)
-        if show and read is not None and read < len(text):
-            print(f"BPE learned its merges from the first {read:,} of {len(text):,} characters "
+        if show and read is not None and read < len(train_text):
+            print(f"BPE learned its merges from the first {read:,} of {len(train_text):,} "
+                  "training characters "
                   "(its memory bounds, ByteLevelBPE.limits); the model trains on all of them.")
         bar = ProgressBar(config.train.steps)
         last_val: list[str] = []
@@ -120,17 +134,23 @@ def train_and_save(a: argparse.Namespace) -> Path | None:
         def on_eval(e: EvalInfo) -> None:
             last_val[:] = [f"val {e.val_loss:.3f}"]
 
-        trainer = Trainer(config, ids, on_step=on_step, on_eval=on_eval, dist=dist)
+        trainer = Trainer(config, train_ids, val_ids, on_step=on_step, on_eval=on_eval, dist=dist)
         result = trainer.train()
         if show:
             bar.close()
+        if a.keep == "best":
+            trainer.keep_best()
+        kept = result.best if a.keep == "best" else result.evals[-1]
         card = {
-            "corpus": a.corpus.name, "corpus_chars": len(text), "tokens": len(ids),
+            "corpus": a.corpus.name, "corpus_chars": len(text),
+            "tokens": len(train_ids) + len(val_ids), "val_chars": len(val_text),
             "tokenizer": a.tokenizer, "steps": result.steps_done, "stopped": result.stopped,
             "train_config": config.train.to_dict(), "elapsed_s": round(result.elapsed_s, 2),
             "evals": [{"step": e.step, "train_loss": _finite(e.train_loss), "val_loss": e.val_loss}
                       for e in result.evals],
             "final_val_loss": result.evals[-1].val_loss,
+            "kept": a.keep, "kept_step": kept.step, "kept_val_loss": kept.val_loss,
+            "held_out": held_out_loss(trainer.model, tokenizer, val_text).to_dict(),
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "world_size": dist.world_size if dist else 1,
         }

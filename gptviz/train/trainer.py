@@ -62,6 +62,11 @@ class TrainResult:
     steps: list[StepInfo] = field(default_factory=list)
     evals: list[EvalInfo] = field(default_factory=list)
 
+    @property
+    def best(self) -> EvalInfo:
+        """The evaluation with the lowest validation loss (the earliest of equals)."""
+        return min(self.evals, key=lambda e: e.val_loss)
+
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warmup to learning_rate, then cosine decay to min_lr at the last step.
@@ -125,6 +130,8 @@ class Trainer:
         self.val_batches = [(x.to(self.device), y.to(self.device))
                             for x, y in self.val_data.fixed_batches(self.tc.eval_batches,
                                                                     self.tc.batch_size)]
+        self.best_state: dict[str, Tensor] | None = None  # weights at the best evaluation
+        self._best_loss = math.inf
 
     def _check_vocab(self, ids: Tensor, part: str) -> None:
         v = self.config.model.vocab_size
@@ -188,6 +195,18 @@ class Trainer:
         self.model.eval()
         return result
 
+    def keep_best(self) -> None:
+        """Put back the weights of the evaluation with the lowest validation loss.
+
+        >>> trainer = Trainer(RunConfig(model.config, TrainConfig(steps=4, eval_interval=2,
+        ...                   eval_batches=1, batch_size=2)), list(range(10)) * 20)
+        >>> result = trainer.train(); trainer.keep_best()
+        >>> abs(trainer.evaluate() - result.best.val_loss) < 1e-6
+        True
+        """
+        if self.best_state is not None:
+            self.model.load_state_dict(self.best_state)
+
     def _step(self, step: int, gen: torch.Generator) -> StepInfo:
         lr = lr_at(step, self.tc)
         for group in self.optimizer.param_groups:
@@ -213,6 +232,9 @@ class Trainer:
             raise DivergenceError(f"the validation loss became {info.val_loss} at step {step}; "
                                   "lower the learning rate and train again.")
         result.evals.append(info)
+        if info.val_loss < self._best_loss:
+            self._best_loss = info.val_loss
+            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         if self.on_eval and self.dist.is_main:
             was_training = self.model.training
             self.model.eval()  # so a callback that samples text gets no dropout

@@ -166,12 +166,55 @@ def describe(picked: Picked) -> str:
     """One line about the model, e.g. '4 layers · 4 heads · d=128 · |V|=1,028 · 0.9M params'."""
     c = picked.checkpoint.config
     n = sum(p.numel() for p in picked.checkpoint.model.parameters())
-    card = picked.checkpoint.card
-    val = card.get("final_val_loss")
-    tail = f" · val loss {val:.3f}" if isinstance(val, (int, float)) else ""
+    quality = held_out_line(picked.checkpoint.card)
+    tail = f" · {quality}" if quality else ""
     return (f"{c.n_layer} layers · {c.n_head} heads · d={c.d_model} · context {c.context_length}"
             f" · |V|={c.vocab_size:,} · {n / 1e6:.2f}M params · {c.positional} positions{tail}")
 
+
+
+def held_out_line(card: dict) -> str:
+    """The model's held-out loss as its card gives it, per token and per character.
+
+    >>> held_out_line({"held_out": {"nats_per_token": 3.9, "nats_per_char": 1.41}})
+    'held-out loss 3.900 nats/token = 1.410 nats/char'
+    >>> held_out_line({"final_val_loss": 2.5}), held_out_line({"held_out": "?"})
+    ('val loss 2.500', '')
+    """
+    held = card.get("held_out")
+    if isinstance(held, dict):
+        per_token, per_char = held.get("nats_per_token"), held.get("nats_per_char")
+        if all(isinstance(v, (int, float)) for v in (per_token, per_char)):
+            return f"held-out loss {per_token:.3f} nats/token = {per_char:.3f} nats/char"
+    val = card.get("final_val_loss")
+    return f"val loss {val:.3f}" if isinstance(val, (int, float)) else ""
+
+
+def induction_line(card: dict) -> str:
+    """The card's standard induction test (gptviz.induction), in one sentence.
+
+    >>> line = induction_line({"induction": {"results": [{"length": 10, "best_layer": 1,
+    ...     "best_head": 2, "score": 0.8, "copy_accuracy": 0.97}]}})
+    >>> line.split(": ")[1][:-20]
+    'at length 10 the best head, layer 1 head 2, scores 0.80 and the model copies 97 %'
+    """
+    results = (card.get("induction") or {}).get("results") if isinstance(
+        card.get("induction"), dict) else None
+    if not isinstance(results, list):
+        return ""
+    parts = []
+    for r in results:
+        try:
+            parts.append(f"at length {int(r['length'])} the best head, layer "
+                         f"{int(r['best_layer'])} head {int(r['best_head'])}, scores "
+                         f"{float(r['score']):.2f} and the model copies "
+                         f"{float(r['copy_accuracy']):.0%} of the repeat".replace("%", " %"))
+        except (KeyError, TypeError, ValueError):
+            return ""
+    if not parts:
+        return ""
+    return ("Standard induction test (random letter and digit tokens repeated once, no "
+            "separator): " + "; ".join(parts) + ".")
 
 
 def picked_or_stop() -> Picked:

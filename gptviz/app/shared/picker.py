@@ -195,7 +195,7 @@ def induction_line(card: dict) -> str:
 
     >>> line = induction_line({"induction": {"results": [{"length": 10, "best_layer": 1,
     ...     "best_head": 2, "score": 0.8, "copy_accuracy": 0.97}]}})
-    >>> line.split(": ")[1][:-16]
+    >>> line.split(": ")[1][:-15]
     'at length 10 the best head, layer 1 head 2, scores 0.80 and the model copies 97 %'
     """
     results = (card.get("induction") or {}).get("results") if isinstance(

@@ -4,6 +4,7 @@
     config.json         the GPTConfig
     tokenizer.json      the tokenizer, as Tokenizer.save writes it
     card.json           what produced it: corpus, steps, losses, date
+    snapshots.safetensors  (optional) the weights at a few steps of training (snapshots.py)
 
 Every problem (a missing file, bad JSON, a pickle in disguise, a weight of the wrong
 shape, a tokenizer that does not fit the model, a model too big for the limits) is a
@@ -16,7 +17,6 @@ import io
 import json
 import os
 import zipfile
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -28,10 +28,13 @@ from safetensors.torch import save as save_safetensors
 
 import gptviz.tokenizers  # noqa: F401  (registers every tokenizer type)
 from gptviz.model import GPT, GPTConfig, TrainConfig, parameter_counts
+from gptviz.snapshots import SNAPSHOTS, SnapshotError, Snapshots
 from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
+from gptviz.zipread import ZipMembers, ZipReadError, directory_size
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
 FILES = (WEIGHTS, CONFIG, TOKENIZER, CARD)
+OPTIONAL = (SNAPSHOTS,)
 _PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol >= 2; torch.save's zip format
 
 
@@ -55,14 +58,15 @@ class Checkpoint:
     model: GPT  # in eval mode
     tokenizer: Tokenizer
     card: dict[str, Any] = field(default_factory=dict)
+    snapshots: Snapshots | None = None  # weights during training, for the replay
 
     @property
     def config(self) -> GPTConfig:
         return self.model.config
 
 
-def checkpoint_files(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] | None = None
-                     ) -> dict[str, bytes]:
+def checkpoint_files(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] | None = None,
+                     snapshots: Snapshots | None = None) -> dict[str, bytes]:
     """The four files as bytes, e.g. ``{"config.json": b'{"vocab_size": 65, ...}', ...}``."""
     if tokenizer.vocab_size != model.config.vocab_size:
         raise CheckpointError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's "
@@ -70,16 +74,18 @@ def checkpoint_files(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] |
     weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()
                if k != "unembed.weight" or not model.config.tie_embeddings}  # not E's alias
     texts = {CONFIG: model.config.to_dict(), TOKENIZER: tokenizer.to_dict(), CARD: dict(card or {})}
-    return {WEIGHTS: save_safetensors(weights, metadata={"format": "pt"}),
+    extra = {SNAPSHOTS: snapshots.to_bytes()} if snapshots else {}
+    return {WEIGHTS: save_safetensors(weights, metadata={"format": "pt"}), **extra,
             **{k: json.dumps(v, ensure_ascii=False, indent=1).encode() for k, v in texts.items()}}
 
 
 def save_checkpoint(folder: str | Path, model: GPT, tokenizer: Tokenizer,
-                    card: Mapping[str, Any] | None = None) -> Path:
+                    card: Mapping[str, Any] | None = None, snapshots: Snapshots | None = None
+                    ) -> Path:
     """Write the four files into ``folder`` (created if needed); returns the folder."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    for name, data in checkpoint_files(model, tokenizer, card).items():
+    for name, data in checkpoint_files(model, tokenizer, card, snapshots).items():
         (folder / name).write_bytes(data)
     return folder
 
@@ -90,16 +96,17 @@ def load_checkpoint(folder: str | Path, device: str | torch.device = "cpu") -> C
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a checkpoint folder "
                               "(it does not exist or is a file).")
-    files = {name: (folder / name).read_bytes() for name in FILES if (folder / name).is_file()}
+    files = {name: (folder / name).read_bytes() for name in FILES + OPTIONAL
+             if (folder / name).is_file()}
     return checkpoint_from_files(files, source=str(folder), device=device)
 
 
-def checkpoint_to_zip(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] | None = None
-                      ) -> bytes:
+def checkpoint_to_zip(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] | None = None,
+                      snapshots: Snapshots | None = None) -> bytes:
     """The checkpoint as the bytes of a .zip, for a download button."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, data in checkpoint_files(model, tokenizer, card).items():
+        for name, data in checkpoint_files(model, tokenizer, card, snapshots).items():
             zf.writestr(name, data)
     return buffer.getvalue()
 
@@ -108,7 +115,7 @@ def load_checkpoint_zip(data: bytes, limits: Limits = Limits(),
                         device: str | torch.device = "cpu") -> Checkpoint:
     """Load an uploaded .zip (files at its root or in one folder) in memory, untrusted: no
     extraction, named BPE patterns only, and every size checked before it is allocated."""
-    if (listing := _directory_size(data) or 0) > 65_536:  # zipfile: ~500 B per entry listed
+    if (listing := directory_size(data) or 0) > 65_536:  # zipfile: ~500 B per entry listed
         raise CheckpointError(f"the zip's list of files takes {listing:,} bytes (the limit is "
                               f"65,536); a checkpoint zip holds {len(FILES)} files.")
     try:
@@ -116,10 +123,10 @@ def load_checkpoint_zip(data: bytes, limits: Limits = Limits(),
     except (zipfile.BadZipFile, ValueError, OSError):
         raise CheckpointError("the upload is not a .zip file: zip a checkpoint folder "
                               f"holding {', '.join(FILES)}.") from None
-    found = _ZipMembers(zf)
+    found = ZipMembers(zf)
     for info in zf.infolist():
         name = PurePosixPath(info.filename).name
-        if name not in FILES or info.is_dir() or "__MACOSX" in info.filename:
+        if name not in FILES + OPTIONAL or info.is_dir() or "__MACOSX" in info.filename:
             continue
         if name in found:
             raise CheckpointError(f"the zip holds two files named {name}; "
@@ -160,7 +167,13 @@ def checkpoint_from_files(files: Mapping[str, bytes], source: str = "checkpoint"
                    f" for the {n_params:,} parameters of {CONFIG}")
     model = GPT(config)  # at most limits.params numbers, checked above
     model.load_state_dict(_read_weights(data, model), strict=False)
-    return Checkpoint(model.to(device).eval(), tokenizer, card)
+    snapshots = None
+    if SNAPSHOTS in files:
+        try:
+            snapshots = Snapshots.from_bytes(_member(files, SNAPSHOTS, limits.bytes), model)
+        except SnapshotError as exc:
+            raise CheckpointError(str(exc)) from None
+    return Checkpoint(model.to(device).eval(), tokenizer, card, snapshots)
 
 
 def _check_size(c: GPTConfig, limits: Limits) -> int:
@@ -209,10 +222,13 @@ def _read_weights(data: bytes, model: GPT) -> dict[str, torch.Tensor]:
 
 def _member(files: Mapping[str, bytes], name: str, most: int, why: str = "") -> bytes:
     """``files[name]``, once its (declared) size is known to be at most ``most``."""
-    size = files.size(name) if isinstance(files, _ZipMembers) else len(files[name])
+    size = files.size(name) if isinstance(files, ZipMembers) else len(files[name])
     if size > most:
         raise CheckpointError(f"{name} is {size:,} bytes; the limit here is {most:,}{why}.")
-    return files[name]
+    try:
+        return files[name]
+    except ZipReadError as exc:
+        raise CheckpointError(str(exc)) from None
 
 
 def _read_json(files: Mapping[str, bytes], name: str, limits: Limits) -> Any:
@@ -220,44 +236,6 @@ def _read_json(files: Mapping[str, bytes], name: str, limits: Limits) -> Any:
         return read_json(_member(files, name, limits.json_bytes), name)
     except TokenizerError as exc:
         raise CheckpointError(str(exc)) from None
-
-
-def _directory_size(data: bytes) -> int | None:
-    """Bytes of the zip's list of files, from its end record found as ``zipfile`` finds it."""
-    end = len(data) - 22
-    if not (end >= 0 and data[end:end + 4] == b"PK\x05\x06" and data[-2:] == b"\0\0"):
-        end = data.rfind(b"PK\x05\x06", max(0, len(data) - 22 - 65_535))
-        if end < 0 or len(data) - end < 22:
-            return None
-    if end >= 20 and data[end - 20:end - 16] == b"PK\x06\x07":
-        return 1 << 64  # zip64: never needed for a checkpoint
-    return int.from_bytes(data[end + 12:end + 16], "little")
-
-
-class _ZipMembers(dict):
-    """name -> ZipInfo; an item is unpacked when read, a megabyte at a time, up to its size."""
-
-    def __init__(self, zf: zipfile.ZipFile) -> None:
-        super().__init__()
-        self.zf = zf
-
-    def size(self, name: str) -> int:
-        return dict.__getitem__(self, name).file_size
-
-    def __getitem__(self, name: str) -> bytes:
-        info, parts, size = dict.__getitem__(self, name), [], 0
-        try:
-            with self.zf.open(info) as f:
-                while chunk := f.read(min(1 << 20, info.file_size + 1 - size)):
-                    parts.append(chunk)
-                    size += len(chunk)
-        except (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError,
-                NotImplementedError) as exc:  # damaged, encrypted, or an unknown method
-            raise CheckpointError(f"{name} in the zip cannot be unpacked ({exc}); zip the "
-                                  "folder again, without encryption.") from None
-        if size > info.file_size:
-            raise CheckpointError(f"{name} in the zip unpacks to more than it declares.")
-        return b"".join(parts)
 
 
 def initial_model(config: GPTConfig, seed: int) -> GPT:

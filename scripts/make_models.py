@@ -35,7 +35,8 @@ MATH = str(CORPORA / "mathematics.txt")
 INDUCTION = CORPORA / "induction.txt"
 
 COMMON = ["--activation", "gelu", "--positional", "learned", "--seed", "1337",
-          "--warmup", "100", "--grad-clip", "1.0", "--keep", "best", "--quiet"]
+          "--warmup", "100", "--grad-clip", "1.0", "--keep", "best", "--snapshots-mb", "2",
+          "--quiet"]
 RECIPES: dict[str, list[str]] = {
     # (a) characters: 4 layers x 4 heads, d = 128 (nanoGPT's baby GPT, longer context),
     # trained until the validation loss stops improving
@@ -62,12 +63,12 @@ RECIPES: dict[str, list[str]] = {
 INDUCTION_ALPHABET = string.ascii_letters + string.digits
 
 
-def make(name: str) -> dict:
+def make(name: str, models: Path = MODELS) -> dict:
     if name == "induction-2layer":
         INDUCTION.write_text(induction_corpus(
-            n_lines=6000, length=5, max_length=24, seed=0, alphabet=INDUCTION_ALPHABET,
+            n_lines=12000, length=5, max_length=24, seed=0, alphabet=INDUCTION_ALPHABET,
             separators=("|", "")), encoding="utf-8")
-    out = MODELS / name
+    out = models / name
     t0 = time.time()
     code = train_main([*RECIPES[name], *COMMON, "--out", str(out)])
     if code != 0:
@@ -97,9 +98,11 @@ def make(name: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Train the bundled models.")
     parser.add_argument("--only", choices=list(RECIPES), action="append")
+    parser.add_argument("--out-dir", type=Path, default=MODELS,
+                        help=f"folder to write the models into (default {MODELS})")
     args = parser.parse_args()
     for name in args.only or list(RECIPES):
-        card = make(name)
+        card = make(name, args.out_dir)
         held = card["held_out"]
         print(f"{name}: held-out {held['nats_per_token']:.3f} nats/token, "
               f"{held['nats_per_char']:.3f} nats/char (step {card['kept_step']}); induction "

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import time
@@ -16,8 +17,10 @@ from typing import TextIO
 
 from gptviz.checkpoints import save_checkpoint
 from gptviz.data import decode_text, split_text
+from gptviz.induction import induction_test
 from gptviz.model import GPTConfig, RunConfig, TrainConfig
 from gptviz.model.config import ACTIVATIONS, DTYPES, POSITIONALS
+from gptviz.snapshots import Snapshots, fitting_count
 from gptviz.tokenizers import train_tokenizer
 from gptviz.train import ddp
 from gptviz.train.heldout import held_out_loss
@@ -78,6 +81,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--keep", choices=("best", "last"), default="best",
                    help="save the weights of the evaluation with the lowest validation loss "
                         "(best, the default) or those of the last step")
+    p.add_argument("--snapshots-mb", type=float, default=0.0,
+                   help="keep snapshots of the weights (float16) at evenly spaced evaluations, "
+                        "as many as fit this many MB, for the training replay")
     p.add_argument("--out", required=True, type=Path, help="checkpoint folder to write")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p.parse_args(argv)
@@ -131,10 +137,20 @@ def train_and_save(a: argparse.Namespace) -> Path | None:
                 bar.update(s.step, f"loss {s.loss:.3f} {s.tokens_per_s / 1000:.1f}k tok/s "
                                    f"{' '.join(last_val)}")
 
+        snapshots, induction = Snapshots(), {}
+        tracks_induction = config.model.context_length >= 20
+
         def on_eval(e: EvalInfo) -> None:
             last_val[:] = [f"val {e.val_loss:.3f}"]
+            if e.step in keep_at:
+                snapshots.add(e.step, trainer.model)
+            if tracks_induction:  # the best head at length 10, 16 sequences: a quick curve
+                with contextlib.suppress(ValueError):  # no letters or digits in the vocabulary
+                    induction[e.step] = induction_test(trainer.model, tokenizer, 10, n=16).best[2]
 
         trainer = Trainer(config, train_ids, val_ids, on_step=on_step, on_eval=on_eval, dist=dist)
+        keep_at = snapshot_steps(config.train, fitting_count(trainer.model,
+                                                             int(a.snapshots_mb * 2**20)))
         result = trainer.train()
         if show:
             bar.close()
@@ -146,8 +162,9 @@ def train_and_save(a: argparse.Namespace) -> Path | None:
             "tokens": len(train_ids) + len(val_ids), "val_chars": len(val_text),
             "tokenizer": a.tokenizer, "steps": result.steps_done, "stopped": result.stopped,
             "train_config": config.train.to_dict(), "elapsed_s": round(result.elapsed_s, 2),
-            "evals": [{"step": e.step, "train_loss": _finite(e.train_loss), "val_loss": e.val_loss}
-                      for e in result.evals],
+            "evals": [{"step": e.step, "train_loss": _finite(e.train_loss), "val_loss": e.val_loss,
+                       **({"induction_score": round(induction[e.step], 4)}
+                          if e.step in induction else {})} for e in result.evals],
             "final_val_loss": result.evals[-1].val_loss,
             "kept": a.keep, "kept_step": kept.step, "kept_val_loss": kept.val_loss,
             "held_out": held_out_loss(trainer.model, tokenizer, val_text).to_dict(),
@@ -158,11 +175,27 @@ def train_and_save(a: argparse.Namespace) -> Path | None:
         if dist is not None:
             card["replicas_identical"] = ddp.replicas_identical(trainer.model)
         if dist is None or dist.is_main:
-            out = save_checkpoint(a.out, trainer.model, tokenizer, card)
+            card["snapshot_steps"] = snapshots.steps
+            out = save_checkpoint(a.out, trainer.model, tokenizer, card, snapshots or None)
         ddp.finish()  # every rank leaves together, after rank 0 has saved
         return out
     finally:
         ddp.cleanup()
+
+
+def snapshot_steps(tc: TrainConfig, count: int) -> set[int]:
+    """``count`` evaluation steps spread evenly between the first and the last (both left
+    out: step 0 is the seed's initialisation, the end is the checkpoint itself).
+
+    >>> sorted(snapshot_steps(TrainConfig(steps=1000, eval_interval=100), 3))
+    [200, 500, 800]
+    """
+    evals = [s for s in range(tc.eval_interval, tc.steps, tc.eval_interval)]
+    if count <= 0 or not evals:
+        return set()
+    if count >= len(evals):
+        return set(evals)
+    return {evals[round((i + 1) * (len(evals) + 1) / (count + 1)) - 1] for i in range(count)}
 
 
 def _finite(x: float) -> float | None:

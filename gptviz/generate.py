@@ -194,6 +194,9 @@ def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: f
     With ``use_cache`` each step feeds only the new token and reuses the keys and
     values of earlier ones. Once the sequence outgrows the context window the
     positions shift, so the window is recomputed, exactly as without a cache.
+    A RoPE model instead attends over a sliding window of the whole text: its cache
+    rolls (the oldest key leaves, the rest stay valid), and without a cache the whole
+    text is run with the window's mask; both give the same tokens.
 
     >>> out = generate(model, [3], 5, seed=0)     # the prompt, then 5 sampled ids
     >>> len(out), out == generate(model, [3], 5, seed=0, use_cache=False)
@@ -208,6 +211,11 @@ def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: f
     out = [int(i) for i in ids]
     n_ctx = model.config.context_length
     cache = model.new_cache() if use_cache else None
+    if model.config.positional == "rope":
+        return _generate_rope(model, out, max_new_tokens, probs_of=lambda logits: next_token_probs(
+            logits, temperature, top_k, top_p), pick=lambda probs, i: choose(
+            probs, temperature, rule.generator(i) if seed is not None else None),
+            cache=cache, stop_id=stop_id)
     logits = _logits(model, out[-n_ctx:], cache)
     for i in range(max_new_tokens):
         probs = next_token_probs(logits, temperature, top_k, top_p)
@@ -218,8 +226,29 @@ def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: f
             logits = _logits(model, out[-1:], cache)  # one new position
         else:
             if cache is not None:
-                cache.length = 0  # the window slid: every position moved
+                cache.reset()  # the window slid: every position moved
             logits = _logits(model, out[-n_ctx:], cache)
+    return out
+
+
+def _generate_rope(model: GPT, out: list[int], max_new_tokens: int, probs_of, pick,
+                   cache: KVCache | None, stop_id: int | None) -> list[int]:
+    """``generate`` for a RoPE model: a sliding window over the whole text."""
+    n_prompt, n_ctx = len(out), model.config.context_length
+    # the last token's receptive field: each layer reaches n_ctx - 1 positions further back
+    reach = model.config.n_layer * (n_ctx - 1) + 1
+    if cache is not None:
+        logits = _logits(model, out[:n_ctx], cache)  # the first window in one pass
+        for token in out[n_ctx:]:  # then one token at a time: the cache rolls
+            logits = _logits(model, [token], cache)
+    for i in range(max_new_tokens):
+        if cache is None:  # the text that reaches the last token, run with the window's mask
+            logits = _logits(model, out[-reach:], None)
+        out.append(pick(probs_of(logits), i))
+        if out[-1] == stop_id or len(out) - n_prompt == max_new_tokens:
+            break
+        if cache is not None:
+            logits = _logits(model, out[-1:], cache)
     return out
 
 

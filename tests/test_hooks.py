@@ -35,9 +35,10 @@ GOLDEN_NAMES = (
     + ["ln_final.hook_normalized", "hook_logits"]
 )
 
-def make_model() -> GPT:
+def make_model(**config_kw) -> GPT:
     torch.manual_seed(0)
-    config = GPTConfig(vocab_size=9, context_length=8, d_model=12, n_layer=2, n_head=3)
+    config = GPTConfig(vocab_size=9, context_length=8, d_model=12, n_layer=2, n_head=3,
+                       **config_kw)
     return GPT(config).eval()
 
 
@@ -213,11 +214,12 @@ def test_mlp_out_is_what_the_ffn_adds_to_the_residual():
         torch.testing.assert_close(cache[act_name("mlp_out", layer)], added)
 
 
-def _every_act_name(n_layer: int) -> list[str]:
-    """act_name of every kind, in no particular order."""
+def _every_act_name(n_layer: int, rope: bool = False) -> list[str]:
+    """act_name of every kind, in no particular order (q_rot and k_rot: RoPE models only)."""
     names = [act_name(k) for k in ("embed", "pos_embed", "logits")]
     names.append(act_name("normalized", ln="ln_final"))
-    per_block = [k for k in KINDS if k not in ("embed", "pos_embed", "logits", "normalized")]
+    skip = ("embed", "pos_embed", "logits", "normalized") + (() if rope else ("q_rot", "k_rot"))
+    per_block = [k for k in KINDS if k not in skip]
     for layer in range(n_layer):
         names += [act_name(k, layer) for k in per_block]
         names += [act_name("normalized", layer, ln) for ln in ("ln1", "ln2")]
@@ -231,6 +233,8 @@ def test_act_name_builds_exactly_the_hook_names():
     assert act_name("pattern", 0) == "blocks.0.attn.hook_pattern"
     assert act_name("normalized", 1, "ln2") == "blocks.1.ln2.hook_normalized"
     assert act_name("mlp_out", 1) == "blocks.1.hook_mlp_out"
+    rope = make_model(positional="rope")  # two more per block: the rotated q and k
+    assert sorted(_every_act_name(2, rope=True)) == sorted(rope.hook_names())
 
 
 @pytest.mark.parametrize("kind,layer,ln,message", [

@@ -4,6 +4,13 @@ attention(Q, K, V) = softmax(Q Kᵀ / sqrt(d_k) + M) V, with M = -inf above the
 diagonal, computed per head. The hooked path writes this out step by step so
 the scores and the pattern can be captured; the fast path hands the same
 computation to ``scaled_dot_product_attention``.
+
+With rotary positions (RoPE, Su et al. 2021) q and k are rotated by their absolute
+position before the scores, pair of coordinates (2i, 2i+1) by the angle p·θ_i with
+θ_i = 10000^(-2i/d_k); a score then depends on the two positions only through i - j.
+A RoPE model attends to at most ``context_length`` keys back (a sliding window), so it
+reads texts of any length, and its key/value cache can roll: keys already rotated stay
+valid when the window slides.
 """
 
 from __future__ import annotations
@@ -29,16 +36,26 @@ class KVCache:
     """
 
     def __init__(self, n_layer: int, batch: int, n_head: int, capacity: int, d_head: int,
-                 device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> None:
+                 device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+                 rolling: bool = False) -> None:
         # Keys and values side by side, so one copy stores both.
         self.kv = torch.zeros((n_layer, 2, batch, n_head, capacity, d_head), device=device,
                               dtype=dtype)  # (L, 2, B, n_head, N, d_head)
-        self.length = 0
+        self.length = 0  # positions filled
+        self.position = 0  # tokens seen: the absolute position of the next one
         self.capacity = capacity
+        self.rolling = rolling  # when full, drop the oldest keys (RoPE models only)
 
     def append(self, layer: int, kv: Tensor) -> Tensor:
         """Store kv (2, B, n_head, T, d_head) after the cached ones; return all of them."""
-        end = self.length + kv.shape[3]
+        t = kv.shape[3]
+        end = self.length + t
+        if end > self.capacity and self.rolling and t == 1:  # exact only one token at a time
+            keep = self.capacity - t  # the newest cached keys that stay in the window
+            old = self.kv[layer, :, :, :, self.length - keep:self.length].clone()
+            self.kv[layer, :, :, :, :keep] = old
+            self.kv[layer, :, :, :, keep:self.capacity] = kv
+            return self.kv[layer]  # (2, B, n_head, N, d_head)
         if end > self.capacity:
             raise ValueError(
                 f"the KV cache holds {self.capacity} positions; {end} would not fit. "
@@ -48,7 +65,11 @@ class KVCache:
         return self.kv[layer, :, :, :, :end]  # (2, B, n_head, end, d_head)
 
     def advance(self, n: int) -> None:
-        self.length += n
+        self.position += n
+        self.length = min(self.length + n, self.capacity) if self.rolling else self.length + n
+
+    def reset(self) -> None:
+        self.length = self.position = 0
 
 
 def causal_mask(t_query: int, t_key: int, device: torch.device | None = None) -> Tensor:
@@ -64,18 +85,62 @@ def causal_mask(t_query: int, t_key: int, device: torch.device | None = None) ->
     return torch.triu(ones, diagonal=offset + 1)  # (t_query, t_key)
 
 
+def window_mask(t_query: int, t_key: int, window: int, device: torch.device | None = None
+                ) -> Tensor:
+    """M of a sliding window: query i sees the keys j with i - window < j <= i (blocked = True).
+
+    The queries are the last t_query of the t_key positions.
+
+    >>> window_mask(3, 3, 2).int()
+    tensor([[0, 1, 1],
+            [0, 0, 1],
+            [1, 0, 0]], dtype=torch.int32)
+    """
+    q = torch.arange(t_key - t_query, t_key, device=device)[:, None]  # (t_query, 1)
+    k = torch.arange(t_key, device=device)[None, :]  # (1, t_key)
+    return (k > q) | (q - k >= window)  # (t_query, t_key)
+
+
+def rope_angles(start: int, length: int, d_head: int, device: torch.device | None = None
+                ) -> tuple[Tensor, Tensor]:
+    """cos and sin of p·θ_i for positions p = start .. start+length-1, θ_i = 10000^(-2i/d_k).
+
+    Computed in float64 (positions may be large), shape (length, d_head/2) each.
+    """
+    p = torch.arange(start, start + length, dtype=torch.float64, device=device)[:, None]
+    theta = torch.pow(10000.0, -torch.arange(0, d_head, 2, dtype=torch.float64,
+                                              device=device) / d_head)  # (d_head/2,)
+    angle = p * theta  # (T, d_head/2)
+    return torch.cos(angle), torch.sin(angle)
+
+
+def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Rotate each pair (x_2i, x_2i+1) of x (..., T, d_head) by its angle (T, d_head/2).
+
+    >>> c, s = rope_angles(1, 1, 2)      # position 1, θ_0 = 1: a rotation by 1 radian
+    >>> rotate(torch.tensor([[1.0, 0.0]]), c, s)
+    tensor([[0.5403, 0.8415]])
+    """
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, d_head/2) each
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
 class CausalSelfAttention(nn.Module):
     """n_head heads of width d_k = d_model / n_head; W_QKV holds W_Q, W_K, W_V side by side."""
 
-    def __init__(self, d_model: int, n_head: int, bias: bool, dropout: float) -> None:
+    def __init__(self, d_model: int, n_head: int, bias: bool, dropout: float,
+                 window: int | None = None) -> None:
         super().__init__()
         self.n_head = n_head
         self.d_head = d_model // n_head
+        self.window = window  # RoPE: keys at most this far back are seen (None: no RoPE)
         self.W_QKV = nn.Linear(d_model, 3 * d_model, bias=bias)  # [W_Q | W_K | W_V]
         self.W_O = nn.Linear(d_model, d_model, bias=bias)  # mixes the heads back
         self.dropout = dropout
         self.resid_dropout = nn.Dropout(dropout) if dropout > 0 else None
-        for name in ("q", "k", "v", "scores", "pattern", "z"):
+        rotated = ("q_rot", "k_rot") if window is not None else ()
+        for name in ("q", "k", "v", *rotated, "scores", "pattern", "z"):
             setattr(self, f"hook_{name}", HookPoint())
 
     def forward(self, x: Tensor, hooked: bool = False, cache: KVCache | None = None,
@@ -85,9 +150,18 @@ class CausalSelfAttention(nn.Module):
         qkv = qkv.permute(2, 0, 3, 1, 4)  # (3, B, n_head, T, d_head): Q, K, V per head
         if hooked:
             q, k, v = self.hook_q(qkv[0]), self.hook_k(qkv[1]), self.hook_v(qkv[2])
+        else:
+            q, k, v = qkv[0], qkv[1], qkv[2]  # (B, n_head, T, d_head) each
+        if self.window is not None:  # rotate q and k by their absolute positions
+            cos, sin = rope_angles(cache.position if cache is not None else 0, T, self.d_head,
+                                   x.device)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            if hooked:
+                q, k = self.hook_q_rot(q), self.hook_k_rot(k)
+        if hooked:
             kv = torch.stack((k, v)) if cache is not None else (k, v)  # (2, B, n_head, T, d_head)
         else:
-            q, kv = qkv[0], qkv[1:]  # (B, n_head, T, d_head), (2, B, n_head, T, d_head)
+            kv = qkv[1:] if self.window is None else torch.stack((k, v))
         if cache is not None:
             kv = cache.append(layer, kv)  # (2, B, n_head, T_past + T, d_head)
         k, v = kv[0], kv[1]
@@ -99,9 +173,14 @@ class CausalSelfAttention(nn.Module):
         out = self.W_O(z)  # (B, T, d)
         return self.resid_dropout(out) if self.resid_dropout is not None else out
 
+    def _blocked(self, t_query: int, t_key: int, device: torch.device) -> Tensor:
+        if self.window is not None and t_key > self.window:
+            return window_mask(t_query, t_key, self.window, device)  # (T, Tk)
+        return causal_mask(t_query, t_key, device=device)  # (T, Tk)
+
     def _explicit(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         scores = self.hook_scores(q @ k.transpose(-2, -1) / math.sqrt(self.d_head))  # (B, h, T, Tk)
-        blocked = causal_mask(q.shape[2], k.shape[2], device=q.device)  # (T, Tk)
+        blocked = self._blocked(q.shape[2], k.shape[2], q.device)  # (T, Tk)
         pattern = torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1)  # W_attn
         pattern = self.hook_pattern(pattern)  # (B, n_head, T, Tk), rows sum to 1
         if self.training and self.dropout > 0:
@@ -116,9 +195,11 @@ class CausalSelfAttention(nn.Module):
                 return self._sdpa(q.float(), k.float(), v.float(), p)
         return self._sdpa(q, k, v, p)
 
-    @staticmethod
-    def _sdpa(q: Tensor, k: Tensor, v: Tensor, p: float) -> Tensor:
+    def _sdpa(self, q: Tensor, k: Tensor, v: Tensor, p: float) -> Tensor:
         t_query, t_key = q.shape[2], k.shape[2]
+        if self.window is not None and t_key > self.window:  # a RoPE model past its window
+            allowed = ~window_mask(t_query, t_key, self.window, q.device)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=p)
         if t_query == t_key:
             return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
         if t_query == 1:  # one new token sees every cached one: no mask needed

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 ACTIVATIONS = ("gelu", "relu")
-POSITIONALS = ("sinusoidal", "learned", "none")
+POSITIONALS = ("sinusoidal", "learned", "none", "rope")
 DTYPES = ("auto", "float32", "bfloat16")
 
 
@@ -30,7 +30,7 @@ class GPTConfig:
     n_head: int = 4  # heads per attention layer; d_k = d_model / n_head
     d_ff: int | None = None  # hidden width of the FFN; None -> 4 * d_model
     activation: str = "gelu"  # FFN non-linearity: "gelu" (exact, erf form) or "relu"
-    positional: str = "learned"  # "sinusoidal" (the seeds' formula), "learned" or "none"
+    positional: str = "learned"  # "sinusoidal" (the seeds' formula), "learned", "none", "rope"
     dropout: float = 0.0  # dropout after embeddings, attention and FFN (training only)
     tie_embeddings: bool = True  # unembedding W_U = token embedding E (transposed)
     bias: bool = True  # biases in the linear layers and LayerNorms (the seeds' b_1, b_2, b)
@@ -60,6 +60,11 @@ class GPTConfig:
             raise ValueError(
                 f"GPTConfig: sinusoidal positions pair dimensions (sin, cos), so d_model "
                 f"must be even, got {self.d_model}."
+            )
+        if self.positional == "rope" and self.d_head % 2:
+            raise ValueError(
+                f"GPTConfig: RoPE rotates pairs of a head's dimensions, so d_k = d_model / "
+                f"n_head must be even, got {self.d_head}."
             )
         _check_choice("activation", self.activation, ACTIVATIONS)
         _check_choice("positional", self.positional, POSITIONALS)

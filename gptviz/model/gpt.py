@@ -27,6 +27,7 @@ from gptviz.model.hooks import (
 from gptviz.model.layers import FeedForward, LayerNorm, PositionalEncoding
 
 IdsLike = Sequence[int] | Tensor
+ROPE_MAX_TOKENS = 8  # a RoPE model reads at most this many windows in one pass
 
 
 class Block(nn.Module):
@@ -36,7 +37,9 @@ class Block(nn.Module):
         super().__init__()
         # Registration order = forward order, so hook names list in forward order.
         self.ln1 = LayerNorm(config.d_model, config.bias)
-        self.attn = CausalSelfAttention(config.d_model, config.n_head, config.bias, config.dropout)
+        window = config.context_length if config.positional == "rope" else None
+        self.attn = CausalSelfAttention(config.d_model, config.n_head, config.bias, config.dropout,
+                                        window)
         self.hook_attn_out = HookPoint()
         self.hook_resid_mid = HookPoint()
         self.ln2 = LayerNorm(config.d_model, config.bias)
@@ -100,18 +103,18 @@ class GPT(nn.Module):
     # ---- forward ---------------------------------------------------------------
     def forward(self, ids: IdsLike, cache: KVCache | None = None) -> Tensor:
         """Logits (B, T, |V|) for ids (B, T) (a list or 1-D tensor counts as B = 1)."""
-        return self._forward(self.check_ids(ids, offset=cache.length if cache else 0), cache)
+        return self._forward(self.check_ids(ids, offset=cache.position if cache else 0), cache)
 
     def _forward(self, ids: Tensor, cache: KVCache | None = None) -> Tensor:
         """``forward`` without input checks, for loops whose ids are known to be valid."""
         hooked = is_hooked(self)  # inside this thread's ``hooks`` block: the explicit path
-        start = cache.length if cache is not None else 0
+        start = cache.position if cache is not None else 0
         x = self.embed(ids)  # (B, T, d)
         pe = self.pos(start, ids.shape[1])  # (T, d)
         if hooked:
             x, pe = self.hook_embed(x), self.hook_pos_embed(pe)
-        if self.config.positional != "none" or hooked:
-            x = x + pe  # (B, T, d): X + PE
+        if self.config.positional not in ("none", "rope") or hooked:
+            x = x + pe  # (B, T, d): X + PE (RoPE rotates q and k instead)
         if self.drop is not None:
             x = self.drop(x)
         for layer, block in enumerate(self.blocks):
@@ -138,7 +141,11 @@ class GPT(nn.Module):
                 f"expected a non-empty (batch, tokens) array of ids, got {tuple(ids.shape)}."
             )
         n, n_ctx = ids.shape[1], self.config.context_length
-        if offset + n > n_ctx:
+        if self.config.positional == "rope":  # a sliding window: any position is fine
+            if n > ROPE_MAX_TOKENS * n_ctx:
+                raise ValueError(f"{n} tokens at once is more than {ROPE_MAX_TOKENS} context "
+                                 f"windows ({n_ctx} each); feed fewer or use a KV cache.")
+        elif offset + n > n_ctx:
             raise ValueError(
                 f"{offset + n} tokens is longer than the model's context_length ({n_ctx}); "
                 f"crop to the last {n_ctx} tokens (generation crops for you)."
@@ -179,7 +186,8 @@ class GPT(nn.Module):
     def new_cache(self, batch: int = 1) -> KVCache:
         c = self.config
         return KVCache(c.n_layer, batch, c.n_head, c.context_length, c.d_head,
-                       device=self.device, dtype=self.embed.weight.dtype)
+                       device=self.device, dtype=self.embed.weight.dtype,
+                       rolling=c.positional == "rope")
 
     def num_params(self) -> int:
         """Distinct trainable numbers (a tied E = W_U counts once)."""

@@ -32,8 +32,11 @@ def relu(x: Tensor) -> Tensor:
     return torch.clamp_min(x, 0.0)
 
 
-def sinusoidal_table(n_positions: int, d_model: int) -> Tensor:
+def sinusoidal_table(n_positions: int, d_model: int, dtype: torch.dtype = torch.float32
+                     ) -> Tensor:
     """PE with p[i, 2j] = sin(i / 10000^(2j/d)) and p[i, 2j+1] = cos(same), i and j from 0.
+
+    Computed in float64 and returned as ``dtype`` (the model adds float32).
 
     >>> sinusoidal_table(2, 2)
     tensor([[0.0000, 1.0000],
@@ -45,7 +48,7 @@ def sinusoidal_table(n_positions: int, d_model: int) -> Tensor:
     pe = torch.empty(n_positions, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # odd d: the last column is a sine
-    return pe.float()  # (N, d)
+    return pe.to(dtype)  # (N, d)
 
 
 class LayerNorm(nn.Module):
@@ -100,7 +103,8 @@ class FeedForward(nn.Module):
 
 
 class PositionalEncoding(nn.Module):
-    """Positions added to the token embeddings: sinusoidal, learned, or none."""
+    """Positions added to the token embeddings: sinusoidal, learned, or none (zeros; also
+    for RoPE, whose positions rotate q and k inside attention)."""
 
     def __init__(self, kind: str, context_length: int, d_model: int) -> None:
         super().__init__()

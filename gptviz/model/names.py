@@ -16,7 +16,8 @@ from __future__ import annotations
 # kind -> where its HookPoint lives: "" on the GPT, or a path inside blocks.{l}.
 _MODEL_KINDS = ("embed", "pos_embed", "logits")
 _BLOCK_KINDS = {
-    "q": "attn.", "k": "attn.", "v": "attn.", "scores": "attn.", "pattern": "attn.", "z": "attn.",
+    "q": "attn.", "k": "attn.", "v": "attn.", "q_rot": "attn.", "k_rot": "attn.",  # RoPE only
+    "scores": "attn.", "pattern": "attn.", "z": "attn.",
     "attn_out": "", "resid_mid": "", "pre": "mlp.", "post": "mlp.", "mlp_out": "",
     "resid_post": "",
 }

@@ -1,0 +1,110 @@
+"""RoPE: rotary positions as a fourth ``positional`` option. The hooked path equals the
+fused one, scores depend on positions only through i - j, and the rolling KV cache gives
+the same tokens as running the text without a cache, far past the context window."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gptviz.checkpoints import checkpoint_to_zip, load_checkpoint_zip
+from gptviz.generate import generate
+from gptviz.model import GPT, GPTConfig, RunConfig, TrainConfig
+from gptviz.model.attention import rope_angles, rotate, window_mask
+from gptviz.model.names import act_name
+from gptviz.tokenizers import CharTokenizer
+from gptviz.train.trainer import Trainer
+
+
+def rope_gpt(context_length: int = 16, n_layer: int = 2, seed: int = 0, **kw) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(vocab_size=40, context_length=context_length, d_model=32,
+                         n_layer=n_layer, n_head=4, positional="rope", **kw)).eval()
+
+
+def test_rotation_keeps_norms_and_makes_dot_products_relative():
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(1, 8, generator=g), torch.randn(1, 8, generator=g)
+    dots = {}
+    for i, j in [(5, 2), (105, 102), (3, 0), (7, 7), (907, 907)]:
+        qi = rotate(q, *rope_angles(i, 1, 8))
+        kj = rotate(k, *rope_angles(j, 1, 8))
+        assert qi.norm().item() == pytest.approx(q.norm().item(), rel=1e-6)
+        dots.setdefault(i - j, []).append((qi @ kj.T).item())
+    for values in dots.values():
+        assert max(values) - min(values) < 1e-5
+    assert dots[3][0] != pytest.approx(dots[0][0], abs=1e-3)  # but the offset matters
+
+
+@pytest.mark.parametrize("length", [10, 16, 40])  # inside, at and past the window of 16
+def test_the_hooked_path_equals_the_fused_path(length):
+    model = rope_gpt()
+    ids = torch.randint(40, (2, length), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        fused = model(ids)
+    hooked, cache = model.run_with_cache(ids)
+    assert (fused - hooked).abs().max().item() < 1e-5
+    q, q_rot = cache[act_name("q", 0)], cache[act_name("q_rot", 0)]
+    assert not torch.allclose(q[:, :, 1:], q_rot[:, :, 1:])  # rotated past position 0
+    assert torch.allclose(q[:, :, 0], q_rot[:, :, 0])  # position 0: angle 0
+    pattern = cache[act_name("pattern", 1)]  # (B, H, T, T)
+    blocked = window_mask(length, length, 16)
+    assert pattern[..., blocked].abs().max().item() == 0.0  # nothing outside the window
+    assert torch.allclose(pattern.sum(-1), torch.ones(pattern.shape[:-1]), atol=1e-6)
+
+
+def test_shifting_every_position_leaves_the_scores_unchanged():
+    model = rope_gpt()
+    ids = torch.randint(40, (1, 12), generator=torch.Generator().manual_seed(2))
+    _, at_zero = model.run_with_cache(ids)
+    name = act_name("scores", 0)
+    store = {}
+    cache = model.new_cache()
+    cache.position = 500  # the same tokens, 500 places later
+    from gptviz.model.hooks import hooks
+
+    with hooks(model, [([name], lambda x, n: store.__setitem__(n, x.detach()))]), \
+            torch.no_grad():
+        model._forward(ids, cache)
+    assert (store[name] - at_zero[name]).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("temperature, seed, n", [(0.0, None, 500), (1.0, 5, 200)])
+def test_the_rolling_cache_equals_no_cache_far_past_the_window(temperature, seed, n):
+    model = rope_gpt(context_length=64, n_layer=2)
+    prompt = [3, 1, 4, 1, 5]
+    cached = generate(model, prompt, n, temperature=temperature, seed=seed)
+    uncached = generate(model, prompt, n, temperature=temperature, seed=seed,
+                        use_cache=False)
+    assert len(cached) == n + 5 and cached == uncached
+
+
+def test_a_prompt_longer_than_the_window_rolls_in():
+    model = rope_gpt(context_length=16)
+    prompt = list(torch.randint(40, (50,), generator=torch.Generator().manual_seed(3)))
+    prompt = [int(i) for i in prompt]
+    assert generate(model, prompt, 30, seed=1) == generate(model, prompt, 30, seed=1,
+                                                            use_cache=False)
+
+
+def test_rope_needs_an_even_head_width():
+    with pytest.raises(ValueError, match="must be even"):
+        GPTConfig(vocab_size=10, d_model=12, n_head=4, positional="rope")
+
+
+def test_a_rope_model_trains_and_round_trips_through_a_zip():
+    tok = CharTokenizer()
+    text = "the cat sat on the mat. " * 60
+    tok.train(text)
+    config = GPTConfig(vocab_size=tok.vocab_size, context_length=16, d_model=32, n_layer=1,
+                       n_head=2, positional="rope")
+    trainer = Trainer(RunConfig(config, TrainConfig(steps=40, batch_size=8, learning_rate=1e-2,
+                                                    eval_interval=20, eval_batches=2)),
+                      tok.encode(text))
+    result = trainer.train()
+    assert result.evals[-1].val_loss < result.evals[0].val_loss - 0.5
+    back = load_checkpoint_zip(checkpoint_to_zip(trainer.model, tok))
+    ids = torch.tensor([tok.encode("the cat sat on the mat.")])
+    with torch.no_grad():
+        assert torch.equal(back.model(ids), trainer.model.eval()(ids))
+    assert not hasattr(back.model.pos, "P")  # no position table: the rotation is the position

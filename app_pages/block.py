@@ -4,6 +4,7 @@ import streamlit as st
 
 from gptviz.app.block import view as sections
 from gptviz.app.shared.inputs import layer_and_head, prompt_or_stop
+from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import picked_or_stop
 from gptviz.app.shared.widgets import view_tabs
 
@@ -13,6 +14,7 @@ st.markdown(
     "$d$ numbers per token), normalises it, lets the tokens exchange information by attention, "
     "adds the result back, then transforms every token on its own with a small feed-forward "
     "network and adds that back too. Shapes never change: $N\\times d$ in, $N\\times d$ out.")
+index_note()
 
 picked = picked_or_stop()
 config = picked.checkpoint.config

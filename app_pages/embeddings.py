@@ -4,6 +4,7 @@ import streamlit as st
 
 from gptviz.app.embeddings import view as sections
 from gptviz.app.shared.inputs import position_input, prompt_or_stop
+from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import picked_or_stop
 from gptviz.app.shared.widgets import view_tabs
 
@@ -14,6 +15,7 @@ st.markdown(
     "embedding matrix $E\\in\\mathbb{R}^{|V|\\times d}$ (the seeds' $A\\circ\\mathrm{OH}$). "
     "The product is simply row $t_i$ of $E$, a point in $d$-dimensional space that training "
     "has placed.")
+index_note()
 
 picked = picked_or_stop()
 prompt = prompt_or_stop(picked.checkpoint)

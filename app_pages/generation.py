@@ -5,6 +5,7 @@ import streamlit as st
 from gptviz.app.generation import controls as ui
 from gptviz.app.generation import view as views
 from gptviz.app.shared.inputs import prompt_input
+from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import describe, model_picker
 from gptviz.app.shared.widgets import view_tabs
 
@@ -14,6 +15,7 @@ st.markdown(
     "$y_N\\in\\mathbb{R}^{|V|}$ for the next one. Dividing by a temperature $T$ and taking the "
     "softmax gives the distribution $P_T(i)=\\sigma(y_N/T)_i$; one token is chosen from it "
     "(the most probable one when $T=0$), appended, and the loop starts again.")
+index_note()
 
 picked = model_picker()
 if picked is None:

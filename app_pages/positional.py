@@ -3,15 +3,20 @@
 import streamlit as st
 
 from gptviz.app.positional import view as sections
+from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import picked_or_stop
 from gptviz.app.shared.widgets import view_tabs
 
 st.title("Positional encoding")
 st.markdown(
-    "Attention by itself treats its input as a set: shuffle the tokens and each one sees the "
-    "same keys. So a GPT adds to each token's embedding a vector $p_i$ that depends only on "
+    "Nothing in attention's arithmetic says where a token stands. Without a mask, "
+    "self-attention is *permutation-equivariant*: shuffle the tokens and the outputs come out "
+    "shuffled the same way, each one unchanged. A GPT's causal mask already carries some "
+    "order (token $i$ sees only tokens $0,\\dots,i$; see *Order without positions*), but only "
+    "indirectly. So a GPT adds to each token's embedding a vector $p_i$ that depends only on "
     "its position $i$: $x_i = E[t_i] + p_i$. The seeds use the sinusoidal table below; many "
     "models (GPT-2 among them) learn $P$ instead.")
+index_note()
 
 picked = picked_or_stop()
 

@@ -135,12 +135,17 @@ def test_pt_formula_numbers_agree(top_k):
     p = gen.next_token_probs(logits, t, top_k)
     kept = p > 0
     log_z = float(torch.logsumexp(logits[kept] / t, 0))
+    log_z_all = float(torch.logsumexp(logits / t, 0))
     best = int(p.argmax())
     s = tex.pt_formula("a", best, float(logits[best]), t, log_z, float(p[best]),
-                       int(kept.sum()), 4)
+                       int(kept.sum()), 4, log_z_all if top_k else None)
     assert math.exp(float(logits[best]) / t - log_z) == pytest.approx(float(p[best]), rel=1e-5)
     assert f"{float(p[best]):.4f}" in s and balanced(s)
-    assert ("|S| = 4" in s) == (top_k is None)
+    assert ("|S| = 2" in s) == (top_k is not None) and ("P'(i)" in s) == (top_k is not None)
+    if top_k:  # P'(i) = P_T(i) / Σ_{j∈S} P_T(j): the mass of S and P_T(best), from softmax
+        full = torch.softmax(logits.double() / t, 0)
+        assert f"{float(full[kept].sum()):.4f}" in s and f"{float(full[best]):.4f}" in s
+        assert r"\sigma\!\Big(\frac{y_N}{T}\Big)_i = \frac{e^{y_{N,i}/T}}{\sum_{j\in V}" in s
 
 
 def test_pt_formula_at_zero_is_argmax():

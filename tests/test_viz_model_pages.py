@@ -44,11 +44,11 @@ def test_block_stages_are_the_forward_pass(run, layer):
     _, cache = run
     stages = {s.name: s.values for s in block_stages(cache, layer, head=2)}
     assert len(stages) == 12  # two halves of six
-    np.testing.assert_allclose(stages["Y = X + Z W_O"],
+    np.testing.assert_allclose(stages["Y = X + Z W_O + b_O"],
                                stages["X"] + cache[act_name("attn_out", layer)][0].numpy(),
                                atol=1e-5)
     np.testing.assert_allclose(stages["X' = Y + FFN(Y)"],
-                               stages["Y"] + stages["FFN(Y) = act(H) W₂ + b₂"], atol=1e-5)
+                               stages["Y"] + stages["FFN(Y) = H W₂ + b₂"], atol=1e-5)
     pattern = stages["W_attn (head 2)"]  # (T, T)
     np.testing.assert_allclose(pattern.sum(axis=1), 1.0, atol=1e-6)
     assert np.triu(pattern, 1).max() == 0.0
@@ -67,7 +67,7 @@ def test_block_flow_draws_every_stage_with_its_shape(run):
     for trace, stage in zip(fig.data, stages, strict=True):
         np.testing.assert_array_equal(trace.z, stage.values)
     titles = [a.text for a in fig.layout.annotations if "<b>" in (a.text or "")]
-    assert "8×128" in titles[8]  # H = LN₂(Y) W₁ + b₁ is N × d_ff
+    assert "8×128" in titles[8]  # A = LN₂(Y) W₁ + b₁ is N × d_ff
     assert [a.text for a in fig.layout.annotations].count("⊕") == 2
     json.loads(fig.to_json())  # strict JSON, no NaN or Infinity
     row = stage_table(stages)[2]

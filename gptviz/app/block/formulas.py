@@ -13,27 +13,39 @@ import numpy as np
 from gptviz.app.shared.tex import num, tex_text, vector
 
 
-def block_equations(n: int, d: int, d_ff: int, n_head: int, activation: str) -> str:
-    r"""The pre-LN block with the live shapes.
+def block_equations(n: int, d: int, d_ff: int, n_head: int, activation: str,
+                    bias: bool = True) -> str:
+    r"""The pre-LN block with the live shapes, one letter per quantity: Z the heads' outputs
+    side by side, A what enters the activation, H what leaves it. Without ``bias`` (the
+    model's) the ``+ b`` terms go.
 
-    >>> "64 \\times 128" in block_equations(64, 128, 512, 4, "gelu")
+    >>> tex = block_equations(64, 128, 512, 4, "gelu")
+    >>> "64 \\times 128" in tex and "H &= \\mathrm{GELU}(A)" in tex and "+ b_O" in tex
     True
+    >>> "b_" in block_equations(64, 128, 512, 4, "relu", bias=False)
+    False
     """
     act = r"\mathrm{GELU}" if activation == "gelu" else r"\mathrm{ReLU}"
+    b_o, b_1, b_2 = (r" + b_O", r" + b_1", r" + b_2") if bias else ("", "", "")
     sh = rf"\in \mathbb{{R}}^{{{n} \times {d}}}"
+    sf = rf"\in \mathbb{{R}}^{{{n} \times {d_ff}}}"
     return (
         r"\begin{aligned}"
         rf"X &{sh} && \text{{the residual stream: {n} tokens}} \\"
-        rf"Y &= X + \mathrm{{MHA}}\big(\mathrm{{LN}}_1(X)\big) {sh} && "
-        rf"\text{{{n_head} heads, }} d_k = {d // n_head} \\"
-        rf"H &= {act}\big(\mathrm{{LN}}_2(Y)\, W_1 + b_1\big) "
-        rf"\in \mathbb{{R}}^{{{n} \times {d_ff}}} && W_1 \in \mathbb{{R}}^{{{d} \times {d_ff}}} \\"
-        rf"X' &= Y + H W_2 + b_2 {sh} && W_2 \in \mathbb{{R}}^{{{d_ff} \times {d}}}"
+        rf"Z &= \big[\,\mathrm{{head}}_1 \cdots \mathrm{{head}}_{{{n_head}}}\,\big]"
+        rf"\big(\mathrm{{LN}}_1(X)\big) {sh} && "
+        rf"\text{{{n_head} heads side by side, }} d_k = {d // n_head} \\"
+        rf"Y &= X + Z W_O{b_o} {sh} && W_O \in \mathbb{{R}}^{{{d} \times {d}}} \\"
+        rf"A &= \mathrm{{LN}}_2(Y)\, W_1{b_1} {sf} && "
+        rf"W_1 \in \mathbb{{R}}^{{{d} \times {d_ff}}} \\"
+        rf"H &= {act}(A) {sf} && \text{{entry by entry}} \\"
+        rf"X' &= Y + H W_2{b_2} {sh} && W_2 \in \mathbb{{R}}^{{{d_ff} \times {d}}}"
         r"\end{aligned}"
     )
 
 
-def layernorm_row(token: str, x: Sequence[float], out: Sequence[float], eps: float) -> str:
+def layernorm_row(token: str, x: Sequence[float], out: Sequence[float], eps: float,
+                  bias: bool = True) -> str:
     r"""LayerNorm on one real row: μ, σ², the standardised row's mean and variance, and λ, b.
 
     The standardised row has variance σ²/(σ²+ε), a hair under 1: ε keeps the
@@ -55,7 +67,7 @@ def layernorm_row(token: str, x: Sequence[float], out: Sequence[float], eps: flo
         rf"\operatorname{{mean}}(\hat x) &= {num(xhat.mean(), 4)},\quad "
         rf"\operatorname{{var}}(\hat x) = \frac{{\sigma^2}}{{\sigma^2 + \varepsilon}} = "
         rf"{xhat.var():.6f} \\"
-        rf"\mathrm{{LN}}(x) &= \lambda \odot \hat x + b = {vector(out)}"
+        rf"\mathrm{{LN}}(x) &= \lambda \odot \hat x{' + b' if bias else ''} = {vector(out)}"
         r"\end{aligned}"
     )
 

@@ -30,13 +30,17 @@ def page_activations(picked: Picked, prompt: Prompt) -> ActivationCache:
 def flow(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int, head: int) -> None:
     """The block as a flow of its live tensors, with the shapes."""
     c = picked.checkpoint.config
-    st.latex(mb.block_equations(len(prompt.ids), c.d_model, c.d_ff, c.n_head, c.activation))
-    stages = block_stages(cache, layer, head, c.activation)
+    st.latex(mb.block_equations(len(prompt.ids), c.d_model, c.d_ff, c.n_head, c.activation,
+                                c.bias))
+    stages = block_stages(cache, layer, head, c.activation, c.bias)
     fig = cached_figure(picked, "block-flow", (prompt.ids, layer, head),
                         lambda: block_flow(stages, prompt.labels))
     st.plotly_chart(fig, width="stretch")
     st.caption("Each thumbnail is a live tensor of this prompt (tokens down); ⊕ marks the "
-               "residual additions, the only way information passes a block untouched.")
+               "residual additions, the only way information passes a block untouched. "
+               "One letter per quantity: A enters the activation, H leaves it."
+               + (" The biases b_O, b₁, b₂ are part of the tensors drawn." if c.bias else
+                  " This model has no biases, so no + b appears."))
     df = pd.DataFrame(stage_table(stages))
     st.dataframe(df, hide_index=True, width="stretch", column_config={
         k: st.column_config.NumberColumn(format="%.4f") for k in ("mean", "std", "min", "max")})
@@ -52,17 +56,21 @@ def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int
     out = cache[act_name("normalized", layer, which)][0]  # (T, d)
     eps = getattr(picked.checkpoint.model.blocks[layer], which).eps
     stats = analysis.layernorm_stats(x, out, eps)
-    st.latex(r"\mathrm{LN}(x) = \lambda \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} + b,"
-             r"\qquad \mu = \tfrac1d \textstyle\sum_k x_k,\quad "
+    bias = picked.checkpoint.config.bias
+    shift = " + b" if bias else ""
+    st.latex(r"\mathrm{LN}(x) = \lambda \odot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}}"
+             + shift + r",\qquad \mu = \tfrac1d \textstyle\sum_k x_k,\quad "
              r"\sigma^2 = \tfrac1d \textstyle\sum_k (x_k - \mu)^2")
     chart(vb.layernorm_rows(stats, prompt.labels))
     pos = position_input(prompt, "Row to work out", key="ln_position")
     st.latex(mb.layernorm_row(prompt.labels[pos], analysis.to_numpy(x[pos]),
-                              analysis.to_numpy(out[pos]), eps))
+                              analysis.to_numpy(out[pos]), eps, bias))
+    moves = ("The trained scale λ and shift b then move" if bias else
+             "The trained scale λ then moves (this model has no shift b)")
     st.caption(f"ε = {eps:g} keeps the division finite when a row is constant. It also makes "
                "the standardised variance σ²/(σ²+ε), a hair under 1 (and visibly under 1 for "
-               "rows with tiny σ²). The trained scale λ and shift b then move each dimension "
-               "again, so the LN output ('after') is not mean 0 / variance 1 any more.")
+               f"rows with tiny σ²). {moves} each dimension again, so the LN output ('after') "
+               "is not mean 0 / variance 1 any more.")
     df = pd.DataFrame({"position": range(len(prompt.ids)), "token": prompt.labels,
                        **{k: v for k, v in stats.items()}})
     st.dataframe(df, hide_index=True, width="stretch", height=220,
@@ -78,11 +86,14 @@ def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> 
     curves = analysis.activation_curves(x, x, 1)
     st.latex(mb.activation_point(x, *(float(curves[k][0]) for k in ("GELU", "GELU (tanh)",
                                                                      "ReLU"))))
-    h = analysis.to_numpy(cache[act_name("pre", layer)][0])  # (T, d_ff)
-    act = picked.checkpoint.config.activation
+    a = analysis.to_numpy(cache[act_name("pre", layer)][0])  # (T, d_ff)
+    c = picked.checkpoint.config
+    act = c.activation
+    st.latex(rf"A = \mathrm{{LN}}_2(Y)\,W_1{' + b_1' if c.bias else ''},\qquad "
+             rf"H = \mathrm{{{act.upper()}}}(A)\qquad \text{{(layer {layer}, entry by entry)}}")
     cols = st.columns(3)
-    cols[0].metric("FFN inputs H in this layer", f"{h.size:,}")
-    cols[1].metric("share with H < 0", f"{100 * float((h < 0).mean()):.1f} %")
+    cols[0].metric("entries of A in this layer", f"{a.size:,}")
+    cols[1].metric("share with A < 0", f"{100 * float((a < 0).mean()):.1f} %")
     cols[2].metric("this model uses", act.upper())
     gap = float(np.abs(plotted["GELU"] - plotted["GELU (tanh)"]).max())
     uses = {"gelu": "This model uses the exact form, x Φ(x) with Φ written with erf.",

@@ -120,8 +120,10 @@ def total_variation(counts, probs) -> float:
     return float(0.5 * np.abs(c / c.sum() - np.asarray(probs, np.float64)).sum())
 
 
-def sample_histogram(labels: Sequence[str], counts, probs, k: int = 10) -> go.Figure:
-    """Observed frequency c_i / N beside P_T(i) for the k most probable ids, plus the rest.
+def sample_histogram(labels: Sequence[str], counts, probs, k: int = 10,
+                     symbol: str = "P_T") -> go.Figure:
+    """Observed frequency c_i / N beside P(i) for the k most probable ids, plus the rest;
+    ``symbol`` names the distribution drawn from (P_T, or P' after top-k / top-p).
 
     >>> fig = sample_histogram(["a", "b", "c"], [6, 3, 1], [0.5, 0.4, 0.1], k=2)
     >>> fig.data[1].y.tolist(), list(fig.layout.xaxis.ticktext)
@@ -142,8 +144,8 @@ def sample_histogram(labels: Sequence[str], counts, probs, k: int = 10) -> go.Fi
     pos = np.arange(len(names))
     freq = np.asarray(shown_c, np.float64) / max(n, 1)
     fig = go.Figure([
-        go.Bar(x=pos, y=np.asarray(shown_p), name="P_T(i)", marker_color=BAR,
-               hovertemplate="P_T = %{y:.4f}<extra></extra>"),
+        go.Bar(x=pos, y=np.asarray(shown_p), name=f"{symbol}(i)", marker_color=BAR,
+               hovertemplate=f"{symbol} = %{{y:.4f}}<extra></extra>"),
         go.Bar(x=pos, y=freq, name=f"c_i / N (N = {n:,})", marker_color=SAMPLED,
                customdata=np.asarray(shown_c),
                hovertemplate="%{customdata:,} draws = %{y:.4f}<extra></extra>"),
@@ -151,7 +153,7 @@ def sample_histogram(labels: Sequence[str], counts, probs, k: int = 10) -> go.Fi
     fig.update_xaxes(tickmode="array", tickvals=pos, ticktext=names,
                      tickfont=dict(family="monospace", size=13))
     fig.update_layout(barmode="group", yaxis=dict(title="probability", tickformat=".0%"),
-                      title=f"{n:,} draws from P_T against P_T",
+                      title=f"{n:,} draws from {symbol} against {symbol}",
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
                                   yanchor="bottom"),
                       height=380, margin=dict(l=10, r=10, t=60, b=10))

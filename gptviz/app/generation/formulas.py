@@ -38,12 +38,17 @@ def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,
 
 
 def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: float,
-               prob: float, kept: int, vocab_size: int) -> str:
+               prob: float, kept: int, vocab_size: int, log_z_all: float | None = None) -> str:
     r"""``P_T(i) = softmax(y_N / T)_i`` for one token with the live numbers; T = 0 is argmax.
 
-    ``log_z`` is log Σ_{j∈S} e^{y_j/T} over the ids S that top-k / top-p keep.
+    ``log_z`` is log Σ_{j∈S} e^{y_j/T} over the ids S that top-k / top-p keep, ``log_z_all``
+    the same over the whole vocabulary V (``None``: S = V). When S ≠ V the token is drawn
+    from P', P_T restricted to S and renormalised by the mass of S; ``prob`` is P'(token).
 
     >>> "e^{-0.500}" in pt_formula("a", 3, 1.0, 1.0, 1.5, 0.6065, 5, 5)
+    True
+    >>> tex = pt_formula("a", 3, 1.0, 1.0, 1.5, 0.6065, 2, 5, log_z_all=1.6)
+    >>> r"P'(i)" in tex and "0.9048" in tex  # the mass of S, e^{1.5 - 1.6}
     True
     """
     name = rf"{tex_text(token, 16)}\ (\mathrm{{id}}\ {token_id})"
@@ -52,31 +57,46 @@ def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: f
                 rf"\arg\max_{{i\in V}} P(i) = \arg\max_{{i \in V}} y_{{N,i}} = {name},\quad "
                 rf"y_{{N,{token_id}}} = {num(y)}\\ P_0({tex_text(token, 16)}) &= 1 "
                 r"\quad\text{(every other token gets 0: nothing is random)}\end{aligned}")
-    t = num(temperature, 2)
-    where = (rf"S = V,\ |S| = {grouped(kept)}" if kept >= vocab_size else
-             rf"S = \text{{the ids top-}}k\text{{ / top-}}p\text{{ keep}},\ |S| = {grouped(kept)}"
-             rf"\ \text{{of}}\ |V| = {grouped(vocab_size)}")
-    return (
-        r"\begin{aligned}"
-        r"P_T(i) &= \sigma\!\Big(\frac{y_N}{T}\Big)_i = "
-        r"\frac{e^{y_{N,i}/T}}{\sum_{j\in S} e^{y_{N,j}/T}},\qquad " + where + r"\\"
-        rf"P_{{{t}}}({tex_text(token, 16)}) &= \frac{{e^{{{num(y)}/{t}}}}}"
-        rf"{{\sum_{{j\in S}} e^{{y_{{N,j}}/{t}}}}} = \frac{{e^{{{num(y / temperature)}}}}}"
-        rf"{{e^{{{num(log_z)}}}}}\\"
-        rf"&= e^{{{num(y / temperature - log_z)}}} = {num(prob, 4)}"
+    t, tok = num(temperature, 2), tex_text(token, 16)
+    softmax = (r"P_T(i) &= \sigma\!\Big(\frac{y_N}{T}\Big)_i = "
+               r"\frac{e^{y_{N,i}/T}}{\sum_{j\in V} e^{y_{N,j}/T}}")
+    a = y / temperature
+    if kept >= vocab_size or log_z_all is None:
+        return (
+            r"\begin{aligned}" + softmax + rf",\qquad |V| = {grouped(vocab_size)}\\"
+            rf"P_{{{t}}}({tok}) &= \frac{{e^{{{num(y)}/{t}}}}}"
+            rf"{{\sum_{{j\in V}} e^{{y_{{N,j}}/{t}}}}} = \frac{{e^{{{num(a)}}}}}"
+            rf"{{e^{{{num(log_z)}}}}} = e^{{{num(a - log_z)}}} = {num(prob, 4)}"
+            r"\end{aligned}")
+    mass = math.exp(log_z - log_z_all)  # m_S = Σ_{j∈S} P_T(j)
+    return (  # short lines: the formula sits in the narrower of two columns
+        r"\begin{aligned}" + softmax + r"\\"
+        r"P'(i) &= \begin{cases} \dfrac{P_T(i)}{m_S} = "
+        r"\dfrac{e^{y_{N,i}/T}}{\sum_{j\in S} e^{y_{N,j}/T}} & i \in S \\ "
+        r"0 & i \notin S \end{cases}\\"
+        rf"S &= \text{{the ids top-}}k\text{{ / top-}}p\text{{ keep}},\ |S| = {grouped(kept)}"
+        rf"\ \text{{of}}\ {grouped(vocab_size)}\\"
+        rf"m_S &= \textstyle\sum_{{j\in S}} P_{{{t}}}(j) = {num(mass, 4)}"
+        r"\quad \text{(the mass of }S\text{)}\\"
+        rf"P'({tok}) &= \frac{{P_{{{t}}}({tok})}}{{m_S}} = "
+        rf"\frac{{{num(math.exp(a - log_z_all), 4)}}}{{{num(mass, 4)}}} = "
+        rf"\frac{{e^{{{num(y)}/{t}}}}}{{\sum_{{j\in S}} e^{{y_{{N,j}}/{t}}}}}\\"
+        rf"&= \frac{{e^{{{num(a)}}}}}{{e^{{{num(log_z)}}}}} = e^{{{num(a - log_z)}}} = "
+        rf"{num(prob, 4)}"
         r"\end{aligned}")
 
 
-def entropy_formula(h: float) -> str:
-    r"""``H(P_T) = −Σ P log P`` with its value and ``e^H``, the number of equally likely tokens.
+def entropy_formula(h: float, symbol: str = "P_T") -> str:
+    r"""``H(P) = −Σ P log P`` of the distribution drawn from (``symbol``: P_T, or P' when
+    top-k / top-p renormalised it), with its value and ``e^H``, the number of equally
+    likely tokens.
 
     >>> "2.00" in entropy_formula(0.6931)
     True
+    >>> "H(P')" in entropy_formula(0.6931, "P'")
+    True
     """
-    return (r"\begin{aligned}H(P_T) &= -\sum_{i\in V} P_T(i)\,\log P_T(i) = " + num(abs(h))
-            + r"\ \text{nats}\\ e^{H} &= " + f"{math.exp(h):.2f}"
+    return (rf"\begin{{aligned}}H({symbol}) &= -\sum_{{i\in V}} {symbol}(i)\,\log {symbol}(i) = "
+            + num(abs(h)) + r"\ \text{nats}\\ e^{H} &= " + f"{math.exp(h):.2f}"
             + r"\ \text{equally likely tokens}"
             r"\end{aligned}")
-
-
-

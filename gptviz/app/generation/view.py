@@ -50,6 +50,14 @@ def sampling_caption(s: Sampling) -> str:
     return " · ".join(parts)
 
 
+def symbol(step: gen.Step, s: Sampling) -> str:
+    """The name of the distribution drawn from: P_T, or P' when top-k / top-p kept only
+    part of the vocabulary S ≠ V and renormalised over it (valid LaTeX and plain text)."""
+    filters = bool(s.top_k) or (s.top_p is not None and s.top_p < 1)
+    kept = int((step.probs > 0).sum())
+    return "P'" if filters and not s.greedy and kept < step.probs.numel() else "P_T"
+
+
 def viewed(hist: History, picked: Picked, sampling: Sampling) -> Viewed:
     """The replay slider (1 … steps taken); before any step, the step "Next token" would take."""
     n = len(hist.turns)
@@ -78,21 +86,28 @@ def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> N
                     f"**`{chosen}`**).")
     left, right = st.columns([1, 1.3])
     k = min(10, int((step.probs > 0).sum()))
+    sym = symbol(step, v.sampling)
     left.plotly_chart(figs.topk_bars(labels, step.probs, step.chosen if v.taken else None,
                                      step.logits, k=max(k, 1),
-                                     title=f"top {k} of P_T (of |V| = {len(labels):,})"),
+                                     title=f"top {k} of {sym} (of |V| = {len(labels):,})"),
                       width="stretch", key="gen_topk")
     with right:
         s, best = v.sampling, int(step.probs.argmax())
         kept = int((step.probs > 0).sum())
         y = float(step.logits[best])
-        log_z = (float(torch.logsumexp(step.logits.double()[step.probs > 0] / s.temperature, 0))
-                 if not s.greedy else 0.0)
+        log_z = log_z_all = 0.0
+        if not s.greedy:
+            scaled = step.logits.double() / s.temperature  # (|V|,) y_N / T
+            log_z = float(torch.logsumexp(scaled[step.probs > 0], 0))  # over S
+            log_z_all = float(torch.logsumexp(scaled, 0))  # over V
         st.latex(tex.pt_formula(labels[best], best, y, s.temperature, log_z,
-                                float(step.probs[best]), kept, len(labels)))
-        st.latex(tex.entropy_formula(step.entropy))
+                                float(step.probs[best]), kept, len(labels),
+                                log_z_all if sym == "P'" else None))
+        st.latex(tex.entropy_formula(step.entropy, sym))
         mode = ("**Greedy**: $\\arg\\max_i P(i)$, no randomness." if s.greedy else
-                "**Sampling**: the token is drawn at random, $t_{N+1}\\sim P_T$.")
+                f"**Sampling**: the token is drawn at random, $t_{{N+1}}\\sim {sym}$."
+                + (" With top-k / top-p the bars, the entropy and the draws on this page "
+                   "are those of $P'$." if sym != "P_T" else ""))
         st.markdown(mode + (f" {step.cropped:,} earlier tokens were cut to fit the context "
                             f"window N = {picked.checkpoint.config.context_length}."
                             if step.cropped else ""))
@@ -134,9 +149,13 @@ def temperatures(v: Viewed, picked: Picked) -> None:
         panels.append((t, p.numpy(), gen.entropy(p)))
     if len(chosen) > 4:
         st.caption("Showing the four lowest temperatures chosen.")
-    st.latex(r"P_T = \sigma(y_N / T):\quad " + r",\quad ".join(
-        rf"H(P_{{{t:g}}}) = {abs(h):.3f}" for t, _, h in panels) +
-        rf"\quad(\text{{uniform: }} \log|V| = {np.log(v.step.logits.numel()):.3f})")
+    kept = bool(s.top_k) or (s.top_p is not None and s.top_p < 1)
+    dist, head = ((r"P'", r"P'_T = \sigma(y_N / T)\text{ renormalised over the kept set }S_T")
+                  if kept else ("P", r"P_T = \sigma(y_N / T)"))
+    st.latex(r"\begin{gathered}" + head + r"\\ " + r",\quad ".join(
+        rf"H({dist}_{{{t:g}}}) = {abs(h):.3f}" for t, _, h in panels) +
+        rf"\quad(\text{{uniform: }} \log|V| = {np.log(v.step.logits.numel()):.3f})"
+        r"\end{gathered}")
     st.plotly_chart(figs.temperature_panels(vocab_labels(picked), panels, v.step.logits.numpy()),
                     width="stretch", key="gen_temps_fig")
     st.caption("Same logits y_N, same candidates (the 10 largest logits). Lower T sharpens, "
@@ -155,13 +174,14 @@ def samples(v: Viewed, picked: Picked) -> None:
         return
     counts = gen.sample_counts(v.step.probs, int(n), seed=v.sampling.seed).numpy()
     tv = figs.total_variation(counts, v.step.probs.numpy())
+    sym = symbol(v.step, v.sampling)
     a, b = st.columns(2)
     a.metric("Draws", f"{int(counts.sum()):,}")
-    b.metric("Distance ½Σ|c_i/N − P_T(i)|", f"{tv:.4f}")
+    b.metric(f"Distance ½Σ|c_i/N − {sym}(i)|", f"{tv:.4f}")
     st.latex(rf"\hat P(i) = \frac{{c_i}}{{N}},\ N = {int(n):,}:\qquad \tfrac12\sum_i "
-             rf"\big|\hat P(i) - P_T(i)\big| = {tv:.4f} \xrightarrow[N\to\infty]{{}} 0")
-    st.plotly_chart(figs.sample_histogram(vocab_labels(picked), counts, v.step.probs.numpy()),
-                    width="stretch", key="gen_hist")
+             rf"\big|\hat P(i) - {sym}(i)\big| = {tv:.4f} \xrightarrow[N\to\infty]{{}} 0")
+    st.plotly_chart(figs.sample_histogram(vocab_labels(picked), counts, v.step.probs.numpy(),
+                                          symbol=sym), width="stretch", key="gen_hist")
 
 
 def attention(v: Viewed, picked: Picked) -> None:

@@ -44,7 +44,8 @@ def pe_curves(P, dims: Sequence[int], title: str = "chosen dimensions along the 
 
 
 def pe_similarity_heatmap(S, title: str = "position similarity PE · PEᵀ") -> go.Figure:
-    """S (N, N): S[i, j] = PE_i · PE_j; for sinusoids it depends mostly on |i − j|.
+    """S (N, N): S[i, j] = PE_i · PE_j; for sinusoids it depends only on |i − j|
+    (``gptviz.positions.sinusoidal_shift_check``).
 
     >>> pe_similarity_heatmap(np.eye(3)).layout.yaxis.autorange
     'reversed'

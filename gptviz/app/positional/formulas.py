@@ -42,3 +42,27 @@ def x_plus_pe_formula(token: str, i: int, e_row: Sequence[float], p_row: Sequenc
             rf"&= {vector(e)} + {vector(p)} \\"
             rf"&= {vector(e + p)}"
             r"\end{aligned}")
+
+
+def shift_identity(i: int, j: int, d: int, lhs: float, rhs: float, max_dev: float) -> str:
+    r"""``PE_i · PE_j = Σ_k cos(ω_k (i − j))`` with the live i, j, both sides and the largest
+    deviation over the whole matrix. An odd d keeps its lone sine column as an extra term.
+
+    >>> tex = shift_identity(3, 10, 64, 20.5, 20.5, 5.7e-14)
+    >>> r"\cos\big(\omega_k (i - j)\big)" in tex and "PE_{3} \\cdot PE_{10}" in tex
+    True
+    """
+    last = d // 2 - 1
+    lone = (rf" + \sin(\omega_{{{d // 2}}} i)\sin(\omega_{{{d // 2}}} j)" if d % 2 else "")
+    return (
+        r"\begin{aligned}"
+        rf"PE_i \cdot PE_j &= \sum_{{k=0}}^{{{last}}} \big(\sin(\omega_k i)\sin(\omega_k j)"
+        rf" + \cos(\omega_k i)\cos(\omega_k j)\big){lone} \\"
+        rf"&= \sum_{{k=0}}^{{{last}}} \cos\big(\omega_k (i - j)\big){lone},\qquad "
+        rf"\omega_k = 10000^{{-2k/d}},\ d = {d} \\"
+        rf"PE_{{{i}}} \cdot PE_{{{j}}} &= {lhs:.6f},\qquad "
+        rf"\sum_{{k=0}}^{{{last}}} \cos\big(\omega_k \cdot ({i - j})\big) = {rhs:.6f} \\"
+        rf"\max_{{i,j}}\Big|PE_i \cdot PE_j - \sum_k \cos\big(\omega_k (i - j)\big)\Big| &= "
+        rf"{num(max_dev, 3)}\quad \text{{(float64, all pairs)}}"
+        r"\end{aligned}"
+    )

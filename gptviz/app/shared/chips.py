@@ -97,7 +97,8 @@ def token_chips_html(tokens: list[TokenInfo], text: str = "", max_tokens: int = 
     for pos, tok in enumerate(tokens[:max_tokens]):
         source = text[tok.span[0]:tok.span[1]]
         tip = (f"position {pos} · id {tok.id} · bytes [{hex_bytes(tok.bytes)}] · "
-               f"token {tok.string!r}" + (f" · from {source!r}" if source != tok.string else ""))
+               f"token {token_label(tok) if tok.partial else repr(tok.string)}"  # never "�"
+               + (f" · from {source!r}" if source != tok.string else ""))
         parts.append(token_chip(tok, pos, tip, "partial" if tok.partial else ""))
         if "\n" in tok.string and not tok.special:
             parts.append('<span class="gv-break"></span>')

@@ -12,15 +12,16 @@ import streamlit as st
 from gptviz.app.shared.widgets import problem
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 from gptviz.tokenizers import (
+    OPENAI_ENCODINGS,
     PATTERNS,
     ByteLevelBPE,
+    MissingEncoding,
     Tokenizer,
     TokenizerError,
-    available_encodings,
     make_tokenizer,
     train_tokenizer,
 )
-from gptviz.tokenizers.openai import GPT2_FILE
+from gptviz.tokenizers.openai import GPT2_FILE, encoding_problems
 from gptviz.tokenizers.specials import UNK
 
 UPLOAD = "Upload a .txt file…"
@@ -101,8 +102,13 @@ def _train_private(kind: str, key: str, vocab: int | None, pattern: str, _text: 
 
 
 @st.cache_resource(show_spinner="Loading OpenAI encodings…")
-def pretrained() -> dict[str, Tokenizer]:
-    return {name: make_tokenizer(name) for name in available_encodings()}
+def pretrained() -> tuple[dict[str, Tokenizer], dict[str, str]]:
+    """The OpenAI encodings that load, and a message for each whose file is corrupted
+    (an encoding whose file is simply absent is not offered, and needs no message)."""
+    problems = encoding_problems()
+    broken = {name: f"{LABELS[name]}: {exc}" for name, exc in problems.items()
+              if not isinstance(exc, MissingEncoding)}
+    return {name: make_tokenizer(name) for name in OPENAI_ENCODINGS if name not in problems}, broken
 
 
 @st.cache_resource(show_spinner="Rebuilding GPT-2's merges from its ranks…")
@@ -133,5 +139,7 @@ def all_tokenizers(corpus: Corpus, s: TrainSettings) -> tuple[dict[str, Tokenize
             f"chunks or {limits.chunk_bytes / 1e6:.1f} MB of them). A shorter or less random "
             "text trains it on all of it.",
             icon=":material/content_cut:")
-    toks.update(pretrained())
+    ready, broken = pretrained()
+    toks.update(ready)
+    errors.update(broken)
     return toks, errors

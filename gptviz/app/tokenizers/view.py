@@ -9,9 +9,11 @@ import streamlit as st
 
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.shared.chips import merges_table, show_bytes, token_chips_html, token_table, visible
+from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.widgets import csv_download, problem
 from gptviz.app.tokenizers import formulas as latex
 from gptviz.app.tokenizers.controls import LABELS, gpt2_as_our_bpe
+from gptviz.app.tokenizers.languages import languages_view
 from gptviz.tokenizers import ByteLevelBPE, Tokenizer, TokenizerError
 from gptviz.tokenizers.byte_tokens import replay_steps
 from gptviz.tokenizers.compare import compare
@@ -50,6 +52,7 @@ def tokens_section(tok: Tokenizer, text: str, tokens, name: str) -> None:
         st.info(note, icon=":material/info:")
     st.caption("Hover a chip for its id, bytes and the text it came from. "
                "`·` is a space, `↵` a newline, `→` a tab.")
+    index_note()
     st.markdown("#### The mathematics")
     st.latex(latex.tokenizer_map(text, tokens, tok.vocab_size))
     st.latex(latex.one_hot_formula(tokens, tok.vocab_size))
@@ -160,4 +163,4 @@ def bpe_view(toks: dict[str, Tokenizer], errors: dict[str, str], text: str) -> N
 
 
 VIEWS = {"Tokens": tokens_view, "Compare": compare_section, "Decode": decode_view,
-         "BPE merges": bpe_view}
+         "BPE merges": bpe_view, "Across languages": languages_view}

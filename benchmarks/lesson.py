@@ -1,0 +1,165 @@
+"""The Lesson page: each step settled in Chromium with a warm cache, and the handout built,
+each beside a reference measured in the same run.
+
+    python benchmarks/lesson.py [--rounds 3] [--model mathematics-bpe]
+
+Browser: two servers on loopback, ``streamlit run app.py`` and a bare page (a button and a
+count, as benchmarks/pages.py); one tab walks the lesson in presenter mode at 1280 × 720.
+A first round walks every step and reveals every question, which fills the caches (the
+forward pass, the continuation, the figures); the next ``--rounds`` rounds are timed: →
+(Next) to settled for every step, and R (reveal) to settled where there is a question. A
+page has settled when its script has finished, no skeleton is left, every plotly chart has
+drawn and nothing changed for 250 ms (``benchmarks.pages.SETTLED``). The reference is a
+click on the bare page's button, to settled, in the same tab's browser. Target (issue 13):
+each step ≤ 1 s warm.
+
+Handout: ``lesson_handout`` for the default prompt, cold (nothing cached: every figure built
+and the model run, as for a model trained in the session) and warm (a bundled model's
+figures from the server's cache, as after a walk through the lesson), beside its floor:
+the same file with plotly.js and no step. Target: ≤ 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.pages import BARE, RAN, SETTLED, WATCH, serve  # noqa: E402
+from gptviz.checkpoints import DEFAULT_MODEL  # noqa: E402
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+QUIET_MS = 250
+N_STEPS = 14
+REVEAL = ".st-key-lesson_reveal button"
+
+
+def timed(page, action) -> float:
+    """Seconds from ``action()`` (a key press or a click) to a settled page."""
+    page.evaluate(WATCH)
+    t = time.perf_counter()
+    action()
+    page.wait_for_function(RAN, timeout=60_000, polling=5)
+    page.wait_for_function(SETTLED, arg=QUIET_MS, timeout=180_000, polling=20)
+    return time.perf_counter() - t - QUIET_MS / 1000
+
+
+def key(page, name: str):
+    def press() -> None:
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        page.keyboard.press(name)
+    return press
+
+
+def walk(page, url: str) -> dict[str, float]:
+    """One pass over the lesson from step 1: {"3 →": s, "3 R": s, …}."""
+    page.goto(url)
+    page.wait_for_function(SETTLED, arg=QUIET_MS, timeout=180_000, polling=20)
+    out = {}
+    for step in range(1, N_STEPS + 1):
+        if step > 1:
+            out[f"{step} →"] = timed(page, key(page, "ArrowRight"))
+        if page.locator(REVEAL).count():
+            out[f"{step} R"] = timed(page, key(page, "r"))
+    return out
+
+
+def browser_rounds(model: str, rounds: int) -> tuple[dict[str, list[float]], list[float]]:
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "bare.py").write_text(BARE)
+        bare_proc, bare = serve(Path(tmp), "bare.py")
+        app_proc, app = serve(ROOT, "app.py")
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                context = browser.new_context(viewport={"width": 1280, "height": 720})
+                page = context.new_page()
+                url = f"{app}/lesson?presenter=true&model={model}"
+                walk(page, url)  # cold: fills the caches, not counted
+                steps: dict[str, list[float]] = {}
+                floor: list[float] = []
+                bare_page = context.new_page()
+                bare_page.goto(bare + "/")
+                bare_page.wait_for_function(SETTLED, arg=QUIET_MS, timeout=60_000)
+                button = bare_page.get_by_role("button", name="Again", exact=True)
+                for _ in range(rounds):
+                    for name, s in walk(page, url).items():
+                        steps.setdefault(name, []).append(s)
+                    floor += [timed(bare_page, button.click) for _ in range(5)]
+                browser.close()
+        finally:
+            for proc in (bare_proc, app_proc):
+                proc.terminate()
+                proc.wait(timeout=10)
+    return steps, floor
+
+
+def handout_times(model: str, reps: int) -> dict[str, list[float] | int]:
+    """Seconds to build the handout cold (nothing cached: every figure built, the model
+    run) and warm (the figures the page has drawn, from the server's cache, as after a
+    walk through the lesson), the floor, and the file's size."""
+    from dataclasses import replace
+
+    from plotly.offline import get_plotlyjs
+
+    from gptviz.app.lesson.handout import handout_html, lesson_handout
+    from gptviz.app.lesson.run import build_lesson
+    from gptviz.app.shared.inputs import Prompt, example_prompt
+    from gptviz.app.shared.picker import Picked
+    from gptviz.checkpoints import bundled_models, load_checkpoint
+
+    ckpt = load_checkpoint(bundled_models()[model])
+    text = example_prompt(ckpt)
+    tokens = ckpt.tokenizer.tokens(text)
+    prompt = Prompt(text, tokens, max(0, len(tokens) - ckpt.config.context_length))
+    ls = build_lesson(Picked(model, ckpt, True), prompt, 0, 0, 1.0)
+    out: dict[str, list[float] | int] = {"cold": [], "warm": [], "floor": []}
+    lesson_handout(ls)  # imports, plotly.js read from disk, the caches filled
+    for _ in range(reps):
+        for name, build in [("cold", lambda: lesson_handout(replace(ls, offline=True))),
+                            ("warm", lambda: lesson_handout(ls)),
+                            ("floor", lambda: handout_html("t", [], [], get_plotlyjs()))]:
+            t = time.perf_counter()
+            page = build().encode("utf-8")
+            out[name].append(time.perf_counter() - t)
+            out["size"] = len(page) if name == "warm" else out.get("size", 0)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--no-browser", action="store_true")
+    args = p.parse_args()
+    print(f"# Lesson page, model {args.model}; load average {os.getloadavg()[0]:.1f}\n")
+    h = handout_times(args.model, 3)
+    med = {k: statistics.median(v) for k, v in h.items() if k != "size"}
+    print(f"Handout ({h['size'] / 1e6:.1f} MB), median of {len(h['cold'])}: cold "
+          f"**{med['cold']:.2f} s** (max {max(h['cold']):.2f} s), warm **{med['warm']:.2f} s** "
+          f"(max {max(h['warm']):.2f} s); the file with plotly.js alone {med['floor']:.2f} s.\n")
+    if args.no_browser:
+        return
+    steps, bare = browser_rounds(args.model, args.rounds)
+    b = statistics.median(bare)
+    print(f"Bare page, click to settled: median **{b * 1e3:.0f} ms** of {len(bare)}.\n")
+    print("| step, key | median (ms) | max (ms) | × bare click |\n|---|---|---|---|")
+    for name, ts in steps.items():
+        med = statistics.median(ts)
+        print(f"| {name} | {med * 1e3:.0f} | {max(ts) * 1e3:.0f} | {med / b:.1f}× |")
+    every = [t for ts in steps.values() for t in ts]
+    print(f"\nAll {len(every)} timed moves: median {statistics.median(every) * 1e3:.0f} ms, "
+          f"max {max(every) * 1e3:.0f} ms; {sum(t > 1 for t in every)} over 1 s.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""The Lesson page's sections: the teacher's settings, one step on screen, its question,
+the score and the handout button. Each takes plain values and draws."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from gptviz.app.lesson.handout import lesson_handout
+from gptviz.app.lesson.presenter import CONTROLS, REVEAL, nav_buttons
+from gptviz.app.lesson.questions import Question, md
+from gptviz.app.lesson.run import Lesson, StepView
+from gptviz.app.lesson.steps import STEPS, TITLES
+from gptviz.app.shared.inputs import Prompt, encode, layer_and_head, prompt_input
+from gptviz.app.shared.picker import Picked
+
+STEP = "step"  # the step's key and URL parameter (?step=7), from 1
+ANSWERS = "lesson_answers"  # st.session_state: {lesson: {step: (question, choice or None)}}
+N_STEPS = len(STEPS)
+
+
+def _bad_link(key: str, raw: str | None, ok: Callable[[str], bool], value: float) -> None:
+    """Say so when the URL asked for a value (``raw``) that the widget cannot take."""
+    if raw is not None and not ok(raw):
+        st.warning(f"The link asks for {key} “{raw}”, which this lesson cannot show; "
+                   f"showing {key} {value:g} instead.", icon=":material/link_off:")
+
+
+def _temperature_ok(raw: str) -> bool:
+    """Whether the slider can take ``?temperature=raw``.
+
+    >>> _temperature_ok("0.5"), _temperature_ok("7"), _temperature_ok("hot")
+    (True, False, False)
+    """
+    try:
+        return 0.0 <= float(raw) <= 3.0
+    except ValueError:
+        return False
+
+
+def settings(picked: Picked) -> tuple[Prompt | None, int, int, float, int]:
+    """Prompt, layer, head, temperature and step (``?step=7``, from 1), in a box that
+    presenter mode hides (its keys move through the steps)."""
+    ckpt = picked.checkpoint
+    raw_t, raw_step = st.query_params.get("temperature"), st.query_params.get(STEP)
+    with st.container(key=CONTROLS, border=True):
+        text = prompt_input(ckpt)
+        with st.expander("The prompt's tokens, and notes on them", icon=":material/token:"):
+            prompt = encode(ckpt, text)  # folded: step 1 asks about them before showing them
+        left, right = st.columns([2, 1])
+        with left:
+            layer, head = layer_and_head(ckpt.config.n_layer, ckpt.config.n_head)
+        t = right.slider("Temperature T", 0.0, 3.0, 1.0, 0.05, key="temperature",
+                         bind="query-params", help="P_T = softmax(y_N / T); T = 0 is greedy.")
+        step = st.segmented_control("Jump to step", list(range(1, N_STEPS + 1)), default=1,
+                                    required=True, format_func=str, key=STEP,
+                                    bind="query-params")
+    step = int(step or 1)
+    _bad_link("temperature", raw_t, _temperature_ok, t)
+    _bad_link(STEP, raw_step, lambda raw: raw in {str(i) for i in range(1, N_STEPS + 1)}, step)
+    return prompt, layer, head, float(t), step
+
+
+def no_prompt(presenter: bool) -> None:
+    """The lesson needs tokens: say how to give it some (the box may be hidden)."""
+    where = ("Switch presenter mode off to see the prompt box, then type" if presenter else
+             "Type")
+    st.info(f"The lesson follows one prompt through the model, and there is none to follow. "
+            f"{where} a sentence (or press “Use this model's example prompt”).",
+            icon=":material/edit_note:")
+
+
+def lesson_key(ls: Lesson) -> tuple:
+    """What a score belongs to: this model, prompt and settings."""
+    return (ls.picked.cache_key, ls.prompt.ids, ls.layer, ls.head, ls.temperature)
+
+
+def _answers(ls: Lesson) -> dict[int, tuple[Question, str | None]]:
+    return st.session_state.setdefault(ANSWERS, {}).setdefault(lesson_key(ls), {})
+
+
+def _reveal(ls: Lesson, step: int, q: Question) -> None:
+    _answers(ls)[step] = (q, st.session_state.get(f"lesson_choice_{q.key}"))
+
+
+def question(ls: Lesson, step: int, q: Question) -> None:
+    """The question, its choices and Reveal (R)."""
+    st.markdown(f"**Predict, then reveal.** {q.text}")
+    st.radio("Your answer", q.choices, index=None, key=f"lesson_choice_{q.key}", format_func=md,
+             label_visibility="collapsed")
+    st.button("Reveal the answer", key=REVEAL, icon=":material/visibility:", type="primary",
+              on_click=_reveal, args=(ls, step, q),
+              help="Or press R. The figure and the formula appear with the model's answer.")
+
+
+def outcome(q: Question, chosen: str | None) -> None:
+    """The model's answer beside the student's, and the numbers that decide it."""
+    answer = md(q.choices[q.answer])
+    if chosen is None:
+        st.info(f"{q.text} The model's answer: **{answer}**.", icon=":material/visibility:")
+    elif q.right(chosen):
+        st.success(f"{q.text} Your answer, **{answer}**, is the model's.",
+                   icon=":material/check_circle:")
+    else:
+        st.error(f"{q.text} You said {md(chosen)}; the model's answer is **{answer}**.",
+                 icon=":material/cancel:")
+    st.caption(q.why)
+
+
+def revealed(ls: Lesson, step: int, q: Question | None) -> tuple[bool, str | None]:
+    """Whether step ``step``'s question (if any) has been revealed, and the answer given."""
+    if q is None:
+        return True, None
+    done = _answers(ls).get(step)
+    if done is None or done[0].key != q.key:
+        return False, None
+    return True, done[1]
+
+
+def _figure(fig: Any, where: Any, key: str) -> None:
+    if isinstance(fig, go.Figure):
+        where.plotly_chart(fig, width="stretch", key=key)
+    elif isinstance(fig, pd.DataFrame):
+        where.dataframe(fig, hide_index=True, width="stretch", height=260)
+    else:
+        where.html(fig)
+
+
+def draw_step(ls: Lesson, step: int, view: StepView) -> None:
+    """The narrative on the left; on the right the question, or once it is revealed the
+    figure; then the formulas and the link into the explore page."""
+    row = st.container(horizontal=True, vertical_alignment="center",
+                       horizontal_alignment="distribute")
+    row.subheader(f"Step {step} of {N_STEPS} · {TITLES[step - 1]}", anchor=False)
+    with row:
+        nav_buttons(step, N_STEPS, STEP)
+    left, right = st.columns([2, 3], gap="medium")
+    left.markdown(view.narrative)
+    shown, chosen = revealed(ls, step, view.question)
+    if not shown:
+        with right:
+            question(ls, step, view.question)
+        return
+    if view.question is not None:
+        with left:
+            outcome(view.question, chosen)
+    cols = (right.columns(view.figure_widths) if view.figure_widths else
+            [right] * len(view.figures))
+    for k, (col, fig) in enumerate(zip(cols, view.figures, strict=True)):
+        _figure(fig, col, f"lesson-fig-{step}-{k}")
+    for tex in view.formulas:
+        st.latex(tex)
+    if view.caption:
+        st.caption(view.caption)
+    st.page_link(view.link.page, label=f"Explore this step on the {view.link.label} page",
+                 icon=":material/open_in_new:", query_params=view.link.params)
+
+
+def score(ls: Lesson) -> None:
+    """How the questions went in this lesson (kept in this browser session only)."""
+    done = _answers(ls)
+    if not done:
+        st.caption("No question answered yet in this lesson.")
+        return
+    right = sum(q.right(c) for q, c in done.values())
+    answered = sum(c is not None for _, c in done.values())
+    st.markdown(f"#### Your score: {right} of {answered} answered "
+                f"({len(done)} revealed)")
+    st.dataframe(pd.DataFrame({
+        "step": list(done),
+        "question": [re.sub(r"\\(.)", r"\1", q.text.replace("**", "")) for q, _ in done.values()],
+        "your answer": [c or "—" for _, c in done.values()],
+        "the model's": [q.choices[q.answer] for q, _ in done.values()],
+        "right": ["✓" if q.right(c) else "✗" for q, c in done.values()]}),
+        hide_index=True, width="stretch")
+    st.caption("The score lives in this browser session only; nothing is stored on the server.")
+
+
+def handout_button(ls: Lesson) -> None:
+    """One self-contained HTML file of the whole lesson, built when it is asked for."""
+    st.download_button(
+        "Download this lesson", data=lambda: lesson_handout(ls).encode("utf-8"),
+        file_name=f"gptviz-lesson-{ls.picked.name}.html", mime="text/html",
+        icon=":material/download:", key="lesson_handout", on_click="ignore",
+        help="Every step's narrative, figure, formulas and question (answers folded) for "
+             "this prompt and model, in one HTML file that works offline.")

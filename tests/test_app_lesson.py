@@ -1,0 +1,292 @@
+"""The Lesson page: every step runs on every bundled model and on models without biases,
+positions or a second layer; every question has one right answer and it is the model's,
+recomputed here with torch; the URL opens a step; bad prompts get a message; the handout
+is one self-contained HTML file."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from plotly.offline import get_plotlyjs
+
+from gptviz import generate as gen
+from gptviz.app.lesson.handout import lesson_handout
+from gptviz.app.lesson.presenter import PRESENTER_CSS
+from gptviz.app.lesson.run import SEED, build_lesson
+from gptviz.app.lesson.steps import STEPS, build_step
+from gptviz.app.shared.budget import Shelf
+from gptviz.app.shared.chips import show_bytes
+from gptviz.app.shared.inputs import Prompt, example_prompt
+from gptviz.app.shared.picker import SESSION_MODELS, Picked
+from gptviz.app.shared.widgets import box_key
+from gptviz.checkpoints import Checkpoint, bundled_models, load_checkpoint
+from tests.helpers import app_test, rerun, texts, tiny_gpt
+
+MODELS = sorted(bundled_models())
+LESSON = "app_pages/lesson.py"
+HOSTILE = "a\x00b 👨‍👩‍👧 שלום <|endoftext|> $x$ **b** `c` [d](e) é\u0301"
+N = len(STEPS)
+
+pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
+
+
+def lesson_app(**query: str):
+    """The app's router on the Lesson page (its links need the router's pages)."""
+    at = app_test(**query)
+    at.switch_page(LESSON)
+    return rerun(at)
+
+
+def walk(at, reveal: bool = True) -> dict[int, str]:
+    """Every step in turn, revealing each question; the page each step links to."""
+    links = {}
+    for step in range(1, N + 1):
+        at.session_state["step"] = step
+        rerun(at)
+        if reveal and any(b.key == "lesson_reveal" for b in at.button):
+            assert not at.get("plotly_chart") and not at.latex  # nothing before the answer
+            at.button(key="lesson_reveal").click()
+            rerun(at)
+        assert at.latex, f"step {step} shows no formula"
+        (link,) = at.get("page_link")
+        links[step] = link.proto.page
+    return links
+
+
+def test_every_step_runs_on_every_bundled_model():
+    at = lesson_app()
+    for model in MODELS:
+        at.selectbox(key="model").set_value(model)
+        at.text_area(key=box_key("prompt", "lesson")).input(
+            example_prompt(load_checkpoint(bundled_models()[model])))
+        rerun(at)
+        links = walk(at)
+        assert set(links.values()) >= {"tokenizers", "embeddings", "positional", "attention",
+                                       "block", "generation"}
+        assert "Your score" in texts(at, "markdown")  # the last step
+
+
+# ---- the questions: one right answer, the model's ------------------------------------------
+
+def _lesson(ckpt: Checkpoint, text: str, layer: int = 0, head: int = 0, t: float = 1.0,
+            name: str = "m"):
+    tokens = ckpt.tokenizer.tokens(text)
+    prompt = Prompt(text, tokens, max(0, len(tokens) - ckpt.config.context_length))
+    return replace(build_lesson(Picked(name, ckpt, False), prompt, layer, head, t),
+                   offline=True)
+
+
+def _char_tokenizer():
+    return load_checkpoint(bundled_models()["induction-2layer"]).tokenizer
+
+
+def _tiny(**config) -> Checkpoint:
+    tok = _char_tokenizer()
+    return Checkpoint(tiny_gpt(tok.vocab_size, context_length=12, **config), tok,
+                      {"corpus": "induction.txt", "tokenizer": "char"})
+
+
+def _models() -> list[tuple[str, Checkpoint, str]]:
+    out = []
+    for name in MODELS:
+        ckpt = load_checkpoint(bundled_models()[name])
+        out.append((name, ckpt, example_prompt(ckpt)))
+    text = "abcab|abcab\nqrs"
+    out += [("no biases", _tiny(bias=False, n_layer=2), text),
+            ("no positions", _tiny(positional="none"), text),
+            ("rotary positions", _tiny(positional="rope", n_layer=2), text),
+            ("sinusoidal, untied", _tiny(positional="sinusoidal", tie_embeddings=False), text)]
+    return out
+
+
+def _model_answers(ckpt: Checkpoint, ls) -> dict[int, str]:
+    """Each question's answer, computed here with torch from the model itself."""
+    model, ids, c = ckpt.model, list(ls.prompt.ids), ckpt.config
+    last, layer, head = len(ids) - 1, ls.layer, ls.head
+    with torch.no_grad():
+        logits, cache = model.run_with_cache(ids)
+        e = model.embed.weight[ids].detach()  # (N, d)
+        p = model.pos(0, len(ids)).detach()  # (N, d)
+    eps = model.blocks[layer].ln1.eps
+    ratio = float(p.norm(dim=-1).mean() / e.norm(dim=-1).mean())
+    x = cache[f"blocks.{layer}.hook_resid_mid"][0, last]
+    x_post = cache[f"blocks.{layer}.hook_resid_post"][0, last]
+    ln_in = (e + p)[last] if layer == 0 else cache[f"blocks.{layer - 1}.hook_resid_post"][0, last]
+    pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0]  # (H, N, N)
+    prev = torch.stack([pattern[h].diagonal(-1).mean() for h in range(c.n_head)])
+    y = logits[0, -1].double()
+    ent = [float(-(q * q.clamp_min(1e-300).log()).sum())
+           for q in (torch.softmax(y / 0.2, 0), torch.softmax(y / 2.0, 0))]
+    return {
+        3: str(len(ids)),
+        5: ("about the same (within 10 %)" if 1 / 1.1 <= ratio <= 1.1 else
+            "the position p_i" if ratio > 1 else "the token's embedding E[t_i]"),
+        6: "about 1" if ln_in.var(unbiased=False) / (ln_in.var(unbiased=False) + eps) > 0.5
+        else "about 0",
+        7: f"{int(pattern[head, last].argmax())}: {ls.labels[int(pattern[head, last].argmax())]}",
+        8: f"head {int(prev.argmax())}",
+        9: "it grows" if x_post.norm() > x.norm() else "it shrinks",
+        11: ls.vocab[int(y.argmax())],
+        12: "T = 2" if ent[1] > ent[0] else "T = 0.2",
+    }
+
+
+@pytest.mark.parametrize("name, ckpt, text", _models(), ids=lambda v: v if isinstance(v, str)
+                         and len(v) < 30 else "")
+def test_every_question_has_one_right_answer_the_models(name, ckpt, text):
+    ls = _lesson(ckpt, text, layer=ckpt.config.n_layer - 1, head=ckpt.config.n_head - 1)
+    expected = _model_answers(ckpt, ls)
+    asked = 0
+    for step in range(1, N + 1):
+        q = build_step(ls, step).question
+        if q is None:
+            continue
+        asked += 1
+        assert len(set(q.choices)) == len(q.choices) >= 2, (step, q.choices)
+        assert sum(q.right(c) for c in q.choices) == 1
+        if step == 1:  # the tokens the tokenizer itself gives the word, where it is cut most
+            word = re.search(r"“(.+?)”", q.text).group(1).replace("\\", "")
+            spans = [t.span for t in ckpt.tokenizer.tokens(text)]
+            start = ls.prompt.tokens[0].span[0]
+            n = max(sum(s < m.end() and e > m.start() for s, e in spans)
+                    for m in re.finditer(re.escape(word), text) if m.start() >= start)
+            assert q.choices[q.answer] == str(n)
+        else:
+            assert q.choices[q.answer] == expected[step], (name, step, q.choices)
+    assert asked >= 6, f"{name}: only {asked} questions"
+
+
+def test_the_drawn_token_is_the_generation_pages_next_token():
+    ckpt = load_checkpoint(bundled_models()[MODELS[0]])
+    for t in (0.0, 0.7, 1.5):
+        ls = _lesson(ckpt, example_prompt(ckpt), t=t)
+        drawn, probs = ls.drawn(3)
+        page = gen.step(ckpt.model, [x.id for x in ls.prompt.all_tokens], t, None, None,
+                        gen.Sampling(t, seed=SEED).generator(0))
+        assert drawn[0].chosen == page.chosen
+        np.testing.assert_allclose(probs, page.probs.numpy(), atol=1e-6)
+        written = gen.generate(ckpt.model, [x.id for x in ls.prompt.all_tokens], 3, t, seed=SEED)
+        assert [d.chosen for d in drawn] == written[-3:]  # generate() writes the same text
+
+
+def test_formulas_follow_the_model_biases_positions_and_layers():
+    text = "abcab|abcab"
+    plain = _lesson(_tiny(bias=False, positional="none"), text)
+    tex = {s: " ".join(build_step(plain, s).formulas) for s in (5, 6, 7, 8, 9)}
+    assert "no positions" in tex[5]
+    assert "+ b" not in tex[6] and r"\hat x =" in tex[6]
+    assert "b_Q" not in tex[7] and "b_O" not in tex[8] and "b_1" not in tex[9]
+    full = _lesson(_tiny(bias=True), text)
+    assert "b_Q" in build_step(full, 7).formulas[0] and "b_O" in build_step(full, 8).formulas[0]
+    assert r"\hat x + b" in " ".join(build_step(full, 6).formulas)
+    stages = build_step(full, 10).formulas[0]
+    assert stages.count(r"\xrightarrow") == 2  # one layer: embed → 0.mid → 0.post
+    greedy = _lesson(_tiny(bias=True), text, t=0.0)
+    assert r"\arg\max" in build_step(greedy, 12).formulas[0]
+    assert r"\arg\max" in build_step(greedy, 13).formulas[0]
+
+
+def test_the_handout_is_one_offline_file_with_every_step():
+    ckpt = _tiny(n_layer=2)
+    page = lesson_handout(_lesson(ckpt, "abcab|abcab"))
+    assert page.count('<section id="step-') == N
+    assert page.count("<math") >= N and page.count('class="plotly-graph-div"') >= 10
+    head, body = page.split("</head>", 1)
+    assert head.count(get_plotlyjs()[:300]) == 1  # plotly.js inlined, once
+    assert body.count("Plotly.newPlot") == body.count('class="plotly-graph-div"')
+    assert not re.search(r"<(script|img|iframe|link)\b[^>]*\b(src|href)=", page)  # no fetches
+    assert page.count("<details>") >= 6  # each question, its answer folded
+
+
+# ---- the page: URL, presenter mode, score, bad input ---------------------------------------
+
+def test_the_url_opens_a_step_and_a_bad_step_gets_a_message():
+    at = lesson_app(step="7")
+    assert any("Step 7 of 14" in h.value for h in at.subheader)
+    at = lesson_app(step="99")
+    assert "asks for step “99”" in texts(at, "warning")
+    assert any("Step 1 of 14" in h.value for h in at.subheader)
+
+
+def test_presenter_mode_styles_the_page_and_drops_the_secondary_text():
+    at = lesson_app(presenter="true")
+    assert at.toggle(key="presenter").value is True
+    assert any(PRESENTER_CSS in h.value for h in at.get("html"))
+    assert not any("download" in str(b.proto).lower() for b in at.get("download_button"))
+    at.toggle(key="presenter").set_value(False)
+    rerun(at)
+    assert not any(PRESENTER_CSS in h.value for h in at.get("html"))
+    assert at.get("download_button")
+
+
+def test_the_score_counts_the_answers_given():
+    at = lesson_app(step="11")
+    (radio,) = at.radio
+    radio.set_value(_right_choice(at))
+    at.button(key="lesson_reveal").click()
+    rerun(at)
+    assert "is the model's" in texts(at, "success")
+    at.session_state["step"] = 12
+    rerun(at)
+    at.radio[0].set_value("T = 0.2")
+    at.button(key="lesson_reveal").click()
+    rerun(at)
+    assert "the model's answer is" in texts(at, "error")
+    at.session_state["step"] = N
+    rerun(at)
+    assert "Your score: 1 of 2 answered" in texts(at, "markdown")
+
+
+def _right_choice(at) -> str:
+    ckpt = load_checkpoint(bundled_models()[at.selectbox(key="model").value])
+    text = at.text_area(key=box_key("prompt", "lesson")).value
+    ids = ckpt.tokenizer.encode(text)[-ckpt.config.context_length:]
+    with torch.no_grad():
+        best = int(ckpt.model(ids)[0, -1].argmax())
+    return show_bytes(ckpt.tokenizer.id_to_bytes(best))
+
+
+@pytest.mark.parametrize("prompt", ["", "   \n "])
+def test_an_empty_prompt_gets_a_message(prompt):
+    at = lesson_app(prompt=prompt)
+    assert "there is none to follow" in texts(at, "info")
+    assert not at.get("plotly_chart") and not at.subheader
+
+
+def test_hostile_and_long_prompts_build_every_step():
+    ckpt = load_checkpoint(bundled_models()[MODELS[0]])
+    for text in (HOSTILE, "x", "The long prompt goes on. " * 200):
+        ls = _lesson(ckpt, text)
+        for step in range(1, N + 1):
+            view = build_step(ls, step)
+            assert view.figures and view.formulas, (text[:20], step)
+    at = lesson_app(prompt=HOSTILE)
+    at.button(key="lesson_reveal").click()
+    rerun(at)
+    at.text_area(key=box_key("prompt", "lesson")).input("The long prompt goes on. " * 200)
+    at.session_state["step"] = 1
+    rerun(at)
+    at.button(key="lesson_reveal").click()
+    rerun(at)
+    chips = " ".join(h.value for h in at.get("html"))
+    assert "✂" in chips and "at the start are cut" in texts(at, "markdown")
+    assert "too long for the page's link" in " ".join(c.value for c in at.caption)
+
+
+def test_a_session_model_without_biases_positions_or_second_layer():
+    tok = _char_tokenizer()
+    model = tiny_gpt(tok.vocab_size, context_length=16, bias=False, positional="none")
+    at = lesson_app()
+    shelf = Shelf()
+    shelf["tiny"] = Checkpoint(model, tok, {"tokenizer": "char"})
+    at.session_state[SESSION_MODELS] = shelf
+    rerun(at)
+    at.selectbox(key="model").set_value("tiny")
+    at.text_area(key=box_key("prompt", "lesson")).input("abcab|abcab\nqrsq")
+    rerun(at)
+    walk(at)
+    assert at.selectbox(key="model").value == "tiny"

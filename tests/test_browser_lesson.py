@@ -1,0 +1,112 @@
+"""The Lesson page in Chromium: a teacher walks it by keyboard in presenter mode on a
+1280 × 720 projector (→ next, R reveal, ← back) with no horizontal scrolling, a step's
+link opens its explore page in the same state, and the downloaded handout draws every
+figure with the network switched off.
+
+Screenshots land in the artifacts folder as lesson-*.png (see tests/helpers.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import (
+    SCREENSHOTS,
+    check_no_exception,
+    eventually,
+    screenshot,
+    visit,
+    wait_for_app,
+)
+
+pytestmark = pytest.mark.browser
+
+N = 14
+REVEAL = ".st-key-lesson_reveal button"
+# The page, and Streamlit's own scrolling main area, must not be wider than the window.
+NO_OVERFLOW = """() => {
+    const doc = document.documentElement, main = document.querySelector('[data-testid="stMain"]');
+    return doc.scrollWidth <= doc.clientWidth && (!main || main.scrollWidth <= main.clientWidth);
+}"""
+DRAWN = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+    .every(c => c.querySelector('.main-svg'))"""
+
+
+def heading(page, step: int):
+    return page.get_by_text(f"Step {step} of {N}", exact=False).first
+
+
+def press(page, key: str) -> None:
+    """A key press aimed at the page, not at whatever widget has the focus."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+    wait_for_app(page)
+
+
+def test_presenter_mode_by_keyboard_at_1280x720(page, app_url):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    visit(page, f"{app_url}/lesson?presenter=true")
+    assert not page.locator('[data-testid="stSidebar"]').is_visible()
+    assert not page.get_by_role("textbox", name="Prompt").is_visible()
+    for step in range(1, N + 1):
+        assert eventually(lambda s=step: heading(page, s).is_visible()), f"step {step}"
+        if page.locator(REVEAL).count():
+            if step % 2:  # a student's answer first, the focus left on it
+                page.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
+            screenshot(page, f"lesson-{step:02d}a-question")
+            page.keyboard.press("r")
+            wait_for_app(page)
+            assert eventually(lambda: page.locator(REVEAL).count() == 0), f"R at step {step}"
+        assert eventually(lambda: page.evaluate(DRAWN))
+        check_no_exception(page, f"lesson step {step}")
+        assert page.evaluate(NO_OVERFLOW), f"step {step} scrolls sideways"
+        screenshot(page, f"lesson-{step:02d}")  # the window: what the room sees
+        if step < N:
+            press(page, "ArrowRight")
+    assert f"step={N}" in page.url and "presenter=true" in page.url
+    assert page.get_by_text("Your score").first.is_visible()
+    press(page, "ArrowLeft")
+    assert eventually(lambda: heading(page, N - 1).is_visible())
+
+
+def test_the_handout_works_offline_and_a_step_opens_its_explore_page(page, app_url, browser,
+                                                                      tmp_path):
+    page.set_viewport_size({"width": 1400, "height": 1400})
+    visit(page, f"{app_url}/lesson?step=7&layer=1&head=2&prompt=one+two+three+four")
+    with page.expect_download(timeout=120_000) as download:
+        page.get_by_role("button", name="Download this lesson").click()
+    path = tmp_path / "lesson.html"
+    download.value.save_as(path)
+    _check_handout(browser, path)
+
+    page.locator(REVEAL).first.click()
+    wait_for_app(page)
+    page.get_by_role("link", name="Explore this step on the Attention page").click()
+    wait_for_app(page)
+    check_no_exception(page, "attention from the lesson")
+    assert "/attention" in page.url and "layer=1" in page.url and "head=2" in page.url
+    assert eventually(lambda: page.get_by_role("tab", name="Steps of one head", exact=True)
+                      .get_attribute("aria-selected") == "true")
+    assert page.get_by_role("textbox", name="Prompt").input_value() == "one two three four"
+    screenshot(page, "lesson-explore-attention")
+
+
+def _check_handout(browser, path) -> None:
+    """Open the file with the network off: every section, figure and formula is drawn."""
+    context = browser.new_context(offline=True, viewport={"width": 1200, "height": 900})
+    asked: list[str] = []
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
+        "file:") else (asked.append(route.request.url), route.abort()))
+    offline = context.new_page()
+    offline.goto(path.as_uri())
+    figures = offline.locator(".plotly-graph-div")
+    assert figures.count() >= 10
+    offline.wait_for_function(
+        "n => document.querySelectorAll('.plotly-graph-div .main-svg').length >= n",
+        arg=figures.count(), timeout=60_000)
+    assert offline.locator("section").count() == N
+    assert offline.locator("math").count() >= N
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    offline.screenshot(path=str(SCREENSHOTS / "lesson-handout.png"), full_page=True)
+    context.close()
+    assert not asked, f"the handout asked the network for {asked[:3]}"

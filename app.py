@@ -10,7 +10,8 @@ ICON = Path(__file__).parent / "assets" / "icon.png"  # a local file: nothing is
 st.set_page_config(page_title="gptviz", page_icon=str(ICON), layout="wide")
 
 PAGES = {
-    "": [st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True)],
+    "": [st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
+         st.Page("app_pages/lesson.py", title="Lesson", icon=":material/school:")],
     "Explore": [
         st.Page("app_pages/tokenizers.py", title="Tokenizers", icon=":material/text_fields:"),
         st.Page("app_pages/embeddings.py", title="Embeddings", icon=":material/scatter_plot:"),
@@ -20,7 +21,8 @@ PAGES = {
         st.Page("app_pages/block.py", title="Transformer block", icon=":material/view_agenda:"),
         st.Page("app_pages/generation.py", title="Generation", icon=":material/auto_awesome:"),
     ],
-    "Train": [st.Page("app_pages/training.py", title="Training", icon=":material/model_training:")],
+    "Train": [st.Page("app_pages/training.py", title="Training", icon=":material/model_training:"),
+              st.Page("app_pages/learning.py", title="Learning", icon=":material/insights:")],
 }
 page = st.navigation(PAGES)
 st.session_state[PAGE] = page.url_path  # one text box per page (see widgets.PAGE)

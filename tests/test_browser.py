@@ -22,6 +22,7 @@ pytestmark = pytest.mark.browser
 # url path -> a text that must be on the page once it has drawn
 PAGES = {
     "": "a GPT, step by step",
+    "lesson": "Step 1 of 14",
     "tokenizers": "Tokenizers",
     "embeddings": "One-hot × E",
     "positional": "Sinusoidal formula",
@@ -29,6 +30,7 @@ PAGES = {
     "block": "The block, step by step",
     "generation": "Generation",
     "training": "The data and the loss",
+    "learning": "One step under the microscope",
 }
 
 

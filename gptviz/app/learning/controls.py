@@ -1,0 +1,210 @@
+"""The Learning page's inputs: the text to learn from, the window, the target position.
+
+The text is the corpus the model was trained on when its card names one we have (a
+bundled corpus, or a synthetic task of the Training page), or a text the user pastes.
+It is encoded once and cut into the trainer's windows: N inputs, then the next token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from gptviz.app.learning.figures import window_chips_html
+from gptviz.app.shared.cache import vocab_labels
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import cap_text, problem
+from gptviz.checkpoints import Checkpoint
+from gptviz.data import CorpusError, bundled_corpora, read_corpus
+from gptviz.learning import LearningError, Window, check_position, take_window
+from gptviz.model.config import TrainConfig
+from gptviz.tokenizers import TokenizerError
+from gptviz.tokenizers.specials import UNK
+from gptviz.train.plan import SYNTHETIC_TASKS, synthetic_text
+
+PASTE = "paste"  # the text source "a text the user pastes"
+SYNTHETIC = "synthetic-"  # how the Training page names a synthetic corpus on the card
+PASTE_LIMIT = 20_000  # characters of a pasted text (cap_text says so when it cuts)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The encoded text windows are cut from."""
+
+    name: str  # "mathematics", "synthetic-induction" or PASTE
+    ids: np.ndarray  # (n_tokens,) int32
+    val_from: int | None  # first token of the held-out validation tail, when known
+
+
+def trained_corpus(ckpt: Checkpoint) -> str | None:
+    """The corpus the card names, when we can read it: 'mathematics.txt' -> 'mathematics';
+    a Training-page model's 'synthetic-induction' stays as it is; anything else -> None."""
+    name = str(ckpt.card.get("corpus", ""))
+    if name.startswith(SYNTHETIC) and name[len(SYNTHETIC):] in SYNTHETIC_TASKS:
+        return name
+    stem = Path(name).stem
+    return stem if stem and stem in bundled_corpora() else None
+
+
+def _text(corpus: str) -> str:
+    if corpus.startswith(SYNTHETIC):
+        return synthetic_text(corpus[len(SYNTHETIC):])
+    return read_corpus(corpus)
+
+
+def split_encode(ckpt: Checkpoint, text: str, corpus: bool) -> tuple[np.ndarray, int | None]:
+    """The text's ids as the model's trainer made them, and the first token of the held-out
+    validation tail (None for a pasted text).
+
+    The command line that made the bundled models (its card has "world_size") holds out the
+    text's last characters ("val_chars", else val_fraction of them) and encodes the two
+    parts apart; the Training page encodes the whole text and holds out its last tokens.
+    """
+    def enc(s: str) -> list[int]:
+        return ckpt.tokenizer.encode(s)
+
+    if not corpus:
+        return np.asarray(enc(text), dtype=np.int32), None
+    card = ckpt.card
+    fraction = (card.get("train_config") or {}).get("val_fraction")
+    if not isinstance(fraction, float) or not 0 < fraction < 1:
+        fraction = TrainConfig().val_fraction
+    if "world_size" in card:
+        held = card.get("val_chars")
+        cut = len(text) - (held if isinstance(held, int) else round(len(text) * fraction))
+        head, tail = enc(text[:cut]), enc(text[cut:])
+        return np.asarray(head + tail, dtype=np.int32), len(head)
+    ids = enc(text)
+    return np.asarray(ids, dtype=np.int32), len(ids) - round(len(ids) * fraction)
+
+
+@st.cache_data(max_entries=8, show_spinner="Encoding the corpus…")
+def _encode_shared(model_key: str, corpus: str, _ckpt: Checkpoint
+                   ) -> tuple[np.ndarray, int | None]:
+    return split_encode(_ckpt, _text(corpus), True)
+
+
+@st.cache_data(max_entries=3, show_spinner="Encoding the text…", scope="session")
+def _encode_private(model_key: str, text_key: str, corpus: bool, _ckpt: Checkpoint,
+                    _text: str) -> tuple[np.ndarray, int | None]:
+    return split_encode(_ckpt, _text, corpus)
+
+
+def source_or_stop(picked: Picked) -> Source:
+    """The text box or corpus choice, encoded; stops the page after a message if unusable."""
+    ckpt = picked.checkpoint
+    corpus = trained_corpus(ckpt)
+    options = [corpus, PASTE] if corpus else [PASTE]
+    choice = st.segmented_control(
+        "Text to learn from", options, default=options[0], required=True, key="learn_source",
+        format_func=lambda o: "paste a text" if o == PASTE else f"{o} (the training corpus)")
+    if choice not in options:
+        choice = options[0]
+    if choice != PASTE:
+        try:
+            if picked.bundled:
+                ids, val_from = _encode_shared(picked.cache_key, choice, ckpt)
+            else:
+                ids, val_from = _encode_private(picked.cache_key, choice, True, ckpt,
+                                                _text(choice))
+        except (CorpusError, OSError, TokenizerError) as exc:
+            problem(f"The corpus {choice!r} cannot be used: {exc} Paste a text instead.")
+            st.stop()
+        return Source(choice, ids, val_from)
+    if corpus is None:
+        st.info(f"This model's card names no corpus this app has ("
+                f"{ckpt.card.get('corpus', 'none')!r}): paste a text like the one it was "
+                "trained on.", icon=":material/edit_note:")
+    text = cap_text(st.text_area("Text", key="learn_text", height=120,
+                                 value=read_corpus("sample") if "sample" in bundled_corpora()
+                                 else "", help="The window is cut from this text."),
+                    PASTE_LIMIT)
+    if not text.strip():
+        problem("The text is empty: paste a few sentences (at least the model's context "
+                f"length, {ckpt.config.context_length} tokens, plus one).")
+        st.stop()
+    try:
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        ids, _ = _encode_private(picked.cache_key, key, False, ckpt, text)
+    except TokenizerError as exc:
+        problem(f"This model's tokenizer cannot read the text: {exc}")
+        st.stop()
+    return Source(PASTE, ids, None)
+
+
+def _random_start(last: int) -> None:
+    st.session_state["start"] = random.randint(0, max(last, 0))
+
+
+def _url_note(raw: str | None, what: str, value: int | None) -> None:
+    """Streamlit drops a URL value its widget cannot take (``?t=abc``): say so. ``raw`` is
+    the link's value, read before the widget replaced it."""
+    if raw not in (None, "") and raw != str(value):
+        st.warning(f"The link asks for {what} “{raw}”, which is not a whole number ≥ 0; "
+                   f"using {value if value is not None else 'the default'} instead.",
+                   icon=":material/link_off:")
+
+
+def window_or_stop(picked: Picked, source: Source) -> Window:
+    """The window start (a token offset, ``?start=``), checked; the window drawn as chips."""
+    n_ctx = picked.checkpoint.config.context_length
+    last = len(source.ids) - n_ctx - 1
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    raw = st.query_params.get("start")
+    start = left.number_input(
+        "Window start (a token offset in the text)", min_value=0, value=0, step=1, key="start",
+        bind="query-params",
+        help=f"The window is the N = {n_ctx} tokens from here, and the token after them.")
+    right.button("Random window", icon=":material/casino:", on_click=_random_start,
+                 args=(last,), disabled=last < 0)
+    _url_note(raw, "window start", start)
+    try:
+        window = take_window(source.ids, int(start), n_ctx)
+    except LearningError as exc:
+        problem(f"Cannot cut a window: {exc}")
+        st.stop()
+    where = ""
+    if source.val_from is not None:
+        where = (" It lies in the part of the corpus the model was trained on."
+                 if window.start + n_ctx < source.val_from else
+                 f" It reaches into the held-out validation tail (tokens {source.val_from:,} "
+                 "on), which training never used.")
+    st.caption(f"Window {window.start:,} of {last + 1:,} (tokens {window.start:,} to "
+               f"{window.start + n_ctx:,} of {len(source.ids):,}).{where}")
+    _unknown_note(picked, window)
+    return window
+
+
+def _unknown_note(picked: Picked, window: Window) -> None:
+    unk = picked.checkpoint.tokenizer.special_tokens.get(UNK)
+    count = sum(i == unk for i in (*window.x, window.y[-1])) if unk is not None else 0
+    if count:
+        st.warning(f"{count} token(s) of this window are {UNK}: text this model's vocabulary "
+                   "does not have. Its predictions there mean little; try another window or "
+                   "text.", icon=":material/help:")
+
+
+def position_or_stop(picked: Picked, window: Window, typical: int) -> int:
+    """The target position t (``?t=``), checked; empty means ``typical``, the window's
+    prediction of median loss."""
+    raw = st.query_params.get("t")
+    t = st.number_input(
+        "Target position t", min_value=0, value=None, step=1, key="t", bind="query-params",
+        placeholder=f"{typical} (a typical prediction: the median loss of this window)",
+        help="The model reads x_0 … x_t and is scored on the token that follows x_t. Empty: "
+             "the position whose loss is the window's median.")
+    _url_note(raw, "target position", t)
+    t = typical if t is None else int(t)
+    try:
+        check_position(t, window)
+    except LearningError as exc:
+        problem(f"The {exc}")
+        st.stop()
+    labels = vocab_labels(picked)
+    st.html(window_chips_html([labels[i] for i in (*window.x, window.y[-1])], t))
+    return t

@@ -1,0 +1,120 @@
+"""The Learning page's SGD step: the η slider, P(y) and L before and after, the first- and
+second-order predictions beside the real ΔL, and what a too-large η does.
+
+Every η of the slider was stepped when the page computed the gradient (on a copy of the
+model), so moving the slider only looks a row up.
+"""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from gptviz.app.learning import figures as fg
+from gptviz.app.learning import formulas as tex
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import chart, problem
+from gptviz.learning import Microscope, Step
+
+# The slider's learning rates: 0, the range where steps behave, then absurd ones that
+# overshoot and finally overflow float32, so that a student can see each regime.
+ETAS = (0.0, 1e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 10.0, 100.0,
+        1e4, 1e8, 1e12, 1e16, 1e20)
+DEFAULT_ETA = 1e-4
+FIRST_ORDER_GAP = 0.10  # |real − predicted| / |predicted| under which the line "matches"
+
+
+def eta_label(v: float) -> str:
+    """η as the slider shows it.
+
+    >>> eta_label(0.0), eta_label(1e-4), eta_label(0.3), eta_label(1e12)
+    ('0', '1e-04', '0.3', '1e+12')
+    """
+    if v == 0:
+        return "0"
+    return f"{v:g}" if 1e-3 <= v < 1e4 else f"{v:.0e}"
+
+
+def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
+    st.markdown("#### 4. One step of gradient descent (SGD)")
+    eta = st.select_slider(
+        "Learning rate η", ETAS, value=DEFAULT_ETA, key="learn_eta", format_func=eta_label,
+        help="How far to move against the gradient: θ' = θ − η g. The model shown to "
+             "everyone never changes; the step is taken on a private copy.")
+    if eta == 0:
+        st.info("η = 0: the step θ − 0 · g leaves every parameter where it is, so P(y) and L "
+                "cannot change. Move the slider to the right to take a step.",
+                icon=":material/pause_circle:")
+    else:
+        s = m.step(eta)
+        st.latex(tex.sgd_latex(eta, m.grad_sq, m.curvature, s.loss - m.loss))
+        if math.isfinite(s.loss):
+            _before_after(m, s, vocab)
+            _verdict(m, s)
+        else:
+            problem(f"With η = {eta_label(eta)} the step overflows: the weights move so far "
+                    "that the forward pass exceeds float32's range (≈ 3.4 × 10³⁸ becomes ∞, "
+                    "and ∞ − ∞ is NaN), so the loss is NaN, not a number. A training run "
+                    "would stay NaN from here on. Lower η by many orders of magnitude "
+                    f"(try {eta_label(DEFAULT_ETA)}).")
+    steps = m.steps
+    chart(fg.step_profile_figure([s.eta for s in steps], [s.loss for s in steps],
+                                 [s.rest_loss for s in steps], m.loss, m.rest_loss, m.grad_sq,
+                                 m.curvature, eta or None))
+    st.caption(too_large_note(m))
+
+
+def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
+    cols = st.columns(5)
+    cols[0].metric("P(y) after", f"{s.p_target:.4f}", f"{s.p_target - m.p_target:+.4f}")
+    cols[1].metric("L after", f"{s.loss:.4f}", f"{s.loss - m.loss:+.4f}", delta_color="inverse")
+    cols[2].metric("real ΔL", f"{s.loss - m.loss:+.3g}")
+    cols[3].metric("first order −η‖g‖²", f"{-s.eta * m.grad_sq:+.3g}")
+    if math.isfinite(m.rest_loss):
+        cols[4].metric("other positions: mean L", f"{s.rest_loss:.4f}",
+                       f"{s.rest_loss - m.rest_loss:+.4f}", delta_color="inverse")
+    top = vocab[s.top] if s.top >= 0 else "?"
+    st.caption(f"Before the step P(y) = {m.p_target:.4f}; after it {s.p_target:.4f}. The most "
+               f"probable next token is now “{top}”"
+               + (" — the target." if s.top == m.target else "."))
+
+
+def _verdict(m: Microscope, s: Step) -> None:
+    real, predicted = s.loss - m.loss, -s.eta * m.grad_sq
+    gap = abs(real - predicted) / abs(predicted)
+    if real < 0 and gap <= FIRST_ORDER_GAP:
+        st.success(f"A small step: the loss fell by {-real:.3g}, and the first-order prediction "
+                   f"−η‖g‖² = {predicted:.3g} is within {gap:.1%} of it.",
+                   icon=":material/check_circle:")
+    elif real > 0:
+        st.warning(f"η = {eta_label(s.eta)} is too large: the loss at this position went UP by "
+                   f"{real:.3g}, although the first-order prediction says {predicted:.3g}. "
+                   "The step jumped past the low point along −g.", icon=":material/warning:")
+    else:
+        st.info(f"The loss fell by {-real:.3g}, less than the first-order prediction "
+                f"({-predicted:.3g}): {gap:.0%} apart. At this η the curvature of L already "
+                "matters; the second-order term ½η² gᵀHg accounts for most of the gap.",
+                icon=":material/info:")
+    if math.isfinite(m.rest_loss) and s.rest_loss - m.rest_loss > 0.05 * max(m.rest_loss, 1e-9):
+        st.warning(f"The other positions of the window got worse: their mean loss rose from "
+                   f"{m.rest_loss:.3f} to {s.rest_loss:.3f}. A step fitted to one token serves "
+                   "that token; training averages the gradient over many positions so that "
+                   "each step serves them all.", icon=":material/warning:")
+
+
+def too_large_note(m: Microscope) -> str:
+    """What a too-large η does, in this prediction's numbers (always on screen)."""
+    g2, h = m.grad_sq, m.curvature
+    if h > 0:
+        bend = (f"The curvature along g, gᵀHg = {h:.3g}, bends the real curve up: the "
+                f"quadratic model is lowest at η* = ‖g‖²/gᵀHg = {g2 / h:.2g} and climbs back "
+                f"above today's L past 2η* = {2 * g2 / h:.2g}.")
+    else:
+        bend = (f"Here gᵀHg = {h:.3g} ≤ 0: along −g the loss first curves down, so the "
+                "quadratic model sets no limit, yet the real curve still turns up later.")
+    return ("What a too-large η does: −η‖g‖² is the tangent line of L along −g, right only "
+            f"near η = 0 (dashed). {bend} Beyond that a step overshoots the valley. A step "
+            "this large can make the model certain of this one token (L → 0) while the rest "
+            "of the window gets far worse (grey), which is why training averages many "
+            "positions and keeps η small. Huger steps overflow float32 and the loss is NaN (×).")

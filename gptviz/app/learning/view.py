@@ -1,0 +1,220 @@
+"""The sections of the Learning page; each takes plain values and draws.
+
+The computations run on a private copy of the model (``gptviz.learning``), so the model
+other sessions see never changes; their results are cached per (model, window, position).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from gptviz import learning
+from gptviz.app.learning import figures as fg
+from gptviz.app.learning import formulas as tex
+from gptviz.app.learning.step import ETAS, step_section
+from gptviz.app.shared.cache import vocab_labels
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import chart, csv_download
+from gptviz.gradient_check import default_check_groups, gradient_check
+from gptviz.learning import Microscope, Window
+
+DZ_TOLERANCE = 1e-5  # |(P − e_y) − autograd| above this would be a bug, not rounding
+CHECK_TOLERANCE = 1e-5  # relative error of the finite-difference check that passes
+EPSILONS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
+
+
+@st.cache_data(max_entries=32, show_spinner="Back-propagating on a copy of the model…")
+def _shared(what: str, model_key: str, args: tuple, _compute: Callable[[], Any]) -> Any:
+    return _compute()
+
+
+@st.cache_data(max_entries=4, show_spinner="Back-propagating on a copy of the model…",
+               scope="session")
+def _private(what: str, model_key: str, args: tuple, _compute: Callable[[], Any]) -> Any:
+    return _compute()
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """One intra-op torch thread for this script's thread (OpenMP's setting is per thread).
+    These are hundreds of small ops: two threads gain little on a quiet machine, and on a
+    busy one each op waits for its slower half (~10x slower on our 2 shared cores)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def cached(picked: Picked, what: str, args: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per (model, what, args): for everyone when the model is bundled,
+    for this session alone when it was trained or uploaded here."""
+    store = _shared if picked.bundled else _private
+    with one_thread():
+        return store(what, picked.cache_key, args, compute)
+
+
+def typical_position(picked: Picked, window: Window) -> int:
+    """The window's prediction of median loss (one forward pass, cached)."""
+    model = picked.checkpoint.model
+    losses = cached(picked, "losses", (window.x, window.y),
+                    lambda: learning.window_losses(model, window))
+    return learning.typical_position(losses)
+
+
+def page_microscope(picked: Picked, window: Window, position: int) -> Microscope:
+    """The loss, gradients and SGD steps (every η of the slider) of this prediction."""
+    model = picked.checkpoint.model
+    return cached(picked, "microscope", (window.x, window.y, position),
+                  lambda: learning.microscope(model, window, position, ETAS[1:]))
+
+
+def microscope(picked: Picked, window: Window, position: int) -> None:
+    """Loss, ∂L/∂z = P − e_y checked against autograd, gradient norms, one SGD step."""
+    m = page_microscope(picked, window, position)
+    vocab = vocab_labels(picked)
+    loss_section(picked, m, vocab)
+    logit_section(m, vocab)
+    backprop_section(picked, m)
+    step_section(picked, m, vocab)
+
+
+def loss_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
+    st.markdown("#### 1. The loss of one prediction")
+    st.latex(tex.loss_latex(m.position, vocab[m.target], m.p_target, m.loss))
+    rank = int((m.probs > m.p_target).sum()) + 1
+    cols = st.columns(4)
+    cols[0].metric("P(y)", f"{m.p_target:.4f}")
+    cols[1].metric("L = −ln P(y)", f"{m.loss:.4f}")
+    cols[2].metric("rank of y", f"{rank:,} of {len(m.probs):,}")
+    cols[3].metric("a uniform guess: ln |V|", f"{math.log(len(m.probs)):.4f}")
+    dropout = picked.checkpoint.config.dropout
+    st.caption("L is 0 when the model gives y probability 1 and grows without bound as P(y) "
+               "→ 0. Training minimises the mean of this loss over all N positions of many "
+               "windows; here one position is followed through one step."
+               + (f" Dropout (p = {dropout:g} while training) is off here, as in evaluation, "
+                  "so every number is reproducible." if dropout else ""))
+
+
+def logit_section(m: Microscope, vocab: list[str]) -> None:
+    st.markdown("#### 2. The gradient at the logits: ∂L/∂z = P − e_y")
+    st.latex(tex.softmax_gradient_latex())
+    order = np.argsort(-m.probs, kind="stable")
+    other = next(int(i) for i in order if i != m.target)
+    st.latex(tex.logit_gradient_latex(vocab[m.target], m.p_target, vocab[other],
+                                      float(m.probs[other]), float(m.dz[m.target])))
+    ids = fg.shown_ids(m.probs, m.target)
+    chart(fg.logit_gradient_figure(ids, [vocab[i] for i in ids], m.formula, m.target))
+    df = pd.DataFrame({
+        "token": [vocab[i] for i in ids], "id": ids, "z": [float(m.logits[i]) for i in ids],
+        "P": [float(m.probs[i]) for i in ids], "e_y": [int(i == m.target) for i in ids],
+        "P − e_y": [float(m.formula[i]) for i in ids],
+        "autograd ∂L/∂z": [float(m.dz[i]) for i in ids],
+        "|Δ|": [abs(float(m.formula[i] - m.dz[i])) for i in ids]})
+    st.dataframe(df, hide_index=True, width="stretch", column_config={
+        k: st.column_config.NumberColumn(format="%.6f") for k in ("z", "P", "P − e_y",
+                                                                  "autograd ∂L/∂z")} | {
+        "|Δ|": st.column_config.NumberColumn(format="%.1e")})
+    csv_download(df, "logit-gradient.csv")
+    worst = m.max_dz_error
+    message = (f"P − e_y equals autograd's ∂L/∂z on all |V| = {len(m.probs):,} entries: "
+               f"max |Δ| = {worst:.1e}")
+    if worst <= DZ_TOLERANCE:
+        st.success(message + " (float32 rounding).", icon=":material/check_circle:")
+    else:
+        st.error(message + ": more than rounding. Please report this.", icon=":material/error:")
+    st.caption(f"The entries sum to 0 (ΣP_i − 1; here {m.formula.sum():.1e}). A step against "
+               "this gradient raises the target's logit (its entry, P(y) − 1, is the only "
+               "negative one) and lowers every other logit in proportion to its probability: "
+               "the more wrongly confident the model, the harder it is pushed.")
+
+
+def backprop_section(picked: Picked, m: Microscope) -> None:
+    st.markdown("#### 3. Back-propagation to every parameter")
+    st.latex(tex.chain_rule_latex(picked.checkpoint.config.n_layer))
+    comps = [g.component for g in m.groups]
+    layers = [g.layer for g in m.groups]
+    chart(fg.gradient_norms_figure(comps, layers, m.norms))
+    model = picked.checkpoint.model
+    named = dict(model.named_parameters())
+    sizes = [sum(learning.group_part(named, n, r).numel() for n, r in g.parts)
+             for g in m.groups]
+    df = pd.DataFrame({"group": [g.label for g in m.groups],
+                       "block": pd.array([g.layer for g in m.groups], dtype="Int64"),
+                       "component": comps, "parameters": sizes, "‖∂L/∂θ‖": m.norms,
+                       "share of ‖g‖²": m.norms**2 / m.grad_sq})
+    with st.expander("Gradient norms as a table", icon=":material/table:"):
+        st.dataframe(df, hide_index=True, width="stretch", height=260, column_config={
+            "‖∂L/∂θ‖": st.column_config.NumberColumn(format="%.4e"),
+            "share of ‖g‖²": st.column_config.NumberColumn(format="percent"),
+            "parameters": st.column_config.NumberColumn(format="localized")})
+        csv_download(df, "gradient-norms.csv")
+    total = float(np.sqrt((m.norms**2).sum()))
+    tied = picked.checkpoint.config.tie_embeddings
+    st.caption(
+        f"‖g‖ = {math.sqrt(m.grad_sq):.4f} over all {sum(sizes):,} parameters; the groups' "
+        f"norms give √Σ‖g_group‖² = {total:.4f}, the same. "
+        + ("E is also the unembedding W_U (tied), so its gradient holds both uses: the rows "
+           "of every token through z = h Eᵀ, and the rows of x_0 … x_t as inputs. "
+           if tied else "")
+        + f"Rows of P after position {m.position} get no gradient: this prediction never "
+        "reads them. W_Q and W_K of a block are the only way attention patterns change.")
+
+
+def gradient_check_view(picked: Picked, window: Window, position: int) -> None:
+    """Autograd against central finite differences on a few parameter entries, float64."""
+    st.markdown("Autograd applies the chain rule mechanically. To check it with no calculus, "
+                "nudge one parameter by ±ε, run the model twice and take the slope:")
+    groups = learning.parameter_groups(picked.checkpoint.model)
+    labels = [g.label for g in groups]
+    left, mid, right = st.columns([3, 2, 2])
+    chosen = left.multiselect("Parameter groups (one entry each)", labels,
+                              default=default_check_groups(groups), key="check_groups")
+    eps = mid.select_slider("ε", EPSILONS, value=1e-6, key="check_eps",
+                            format_func=lambda v: f"{v:.0e}")
+    pick = right.radio("Which entry", ["largest", "random"], key="check_pick", horizontal=True,
+                       format_func={"largest": "largest |∂L/∂θ|", "random": "random"}.get)
+    st.latex(tex.central_difference_latex(eps))
+    if not chosen:
+        st.info("Choose at least one parameter group to check.", icon=":material/tune:")
+        return
+    model = picked.checkpoint.model
+    rows = cached(picked, "check", (window.x, window.y, position, tuple(chosen), eps, pick),
+                  lambda: gradient_check(model, window, position, chosen, eps, pick))
+    df = pd.DataFrame({"group": [r.group for r in rows], "tensor": [r.parameter for r in rows],
+                       "entry": [str(list(r.index)) for r in rows],
+                       "autograd": [r.autograd for r in rows],
+                       "finite difference": [r.numeric for r in rows],
+                       "|Δ|": [r.abs_error for r in rows],
+                       "relative error": [r.rel_error for r in rows]})
+    fmt = st.column_config.NumberColumn
+    st.dataframe(df, hide_index=True, width="stretch", height="content", column_config={
+        "autograd": fmt(format="%.10f"), "finite difference": fmt(format="%.10f"),
+        "|Δ|": fmt(format="%.1e"), "relative error": fmt(format="%.1e")})
+    csv_download(df, "gradient-check.csv")
+    worst = max(r.rel_error for r in rows)
+    if worst < CHECK_TOLERANCE:
+        st.success(f"Autograd passes: every relative error is below {CHECK_TOLERANCE:.0e} "
+                   f"(the largest is {worst:.1e}). Back-propagation is just the chain rule.",
+                   icon=":material/check_circle:")
+    else:
+        st.warning(f"The largest relative error is {worst:.1e}. With ε = {eps:.0e} that is "
+                   "expected: too large an ε measures the curvature too, too small a one "
+                   "drowns in rounding. ε = 1e-6 balances the two in float64.",
+                   icon=":material/warning:")
+    st.caption("Both columns are computed on a float64 copy of the model (the page's other "
+               "numbers are float32), on x_0 … x_t only: the causal mask makes L at position "
+               "t blind to later tokens. Relative error = |Δ| / max(|autograd|, |finite "
+               "difference|). The nudges are made on that copy: the model never changes.")
+
+
+VIEWS = {"One step under the microscope": microscope, "Gradient check": gradient_check_view}

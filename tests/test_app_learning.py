@@ -1,0 +1,193 @@
+"""AppTest of the Learning page: its numbers against direct torch computations, the η slider,
+the gradient check, bad input (short text, window or position out of range, η = 0, an η
+whose loss is NaN), an uploaded model, and a shared model that never changes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gptviz.app.learning.controls import split_encode, trained_corpus
+from gptviz.checkpoints import (
+    DEFAULT_MODEL,
+    Checkpoint,
+    bundled_models,
+    checkpoint_to_zip,
+    load_checkpoint,
+)
+from gptviz.data import read_corpus
+from tests.helpers import app_test, metric, rerun, run_page, texts, tiny_gpt
+
+
+def expected(start: int, position: int) -> tuple[torch.Tensor, int]:
+    """P at ``position`` of the corpus window at ``start`` (direct torch), and y."""
+    ckpt = load_checkpoint(bundled_models()[DEFAULT_MODEL])
+    n = ckpt.config.context_length
+    ids = ckpt.tokenizer.encode(read_corpus("mathematics"))[start:start + n + 1]
+    with torch.no_grad():
+        logits = ckpt.model.eval()(torch.tensor([ids[:n]]))[0, position]
+    return torch.softmax(logits.double(), -1), ids[position + 1]
+
+
+def test_the_numbers_on_the_page_are_torch_s():
+    at = run_page("learning", start="500", t="20")  # the link's window and position
+    assert at.number_input(key="start").value == 500 and at.number_input(key="t").value == 20
+    probs, y = expected(500, 20)
+    assert float(metric(at, "P(y)")) == round(float(probs[y]), 4)
+    assert float(metric(at, "L = −ln P(y)")) == round(-float(torch.log(probs[y])), 4)
+    table = at.dataframe[0].value  # the top tokens and the target
+    torch.testing.assert_close(torch.tensor(table["P"].to_numpy()), probs[table["id"].to_numpy()],
+                               atol=1e-6, rtol=0)
+    grad = probs - F.one_hot(torch.tensor(y), len(probs)).double()
+    torch.testing.assert_close(torch.tensor(table["autograd ∂L/∂z"].to_numpy()),
+                               grad[table["id"].to_numpy()], atol=1e-6, rtol=0)
+    assert table.loc[table["id"] == y, "e_y"].item() == 1
+    assert "equals autograd's ∂L/∂z on all |V| = 1,024 entries" in texts(at, "success")
+    assert any("x_{20}" in str(e.value) for e in at.latex)  # the loss formula, at t = 20
+
+
+def test_the_eta_slider_moves_p_y_and_says_when_eta_is_zero_too_large_or_nan():
+    at = run_page("learning")
+    small = float(metric(at, "P(y) after"))
+    assert "A small step" in texts(at, "success")
+    at.select_slider(key="learn_eta").set_value(1e-3)
+    rerun(at)
+    assert float(metric(at, "P(y) after")) > small > float(metric(at, "P(y)"))
+    at.select_slider(key="learn_eta").set_value(0.0)
+    rerun(at)
+    assert "η = 0: the step θ − 0 · g leaves every parameter" in texts(at, "info")
+    assert not any(m.label == "P(y) after" for m in at.metric)
+    at.select_slider(key="learn_eta").set_value(1e20)
+    rerun(at)
+    assert "the loss is NaN" in texts(at, "error")
+    at.select_slider(key="learn_eta").set_value(1.0)
+    rerun(at)
+    assert "What a too-large η does" in texts(at, "caption")
+    assert "too large" in texts(at, "warning") or "got worse" in texts(at, "warning")
+
+
+def test_bad_windows_and_positions_get_messages():
+    at = run_page("learning")
+    at.number_input(key="start").set_value(10**9)
+    rerun(at)
+    assert "window start 1,000,000,000 is out of range" in texts(at, "error")
+    assert not at.get("plotly_chart")
+    at.number_input(key="start").set_value(89_000)
+    rerun(at)
+    assert "reaches into the held-out validation tail" in texts(at, "caption")
+    at.number_input(key="start").set_value(0)
+    rerun(at)
+    at.number_input(key="t").set_value(64)
+    rerun(at)
+    assert "target position 64 is out of range: this window has positions 0 to 63" in texts(
+        at, "error")
+    at.number_input(key="t").set_value(None)  # empty: the last position
+    at.segmented_control(key="learn_source").set_value("paste")
+    rerun(at)
+    at.text_area(key="learn_text").input("Too short for a window.")
+    rerun(at)
+    assert "a training window needs N + 1 = 65" in texts(at, "error")
+    at.text_area(key="learn_text").input("")
+    rerun(at)
+    assert "The text is empty" in texts(at, "error")
+
+
+def test_a_bad_link_gets_a_message_and_the_defaults():
+    at = run_page("learning", t="abc", start="-4")
+    warnings = texts(at, "warning")
+    assert "The link asks for target position “abc”" in warnings
+    assert "The link asks for window start “-4”" in warnings
+    ckpt = load_checkpoint(bundled_models()[DEFAULT_MODEL])
+    ids = ckpt.tokenizer.encode(read_corpus("mathematics")[:2000])[:65]
+    with torch.no_grad():  # t empty: the position of the window's median loss
+        losses = F.cross_entropy(ckpt.model.eval()(torch.tensor([ids[:64]]))[0].double(),
+                                 torch.tensor(ids[1:]), reduction="none")
+    typical = int(losses.argsort()[(64 - 1) // 2])  # the lower median
+    assert any(f"x_{{{typical}}}" in str(e.value) for e in at.latex)
+
+
+def test_the_gradient_check_passes_and_matches_torch():
+    at = run_page("learning", view="Gradient check", t="63")
+    table = at.dataframe[0].value
+    assert list(table["group"])[:2] == ["E", "P"] and (table["relative error"] < 1e-5).all()
+    assert "Autograd passes" in texts(at, "success")
+    ckpt = load_checkpoint(bundled_models()[DEFAULT_MODEL])
+    n = ckpt.config.context_length
+    ids = ckpt.tokenizer.encode(read_corpus("mathematics"))[:n + 1]
+    model = ckpt.model.double().eval()
+    loss = F.cross_entropy(model(torch.tensor([ids[:n]]))[0, -1:], torch.tensor(ids[-1:]))
+    grad = torch.autograd.grad(loss, model.embed.weight)[0]
+    row = table.iloc[0]  # E's largest entry
+    assert row["autograd"] == pytest.approx(float(grad[tuple(json.loads(row["entry"]))]),
+                                            rel=1e-9)
+    at.select_slider(key="check_eps").set_value(1e-2)
+    rerun(at)
+    assert "The largest relative error" in texts(at, "warning")
+    at.multiselect(key="check_groups").set_value([])
+    rerun(at)
+    assert "Choose at least one parameter group" in texts(at, "info")
+
+
+def test_the_shared_model_is_unchanged_after_the_page_runs():
+    at = run_page("learning")
+    for eta in (1.0, 1e20):
+        at.select_slider(key="learn_eta").set_value(eta)
+        rerun(at)
+    at.session_state["view"] = "Gradient check"
+    rerun(at)
+    from gptviz.app.shared.picker import load_bundled
+
+    shared = load_bundled(DEFAULT_MODEL).model  # the object every session reads
+    disk = load_checkpoint(bundled_models()[DEFAULT_MODEL]).model.state_dict()
+    assert all(torch.equal(v, disk[k]) for k, v in shared.state_dict().items())
+    assert not shared.training and not any(p.requires_grad for p in shared.parameters())
+    assert all(p.grad is None for p in shared.parameters())
+
+
+def test_an_uploaded_model_without_a_known_corpus_learns_from_pasted_text():
+    at = app_test()
+    at.switch_page("app_pages/learning.py")
+    rerun(at)
+    tok = load_checkpoint(bundled_models()[DEFAULT_MODEL]).tokenizer
+    mine = tiny_gpt(tok.vocab_size, context_length=16, bias=False, tie_embeddings=False)
+    at.file_uploader(key="model_upload").set_value(
+        ("mine.zip", checkpoint_to_zip(mine, tok, {"corpus": "my-notes.txt"}),
+         "application/zip"))
+    rerun(at)
+    assert at.selectbox(key="model").value == "mine"
+    assert "card names no corpus this app has ('my-notes.txt')" in texts(at, "info")
+    assert "A small step" in texts(at, "success") and len(at.get("plotly_chart")) == 3
+    assert float(metric(at, "P(y)")) < 0.01  # an untrained model: about 1/|V|
+
+
+def test_the_training_corpus_is_found_from_the_card():
+    tok = load_checkpoint(bundled_models()[DEFAULT_MODEL]).tokenizer
+
+    def named(corpus: str) -> str | None:
+        return trained_corpus(Checkpoint(tiny_gpt(tok.vocab_size), tok, {"corpus": corpus}))
+
+    assert named("mathematics.txt") == "mathematics" and named("mathematics") == "mathematics"
+    assert named("synthetic-induction") == "synthetic-induction"
+    assert named("synthetic-nothing") is None and named("my-notes") is None
+
+
+def test_the_validation_tail_is_where_each_trainer_put_it():
+    ckpt = load_checkpoint(bundled_models()[DEFAULT_MODEL])
+    tok, text = ckpt.tokenizer, read_corpus("mathematics")[:3000]
+
+    def split(card: dict) -> tuple[list[int], int | None]:
+        ids, val_from = split_encode(Checkpoint(ckpt.model, tok, card), text, corpus=True)
+        return list(ids), val_from
+
+    # the command line holds out the last characters and encodes the two parts apart
+    for card, cut in (({"world_size": 1, "val_chars": 300}, 2700),
+                      ({"world_size": 1, "train_config": {"val_fraction": 0.2}}, 2400)):
+        ids, val_from = split(card)
+        assert ids[:val_from] == tok.encode(text[:cut]) and ids[val_from:] == tok.encode(
+            text[cut:])
+    ids, val_from = split({"source": "the Training page"})  # holds out the last 10 % of tokens
+    assert ids == tok.encode(text) and val_from == len(ids) - round(len(ids) * 0.1)
+    assert split_encode(ckpt, text, corpus=False)[1] is None  # a pasted text

@@ -1,0 +1,66 @@
+"""The Learning page in a real browser: the microscope draws its formulas and charts, the η
+slider moves P(y) and reaches the NaN message, a bad position gets a message, and the
+gradient check passes. Screenshots land in the artifacts folder as learning-*.png."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import check_no_exception, eventually, screenshot, visit, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+CHART = '[data-testid="stPlotlyChart"] .main-svg'
+
+
+def main(page):
+    return page.get_by_test_id("stMainBlockContainer")
+
+
+def metric_value(page, label: str) -> str:
+    box = page.get_by_test_id("stMetric").filter(has_text=label).first
+    return box.get_by_test_id("stMetricValue").inner_text()
+
+
+def drawn(page, charts: int) -> bool:
+    return page.locator(CHART).count() >= charts and page.locator(".katex").count() > 3
+
+
+def test_the_microscope_and_the_gradient_check(page, app_url):
+    page.set_viewport_size({"width": 1400, "height": 4400})  # the whole view in one shot
+    visit(page, app_url)  # the root first, as a user arriving from Home
+    page.get_by_role("link", name="Learning").first.click()
+    wait_for_app(page, timeout_ms=120_000)  # the first, cold load encodes the corpus too
+    check_no_exception(page, "learning")
+    assert eventually(lambda: drawn(page, 3))
+    assert main(page).get_by_text("equals autograd's ∂L/∂z on all").is_visible()
+    assert main(page).get_by_text("A small step").is_visible()
+    before = metric_value(page, "P(y) after")
+    screenshot(page, "learning-microscope")
+
+    thumb = main(page).get_by_role("slider").first  # the η slider, at 1e-04
+    thumb.focus()
+    for _ in range(2):
+        thumb.press("ArrowRight")
+    wait_for_app(page)
+    assert eventually(lambda: metric_value(page, "P(y) after") != before)
+    thumb.press("End")  # η = 1e+20
+    wait_for_app(page)
+    assert eventually(lambda: main(page).get_by_text("the step overflows").is_visible())
+    check_no_exception(page, "learning with a huge η")
+    screenshot(page, "learning-nan")
+
+    box = page.get_by_label("Target position t", exact=True)
+    box.fill("99")
+    box.press("Enter")
+    wait_for_app(page)
+    assert eventually(lambda: main(page).get_by_text("target position 99 is out of range")
+                      .is_visible())
+    box.fill("30")
+    box.press("Enter")
+    wait_for_app(page)
+    page.get_by_role("tab", name="Gradient check", exact=True).click()
+    wait_for_app(page)
+    check_no_exception(page, "gradient check")
+    assert eventually(lambda: main(page).get_by_text("Autograd passes").is_visible(), 60)
+    screenshot(page, "learning-gradient-check")

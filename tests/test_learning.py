@@ -1,0 +1,216 @@
+"""The maths of the Learning page (gptviz/learning.py, gptviz/gradient_check.py) against
+direct torch computations: ∂L/∂z = P − e_y, gradient norms per group, one SGD step, the
+finite-difference check on every bundled model, and a model that never changes."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gptviz.checkpoints import bundled_models, freeze, load_checkpoint
+from gptviz.gradient_check import CheckRow, default_check_groups, gradient_check
+from gptviz.learning import (
+    LearningError,
+    check_position,
+    microscope,
+    parameter_groups,
+    take_window,
+    typical_position,
+    window_losses,
+)
+from tests.helpers import tiny_gpt
+
+MODELS = sorted(bundled_models())
+ETAS = (1e-5, 1e-4, 1e20)
+IDS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4]
+
+
+def direct(model, x, y, position):
+    """Loss, logits and parameter gradients by plain torch on a fresh copy (fused path)."""
+    twin = copy.deepcopy(model)
+    for p in twin.parameters():
+        p.requires_grad_(True)
+    logits = twin(torch.tensor([x]))[0]  # (T, |V|)
+    logits.retain_grad()
+    loss = F.cross_entropy(logits[position:position + 1], torch.tensor([y[position]]))
+    loss.backward()
+    return loss.item(), logits, dict(twin.named_parameters())
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    """Each bundled model (frozen, as the app keeps it) with a window of its corpus."""
+    from gptviz.data import read_corpus
+
+    out = {}
+    for name in MODELS:
+        ckpt = load_checkpoint(bundled_models()[name])
+        freeze(ckpt.model)
+        text = read_corpus("induction" if "induction" in name else "mathematics")[:4000]
+        ids = ckpt.tokenizer.encode(text)
+        out[name] = (ckpt.model, take_window(ids, 7, ckpt.config.context_length))
+    return out
+
+
+@pytest.mark.parametrize("config", [{}, {"bias": False, "tie_embeddings": False},
+                                    {"positional": "sinusoidal", "activation": "relu"}])
+def test_logit_gradient_is_p_minus_e_y_and_equals_autograd(config):
+    model = tiny_gpt(10, n_layer=2, **config)
+    window = take_window(IDS, 0, 8)
+    m = microscope(model, window, 5, ETAS)
+    loss, logits, _ = direct(model, window.x, window.y, 5)
+    probs = torch.softmax(logits[5].double(), -1).detach()
+    e_y = F.one_hot(torch.tensor(window.y[5]), 10).double()
+    torch.testing.assert_close(torch.from_numpy(m.probs), probs, atol=1e-6, rtol=0)
+    torch.testing.assert_close(torch.from_numpy(m.formula), probs - e_y, atol=1e-6, rtol=0)
+    torch.testing.assert_close(torch.from_numpy(m.dz), logits.grad[5].double(), atol=1e-6,
+                               rtol=0)  # autograd through the fused path agrees too
+    assert m.max_dz_error < 1e-6
+    assert m.loss == pytest.approx(loss, abs=1e-5)
+    assert m.p_target == pytest.approx(math.exp(-loss), rel=1e-5)
+    assert m.formula[m.target] < 0 and (m.formula[m.formula != m.formula[m.target]] > 0).all()
+
+
+@pytest.mark.parametrize("config", [{}, {"bias": False, "tie_embeddings": False},
+                                    {"positional": "none"}])
+def test_groups_cover_every_parameter_once_and_norms_match_torch(config):
+    model = tiny_gpt(10, n_layer=2, **config)
+    window = take_window(IDS, 2, 8)
+    m = microscope(model, window, 7, ETAS)
+    _, _, named = direct(model, window.x, window.y, 7)
+    counted: dict[str, int] = {}
+    for g in parameter_groups(model):
+        for name, rows in g.parts:
+            counted[name] = counted.get(name, 0) + named[name][rows or slice(None)].numel()
+    assert counted == {n: p.numel() for n, p in named.items()}
+    total = sum(float(p.grad.double().pow(2).sum()) for p in named.values())
+    assert m.grad_sq == pytest.approx(total, rel=1e-4)
+    assert (m.norms**2).sum() == pytest.approx(total, rel=1e-4)
+    d = model.config.d_model
+    by_label = dict(zip([g.label for g in m.groups], m.norms, strict=True))
+    w_k = named["blocks.1.attn.W_QKV.weight"].grad[d:2 * d]
+    assert by_label["L1 W_K"] == pytest.approx(float(w_k.norm()), rel=1e-4)
+    assert by_label["E"] == pytest.approx(float(named["embed.weight"].grad.norm()), rel=1e-4)
+
+
+def test_curvature_is_the_second_derivative_along_g():
+    """gᵀHg against a central second difference of L(θ − η g) in η, in float64."""
+    model = tiny_gpt(10, n_layer=2).double()
+    window = take_window(IDS, 0, 8)
+    m = microscope(model, window, 6, ())
+    _, _, named = direct(model, window.x, window.y, 6)
+    grads = {n: p.grad for n, p in named.items()}
+
+    def loss_at(eta: float) -> float:
+        twin = copy.deepcopy(model)
+        with torch.no_grad():
+            for n, p in twin.named_parameters():
+                p -= eta * grads[n]
+            return F.cross_entropy(twin(torch.tensor([window.x]))[0, 6:7],
+                                   torch.tensor([window.y[6]])).item()
+
+    h = 1e-4 / math.sqrt(m.grad_sq)
+    second = (loss_at(h) - 2 * loss_at(0.0) + loss_at(-h)) / h**2
+    assert m.curvature == pytest.approx(second, rel=1e-3)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_small_step_raises_p_y_as_first_order_predicts(bundled, name):
+    model, window = bundled[name]
+    t = len(window.x) - 1
+    m = microscope(model, window, t, ETAS)
+    small = m.step(1e-5)
+    predicted = -1e-5 * m.grad_sq
+    assert small.p_target > m.p_target and small.loss < m.loss
+    assert (small.loss - m.loss) == pytest.approx(predicted, rel=0.05)
+    # the same step by hand, from torch's own gradient
+    _, _, named = direct(model, window.x, window.y, t)
+    twin = copy.deepcopy(model)
+    with torch.no_grad():
+        for n, p in twin.named_parameters():
+            p -= 1e-4 * named[n].grad
+        after = F.cross_entropy(twin(torch.tensor([window.x]))[0, t:t + 1],
+                                torch.tensor([window.y[t]])).item()
+    assert m.step(1e-4).loss == pytest.approx(after, abs=1e-4)
+    assert math.isnan(m.step(1e20).loss)  # an absurd η overflows float32
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_finite_differences_agree_with_autograd_on_every_bundled_model(bundled, name):
+    model, window = bundled[name]
+    t = len(window.x) - 1
+    labels = default_check_groups(parameter_groups(model))
+    assert {"E", "L0 W_Q", "LN_f"} <= set(labels)
+    rows = gradient_check(model, window, t, labels, eps=1e-6)
+    assert [r.group for r in rows] == labels
+    assert max(r.rel_error for r in rows) < 1e-5, rows
+    assert all(abs(r.autograd) > 1e-6 for r in rows)  # the largest entries: not trivial zeros
+    # one row again by hand, in float64, on the full window
+    row = next(r for r in rows if r.group == "L0 W_Q")
+    twin = copy.deepcopy(model).double()
+    p = dict(twin.named_parameters())[row.parameter]
+    losses = []
+    for sign in (1, -1):
+        with torch.no_grad():
+            p[row.index] += sign * 1e-6
+            losses.append(F.cross_entropy(twin(torch.tensor([window.x]))[0, t:t + 1],
+                                          torch.tensor([window.y[t]])).item())
+            p[row.index] -= sign * 1e-6
+    assert row.numeric == pytest.approx((losses[0] - losses[1]) / 2e-6, rel=1e-4)
+
+
+def test_a_wrong_gradient_would_be_caught():
+    row = CheckRow("E", "embed.weight", (0, 0), autograd=0.5, numeric=0.25)
+    assert row.rel_error == pytest.approx(0.5)
+    assert CheckRow("E", "embed.weight", (0, 0), 0.0, 0.0).rel_error == 0.0
+
+
+def test_random_entries_and_every_group_pass_on_a_tiny_model():
+    model = tiny_gpt(10, n_layer=2, bias=False, tie_embeddings=False)
+    window = take_window(IDS, 0, 8)
+    labels = [g.label for g in parameter_groups(model)]
+    rows = gradient_check(model, window, 4, labels, eps=1e-6, pick="random", seed=3)
+    assert max(r.rel_error for r in rows) < 1e-5
+    assert {r.parameter for r in rows} >= {"unembed.weight", "blocks.1.attn.W_QKV.weight"}
+
+
+def test_the_model_never_changes(bundled):
+    model, window = bundled[MODELS[0]]
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    microscope(model, window, 3, (1e-3, 1e20))
+    gradient_check(model, window, 3, ["E", "L0 W_Q"])
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert not model.training and not any(p.requires_grad for p in model.parameters())
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_bad_windows_and_positions_say_what_to_do():
+    with pytest.raises(LearningError, match=r"needs N \+ 1 = 9 .*at least 9 tokens \(4 more\)"):
+        take_window([1, 2, 3, 4, 5], 0, 8)
+    with pytest.raises(LearningError, match="window start 13 is out of range.* 0 to 11"):
+        take_window(IDS, 13, 8)
+    window = take_window(IDS, 0, 8)
+    for bad in (8, -1):
+        with pytest.raises(LearningError, match=f"position {bad} is out of range.*0 to 7"):
+            check_position(bad, window)
+    with pytest.raises(LearningError, match="no parameter group named 'W_Z'"):
+        gradient_check(tiny_gpt(10), window, 3, ["W_Z"])
+    with pytest.raises(LearningError, match="ε must be > 0"):
+        gradient_check(tiny_gpt(10), window, 3, ["E"], eps=0.0)
+
+
+def test_window_losses_and_the_typical_position():
+    model = tiny_gpt(10, n_layer=2)
+    window = take_window(IDS, 1, 8)
+    with torch.no_grad():
+        losses = F.cross_entropy(model(torch.tensor([window.x]))[0].double(),
+                                 torch.tensor(window.y), reduction="none")
+    torch.testing.assert_close(torch.from_numpy(window_losses(model, window)), losses,
+                               atol=1e-5, rtol=0)
+    t = typical_position(losses.numpy())
+    assert int((losses < losses[t]).sum()) == 3  # the lower median of 8: 3 below it

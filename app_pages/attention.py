@@ -4,6 +4,7 @@ import streamlit as st
 
 from gptviz.app.attention import view as sections
 from gptviz.app.shared.inputs import layer_and_head, prompt_or_stop
+from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import picked_or_stop
 from gptviz.app.shared.widgets import view_tabs
 
@@ -20,6 +21,7 @@ st.latex(r"W_{\text{attn}} = \mathrm{softmax}\Big(\frac{QK^\top}{\sqrt{d_k}} + M
 picked = picked_or_stop()
 config = picked.checkpoint.config
 prompt = prompt_or_stop(picked.checkpoint)
+index_note()
 layer, head = layer_and_head(config.n_layer, config.n_head)
 cache = sections.page_activations(picked, prompt)
 

@@ -57,11 +57,13 @@ def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
 
 
 def attention_grid(patterns, tokens: Sequence[str] | None = None,
-                   selected: tuple[int, int] | None = None, cell_px: int = 110) -> go.Figure:
+                   selected: tuple[int, int] | None = None, cell_px: int = 110,
+                   titles: Sequence[str] | None = None) -> go.Figure:
     """All patterns (n_layer, n_head, T, T) as small multiples: layers down, heads across.
 
     Thumbnails carry no tick labels; hover gives layer, head, query → key. The
-    ``selected`` (layer, head) gets a frame.
+    ``selected`` (layer, head) gets a frame. ``titles`` (one per head, layer by layer)
+    replace the "L0 H0" ones.
 
     >>> attention_grid(np.ones((2, 3, 4, 4)) / 4).layout.annotations[0].text
     'L0 H0'
@@ -72,8 +74,8 @@ def attention_grid(patterns, tokens: Sequence[str] | None = None,
     fig = make_subplots(rows=n_layer, cols=n_head,
                         horizontal_spacing=min(0.01, 0.5 / max(n_head - 1, 1)),
                         vertical_spacing=min(0.04, 0.5 / max(n_layer - 1, 1)),
-                        subplot_titles=[f"L{ly} H{h}" for ly in range(n_layer)
-                                        for h in range(n_head)])
+                        subplot_titles=list(titles) if titles is not None else
+                        [f"L{ly} H{h}" for ly in range(n_layer) for h in range(n_head)])
     small = p.size <= MAX_GRID_HOVER_CELLS
     pairs = _pair_text(labels) if small else None  # (T, T) "query → key" for the hover
     for ly in range(n_layer):

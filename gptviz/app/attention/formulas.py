@@ -67,7 +67,8 @@ def attention_row(query: str, i: int, keys: Sequence[str], scores: Sequence[floa
     return (
         r"\begin{aligned}"
         rf"&\text{{query }} i = {i}\ ({tex_text(query, 12)}),\quad d_k = {d_k},\quad "
-        rf"m = \max_j s_{{{i},j}} = {num(shift)}\\"
+        rf"m = \max_{{j \le {i}}} s_{{{i},j}} = {num(shift)}"
+        r"\ \text{(over the unmasked keys only)}\\"
         rf"s_{{{i},j}} = \tfrac{{q_{{{i}}} \cdot k_j}}{{\sqrt{{{d_k}}}}} &= {row(s)}\\"
         rf"s_{{{i},j}} + M_{{{i},j}} &= {row(masked)}\\"
         rf"e^{{\,s_{{{i},j}} + M_{{{i},j}} - m}} &= {row(np.exp(masked - shift))},\quad "

@@ -9,6 +9,7 @@ import streamlit as st
 from gptviz import analysis
 from gptviz import attention_math as am
 from gptviz.app.attention import figures as va
+from gptviz.app.attention import flow, head_circuits, taxonomy
 from gptviz.app.attention import formulas as mp
 from gptviz.app.shared.cache import ablation, activations, cached_figure, vocab_labels
 from gptviz.app.shared.heatmaps import thin_ticks, title_room
@@ -24,8 +25,11 @@ ABLATION_TOP = 10  # most probable tokens before / after, in the bar chart
 
 
 def page_activations(picked: Picked, prompt: Prompt) -> ActivationCache:
-    cache, _ = activations(picked, prompt.ids,
-                           attention_page_names(picked.checkpoint.config.n_layer))
+    """Each head's steps and, for the QK circuit's identity, every layer's x̂ = LN₁(X)."""
+    n_layer = picked.checkpoint.config.n_layer
+    names = [*attention_page_names(n_layer),
+             *(act_name("normalized", ly, "ln1") for ly in range(n_layer))]
+    cache, _ = activations(picked, prompt.ids, names)
     return cache
 
 
@@ -182,4 +186,8 @@ def ablation_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None
 
 
 VIEWS = {"All heads": overview, "Steps of one head": head_steps,
-         "Masks and the SDPA check": masks_and_check, "Head ablation": ablation_view}
+         "Masks and the SDPA check": masks_and_check, "Head ablation": ablation_view,
+         "Circuits of a head": head_circuits.circuits_view,
+         "OV circuit": head_circuits.ov_view,
+         "Head taxonomy": taxonomy.taxonomy_view, "Summed heads": flow.summed_view,
+         "Rollout": flow.rollout_view}

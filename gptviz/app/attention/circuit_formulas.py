@@ -1,0 +1,134 @@
+r"""LaTeX for the circuits views of the Attention page: W_QK and W_OV with their shapes, the
+score identity with one pair's live terms, the OV circuit in token space, and attention
+summed over heads or rolled out over layers.
+
+Every function returns one string for ``st.latex``; token text goes through ``tex_text``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from gptviz.app.shared.tex import num, tex_text
+
+# The four terms of s_ij (times √d_k), in the order they are written.
+TERM_TEX = {
+    "xWx": r"\hat x_i W_{QK}\, \hat x_j^\top", "xWb": r"\hat x_i W_Q\, b_K^\top",
+    "bWx": r"b_Q W_K^\top\, \hat x_j^\top", "bb": r"b_Q\, b_K^\top",
+}
+
+
+def circuit_shapes(d: int, d_k: int, layer: int, head: int) -> str:
+    r"""W_QK and W_OV of head (layer, head), each product with its live shapes.
+
+    >>> r"128 \times 128" in circuit_shapes(128, 32, 0, 1)
+    True
+    """
+    def shape(a: int, b: int) -> str:
+        return rf"({a} \times {b})"
+
+    return (
+        r"\begin{aligned}"
+        rf"W_{{QK}} &= W_Q^{{h}}\, (W_K^{{h}})^\top &&{shape(d, d_k)}\,{shape(d_k, d)}"
+        rf" = {d} \times {d} \\"
+        rf"W_{{OV}} &= W_V^{{h}}\, W_O^{{h}} &&{shape(d, d_k)}\,{shape(d_k, d)}"
+        rf" = {d} \times {d},\qquad \ell = {layer},\ h = {head},\ "
+        rf"\operatorname{{rank}} \le d_k = {d_k}"
+        r"\end{aligned}"
+    )
+
+
+def score_identity(bias: bool) -> str:
+    r"""s_ij written as the QK circuit plus, where the model has biases, three bias terms.
+
+    >>> "b_K" in score_identity(True), "b_K" in score_identity(False)
+    (True, False)
+    """
+    if not bias:
+        return (r"s_{ij} = \frac{(\hat x_i W_Q)(\hat x_j W_K)^\top}{\sqrt{d_k}}"
+                r" = \frac{" + TERM_TEX["xWx"] + r"}{\sqrt{d_k}}")
+    return (r"s_{ij} = \frac{(\hat x_i W_Q + b_Q)(\hat x_j W_K + b_K)^\top}{\sqrt{d_k}}"
+            r" = \frac{" + " + ".join(TERM_TEX.values()) + r"}{\sqrt{d_k}}")
+
+
+def score_pair(i: int, j: int, terms: Mapping[str, float], d_k: int, page: float) -> str:
+    r"""One pair's terms (each times √d_k, as written in the identity), their sum / √d_k and
+    the page's score. ``terms`` holds the terms already divided by √d_k, as
+    ``circuits.score_terms`` returns them.
+
+    >>> tex = score_pair(2, 1, {"xWx": 0.5, "bb": 0.25}, 4, 0.75)
+    >>> r"\underbrace{1.0000}" in tex and "0.7500" in tex
+    True
+    """
+    root = d_k ** 0.5
+    parts = [rf"\underbrace{{{num(terms[k] * root, 4, sci=False)}}}_{{{TERM_TEX[k]}}}"
+             for k in TERM_TEX if k in terms]
+    total = sum(terms[k] for k in TERM_TEX if k in terms)
+    return (rf"s_{{{i},{j}}} = \frac{{1}}{{\sqrt{{{d_k}}}}}\Big[" + " + ".join(parts)
+            + rf"\Big] = {num(total, 4, sci=False)},\qquad \text{{page's score: }} "
+            rf"s_{{{i},{j}}} = {num(page, 4, sci=False)}")
+
+
+def identity_check(exact: float, page: float, tol: float, bias: bool = True) -> str:
+    r"""The identity's max |Δ|: in float64, and against the page's float32 scores.
+
+    >>> "10^{-15}" in identity_check(2e-15, 3e-6, 1e-5), "b_K" in identity_check(0, 0, 1, False)
+    (True, False)
+    """
+    lhs = (r"(\hat x_i W_Q + b_Q)(\hat x_j W_K + b_K)^\top" if bias
+           else r"(\hat x_i W_Q)(\hat x_j W_K)^\top")
+    return (r"\max_{i,j}\Big|\tfrac{" + lhs + r"}{\sqrt{d_k}}"
+            r" - \tfrac{[\dots]}{\sqrt{d_k}}\Big| = " + num(exact)
+            + r",\qquad \max_{i,j}\big|s^{\text{page}}_{ij} - \tfrac{[\dots]}{\sqrt{d_k}}\big|"
+            + " = " + num(page) + r" \le " + num(tol))
+
+
+def ov_formula(source: str, source_id: int, tied: bool, top: str, top_value: float) -> str:
+    r"""The OV circuit in token space, with the source token and the largest entry.
+
+    >>> r"W_U = E^\top" in ov_formula("a", 3, True, "b", 1.5)
+    True
+    """
+    w_u = r"W_U = E^\top\ \text{(tied)}" if tied else r"W_U\ \text{(this model's own)}"
+    return (
+        rf"\ell_t = \big(E_{{s}}\, W_{{OV}}\, W_U\big)_t,\quad s = {source_id}\ "
+        rf"({tex_text(source, 12)}),\quad {w_u};\qquad "
+        rf"\max_t \ell_t = \ell_{{{tex_text(top, 12)}}} = {num(top_value, sci=False)}"
+    )
+
+
+def summed_formula(layer: int, n_head: int, i: int, j: int, weights: Sequence[float]) -> str:
+    r"""S = Σ_h A^h for one layer, with entry (i, j) written out head by head.
+
+    >>> "= 0.750" in summed_formula(0, 2, 1, 0, [0.5, 0.25])
+    True
+    """
+    heads = " + ".join(num(w, sci=False) for w in weights)
+    return (
+        rf"S^{{({layer})}} = \sum_{{h=0}}^{{{n_head - 1}}} A^{{({layer},h)}},\quad "
+        rf"\textstyle\sum_j S^{{({layer})}}_{{ij}} = H = {n_head};\qquad "
+        rf"S^{{({layer})}}_{{{i},{j}}} = {heads} = {num(sum(weights), sci=False)}"
+    )
+
+
+def rollout_formula(n_layer: int, residual: float, row_error: float) -> str:
+    r"""Attention rollout (Abnar & Zuidema 2020), with the live check that rows sum to 1.
+
+    >>> r"\tilde A" in rollout_formula(2, 0.5, 1e-16)
+    True
+    """
+    a = num(1 - residual, 1, sci=False)
+    r = num(residual, 1, sci=False)
+    last = n_layer - 1
+    product = (r"\tilde A^{(0)}" if n_layer == 1 else
+               rf"\tilde A^{{({last})}} \cdots \tilde A^{{(0)}}")
+    return (
+        r"\begin{aligned}"
+        r"\bar A^{(\ell)} &= \tfrac1H \textstyle\sum_h A^{(\ell,h)},\qquad "
+        rf"\tilde A^{{(\ell)}}_{{ij}} = \dfrac{{{a}\,\bar A^{{(\ell)}}_{{ij}} + {r}\,I_{{ij}}}}"
+        rf"{{\sum_{{j'}} \big({a}\,\bar A^{{(\ell)}}_{{ij'}} + {r}\,I_{{ij'}}\big)}} \\"
+        r"R^{(\ell)} &= \tilde A^{(\ell)} R^{(\ell-1)},\quad R^{(-1)} = I,\qquad "
+        rf"R^{{({last})}} = {product},\qquad "
+        rf"\max_{{\ell,i}} \big|\textstyle\sum_j R^{{(\ell)}}_{{ij}} - 1\big| = {num(row_error)}"
+        r"\end{aligned}"
+    )

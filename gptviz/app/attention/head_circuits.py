@@ -1,0 +1,213 @@
+"""The Attention page's circuits of one head: W_QK and W_OV with the score identity checked
+on the live scores, and the OV circuit read in token space."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from gptviz import circuits as C
+from gptviz.analysis import to_numpy
+from gptviz.app.attention import circuit_figures as cf
+from gptviz.app.attention import circuit_formulas as cm
+from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
+from gptviz.app.shared.inputs import Prompt
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import csv_download, problem
+from gptviz.checkpoints import Checkpoint
+from gptviz.model.hooks import ActivationCache
+from gptviz.model.names import act_name
+from gptviz.tokenizers import TokenizerError
+
+OV_ROWS = 10  # tokens in the OV table unless the student asks for more
+TERM_TITLES = {"xWx": "x̂ᵢ W_QK x̂ⱼᵀ / √d_k", "xWb": "x̂ᵢ W_Q b_Kᵀ / √d_k",
+               "bWx": "b_Q W_Kᵀ x̂ⱼᵀ / √d_k", "bb": "b_Q b_Kᵀ / √d_k", "sum": "sum = s_ij"}
+
+
+@per_model
+def _identity_deltas(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[float, float, float]:
+    model, c = ckpt.model, ckpt.config
+    names = [act_name(k, ly, "ln1" if k == "normalized" else None)
+             for ly in range(c.n_layer) for k in ("normalized", "scores")]
+    _, cache = model.run_with_cache(list(ids), names_filter=names)
+    exact = page = 0.0
+    tol = C.TOLERANCE
+    for layer in range(c.n_layer):
+        x = cache[act_name("normalized", layer, "ln1")][0]  # (T, d)
+        scores = cache[act_name("scores", layer)][0].double()  # (H, T, T)
+        tol = max(tol, C.tolerance(scores))
+        for head in range(c.n_head):
+            w = C.head_weights(model, layer, head)
+            total = C.score_terms(x, w)["sum"]  # (T, T)
+            exact = max(exact, float((C.direct_scores(x, w) - total).abs().max()))
+            page = max(page, float((scores[head] - total).abs().max()))
+    return exact, page, tol
+
+
+@per_model
+def _score_terms(ckpt: Checkpoint, ids: tuple[int, ...], layer: int, head: int
+                 ) -> dict[str, np.ndarray]:
+    name = act_name("normalized", layer, "ln1")
+    _, cache = ckpt.model.run_with_cache(list(ids), names_filter=[name])
+    terms = C.score_terms(cache[name][0], C.head_weights(ckpt.model, layer, head))
+    return {k: v.numpy() for k, v in terms.items()}  # float64, each (T, T)
+
+
+def score_terms(picked: Picked, ids: tuple[int, ...], layer: int, head: int
+                ) -> dict[str, np.ndarray]:
+    """``circuits.score_terms`` of one head on the prompt ``ids`` (float64 (T, T) each)."""
+    return _score_terms(picked, tuple(ids), layer, head)
+
+
+def identity_deltas(picked: Picked, ids: tuple[int, ...]) -> tuple[float, float, float]:
+    """Over every head of every layer: max |Δ| of the identity in float64, max |Δ| against
+    the model's float32 scores, and the tolerance for the latter (``circuits.tolerance``)."""
+    return _identity_deltas(picked, tuple(ids))
+
+
+def circuits_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
+                  head: int) -> None:
+    """W_QK and W_OV of the chosen head, and the score identity checked on the prompt."""
+    c = picked.checkpoint.config
+    w = C.head_weights(picked.checkpoint.model, layer, head)
+    st.markdown(
+        "A head's four weight blocks only ever act in two pairs. The query and key blocks "
+        "meet in the scores, $q_i\\cdot k_j = \\hat x_i W_Q W_K^\\top \\hat x_j^\\top$, so "
+        "together they are one $d\\times d$ matrix $W_{QK}$, the **QK circuit**: *where* "
+        "the head looks. The value and output blocks act one after the other on whatever "
+        "is read, so together they are one $d\\times d$ matrix $W_{OV}$, the **OV circuit**: "
+        "*what* the head writes into the residual stream. Here $W_Q^h$ is head $h$'s "
+        f"block of $d_k = {c.d_head}$ columns of $W_Q$ (and $W_O^h$ its $d_k$ rows of "
+        "$W_O$); the product of a $d\\times d_k$ and a $d_k\\times d$ matrix has rank at "
+        "most $d_k$.")
+    st.latex(cm.circuit_shapes(c.d_model, c.d_head, layer, head))
+    figs = cached_figure(picked, "circuits", (layer, head), lambda: (
+        cf.circuit_matrix(to_numpy(C.qk_circuit(w)), f"W_QK, layer {layer}, head {head}"),
+        cf.circuit_matrix(to_numpy(C.ov_circuit(w)), f"W_OV, layer {layer}, head {head}")))
+    for col, fig in zip(st.columns(2), figs, strict=True):
+        col.plotly_chart(fig, width="stretch")
+    _score_identity(picked, prompt, cache, layer, head)
+
+
+def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
+                    head: int) -> None:
+    c = picked.checkpoint.config
+    st.markdown(f"**The scores through W_QK.** With $\\hat x = \\mathrm{{LN}}_1(X)$, the "
+                f"input of layer {layer}'s heads, every score of this head is")
+    st.latex(cm.score_identity(c.bias))
+    terms = score_terms(picked, prompt.ids, layer, head)  # each (T, T)
+    scores = cache[act_name("scores", layer)][0, head]  # (T, T), the page's, before the mask
+    labels = prompt.labels
+    left, right = st.columns(2)
+    with left:
+        i = st.selectbox("Query i", range(len(labels)), index=len(labels) - 1,
+                         format_func=lambda k: f"{k}: {labels[k]}", key="qk_query")
+    with right:
+        if st.session_state.get("qk_key", 0) > i:
+            st.session_state.pop("qk_key")
+        j = st.selectbox("Key j (j ≤ i)", range(i + 1), index=0,
+                         format_func=lambda k: f"{k}: {labels[k]}", key="qk_key")
+    parts = {k: float(v[i, j]) for k, v in terms.items() if k != "sum"}
+    st.latex(cm.score_pair(i, j, parts, c.d_head, float(scores[i, j])))
+    shown = {k: v for k, v in terms.items() if len(terms) > 2 or k == "xWx"}
+    fig = cached_figure(picked, "score-terms", (prompt.ids, layer, head), lambda: (
+        cf.score_term_panels(shown, TERM_TITLES, labels)))
+    st.plotly_chart(fig, width="stretch")
+    exact, page, tol = identity_deltas(picked, prompt.ids)
+    st.latex(cm.identity_check(exact, page, tol, c.bias))
+    ok = page <= tol
+    (st.success if ok else st.error)(
+        f"Every head of every layer: the four terms give the page's scores to within "
+        f"{page:.1e} (allowed: {tol:.0e}, float32 rounding)." if ok else
+        f"The terms differ from the page's scores by {page:.1e}, more than float32 rounding "
+        f"({tol:.0e}) explains.", icon=":material/check:" if ok else ":material/error:")
+    if c.bias:
+        st.caption(
+            "The panels: queries i down, keys j across, on one colour scale so that their "
+            "sizes compare; all cells are shown, also those the mask removes later (above the "
+            "diagonal). Two of the bias terms change no pattern: x̂ᵢ W_Q b_Kᵀ is the same for "
+            "every key "
+            "of row i and b_Q b_Kᵀ is one number, and a row-softmax ignores a constant added "
+            "to its whole row. b_Q W_Kᵀ x̂ⱼᵀ does matter: it differs from key to key, so some "
+            "keys draw every query whatever the query is. Tolerance: 1e-5, or 1e-6 × the "
+            "largest |s_ij| when scores are large (float32 keeps about 7 significant digits).")
+    else:
+        st.caption("This model has no biases, so s_ij is the QK circuit alone (the panel: "
+                   "queries i down, keys j across). Tolerance: "
+                   "1e-5, or 1e-6 × the largest |s_ij| (float32 keeps about 7 digits).")
+
+
+@per_model
+def _ov_logits(ckpt: Checkpoint, layer: int, head: int, source: int) -> np.ndarray:
+    return to_numpy(C.ov_token_logits(ckpt.model, layer, head, source))  # (|V|,)
+
+
+def _source_token(picked: Picked, prompt: Prompt, vocab: list[str]) -> int:
+    """The source token: one of the prompt's (the last by default), or one typed in."""
+    ids = list(dict.fromkeys(prompt.ids))  # the prompt's distinct ids, in order
+    left, right = st.columns(2)
+    chosen = left.selectbox("Source token (from the prompt)", ids, index=ids.index(
+        prompt.ids[-1]), format_func=lambda t: f"{vocab[t]}  (id {t})", key="ov_source")
+    typed = right.text_input("…or type one token", key="ov_typed", max_chars=50,
+                             help="Text that this model's tokenizer reads as exactly one token.")
+    if not typed:
+        return int(chosen)
+    try:
+        got = picked.checkpoint.tokenizer.encode(typed)
+    except TokenizerError as exc:
+        problem(f"This model's tokenizer cannot read “{typed}”: {exc} Showing the token "
+                "chosen on the left.")
+        return int(chosen)
+    if len(got) != 1:
+        problem(f"“{typed}” is {len(got)} tokens for this model's tokenizer ("
+                + ", ".join(vocab[t] for t in got[:8]) + "), not one. Type a single "
+                "token (a piece shown on the chips above), or clear the box.")
+        return int(chosen)
+    st.caption(f"Using the typed token {vocab[got[0]]!r} (id {got[0]}); clear the box to use "
+               "the list on the left.")
+    return int(got[0])
+
+
+def ov_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
+    """The OV circuit in token space: which tokens this head promotes when it reads one."""
+    ckpt = picked.checkpoint
+    vocab = vocab_labels(picked)
+    st.markdown(
+        "If this head put all its weight on one token $s$, it would add $E_s W_{OV}$ to the "
+        "residual stream. Read that straight through the unembedding, $E_s W_{OV} W_U$ is "
+        "one number per vocabulary token: how much the head raises (or lowers) its logit. "
+        "A head that raises $s$ itself is a copying head.")
+    source = _source_token(picked, prompt, vocab)
+    size = len(vocab)
+    rows = int(st.number_input("Tokens in the table", 1, size, min(OV_ROWS, size),
+                               key="ov_rows"))
+    logits = _ov_logits(picked, layer, head, source)  # (|V|,)
+    order = np.argsort(-logits, kind="stable")  # (|V|,) most raised first
+    top = order[:rows]
+    st.latex(cm.ov_formula(vocab[source], source, ckpt.config.tie_embeddings,
+                           vocab[top[0]], float(logits[top[0]])))
+    rank = int(np.flatnonzero(order == source)[0])
+    df = pd.DataFrame({"rank": np.arange(rows), "id": top,
+                       "token": [vocab[t] for t in top], "logit change": logits[top]})
+    left, right = st.columns([2, 3])
+    with left:
+        st.dataframe(df, hide_index=True, width="stretch")
+        csv_download(df, f"ov-L{layer}-H{head}-source{source}.csv")
+    with right:
+        bars = cached_figure(picked, "ov-bars", (layer, head, source), lambda: cf.ov_bars(
+            [f"{vocab[t]} ({t})" for t in order[:10]], logits[order[:10]],
+            [f"{vocab[t]} ({t})" for t in order[::-1][:10]], logits[order[::-1][:10]],
+            f"E W_OV W_U for {vocab[source]!r}, layer {layer}, head {head}"))
+        st.plotly_chart(bars, width="stretch")
+    st.caption(
+        f"The source token itself is at rank {rank} of {size} (rank 0 = raised most). Ranks "
+        "count from 0. The direct path only: E's row enters without LN₁ and without the "
+        "blocks before this one, and leaves without the final LayerNorm; what the head "
+        "actually adds to a position is a weighted mix of such rows (its pattern's weights). "
+        "Biases are left out, here and in W_OV: b_V W_O^h is added whatever the head reads, "
+        "so it says nothing about the source token, and b_O belongs to the whole layer, not "
+        "to one head. "
+        + ("W_U = Eᵀ: this model ties its unembedding to its embedding."
+           if ckpt.config.tie_embeddings else "W_U is this model's own unembedding "
+           "(not tied to E)."))

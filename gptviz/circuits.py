@@ -1,0 +1,290 @@
+"""The circuits of a head, a taxonomy of heads, and attention summed or rolled out over layers.
+
+In seed 004's notation, with row vectors and ``W_Q^h, W_K^h, W_V^h`` (d × d_k) and
+``W_O^h`` (d_k × d) the blocks of head h:
+
+    W_QK = W_Q^h (W_K^h)ᵀ    (d × d)   the QK circuit: which keys a query looks at
+    W_OV = W_V^h W_O^h       (d × d)   the OV circuit: what the head writes from a key
+
+    s_ij = (x̂_i W_Q + b_Q)(x̂_j W_K + b_K)ᵀ / √d_k
+         = [x̂_i W_QK x̂_jᵀ + x̂_i W_Q b_Kᵀ + b_Q W_Kᵀ x̂_jᵀ + b_Q b_Kᵀ] / √d_k
+
+with x̂ = LN1's output. Rollout follows Abnar & Zuidema (2020): the heads' mean
+pattern plus the residual, Ã = 0.5·A + 0.5·I, rows renormalised, multiplied over layers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from gptviz.induction import standard_induction
+from gptviz.model import GPT
+from gptviz.tokenizers.base import Tokenizer
+
+KINDS = ("previous-token", "induction", "first token", "self")
+THRESHOLD = 0.4  # a head is of a kind when that kind's score is at least this
+MARGIN = 0.1  # ... and beats every other kind by at least this; two close kinds: "mixed"
+RESIDUAL = 0.5  # rollout's weight of the identity (the residual stream), as the paper's
+TOLERANCE = 1e-5  # |Δ| allowed between the four terms and the page's scores ...
+RELATIVE = 1e-6  # ... or this times the largest |s_ij|: float32 keeps ~7 digits of a score
+
+
+# ---- the circuits of one head --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HeadWeights:
+    """One head's blocks of the attention weights, as the seeds write them (x W, rows)."""
+
+    W_Q: Tensor  # (d, d_k)
+    W_K: Tensor  # (d, d_k)
+    W_V: Tensor  # (d, d_k)
+    W_O: Tensor  # (d_k, d): this head's rows of W_O
+    b_Q: Tensor | None  # (d_k,), None without biases
+    b_K: Tensor | None  # (d_k,)
+    b_V: Tensor | None  # (d_k,)
+    b_O: Tensor | None  # (d,): the whole layer's, added once after the heads are mixed
+
+    @property
+    def d_head(self) -> int:
+        return self.W_Q.shape[1]
+
+
+def head_weights(model: GPT, layer: int, head: int) -> HeadWeights:
+    """Slice head ``head`` of block ``layer`` out of W_QKV and W_O (float64 copies).
+
+    >>> w = head_weights(model, 0, 1); tuple(w.W_Q.shape), tuple(w.W_O.shape)
+    ((16, 8), (8, 16))
+    """
+    attn = model.blocks[layer].attn
+    d, dk = model.config.d_model, model.config.d_head
+    heads = slice(head * dk, (head + 1) * dk)
+    w = attn.W_QKV.weight.detach().double()  # (3d, d): nn.Linear stores (out, in)
+    q, k, v = (w[i * d:(i + 1) * d][heads].T for i in range(3))  # (d, d_k) each
+    b = attn.W_QKV.bias
+    bq, bk, bv = (None,) * 3 if b is None else (
+        b.detach().double()[i * d:(i + 1) * d][heads] for i in range(3))  # (d_k,) each
+    o = attn.W_O.weight.detach().double().T[heads]  # (d_k, d)
+    bo = None if attn.W_O.bias is None else attn.W_O.bias.detach().double()  # (d,)
+    return HeadWeights(q, k, v, o, bq, bk, bv, bo)
+
+
+def qk_circuit(w: HeadWeights) -> Tensor:
+    """W_QK = W_Q^h (W_K^h)ᵀ, (d, d), of rank at most d_k.
+
+    >>> tuple(qk_circuit(head_weights(model, 0, 0)).shape)
+    (16, 16)
+    """
+    return w.W_Q @ w.W_K.T  # (d, d)
+
+
+def ov_circuit(w: HeadWeights) -> Tensor:
+    """W_OV = W_V^h W_O^h, (d, d): a key's x̂_j W_OV is what the head adds for it (at weight 1).
+
+    >>> tuple(ov_circuit(head_weights(model, 1, 1)).shape)
+    (16, 16)
+    """
+    return w.W_V @ w.W_O  # (d, d)
+
+
+def score_terms(x_hat: Tensor, w: HeadWeights) -> dict[str, Tensor]:
+    """The four terms of s_ij, each already divided by √d_k, as (T, T) float64 matrices.
+
+    ``x_hat`` (T, d) is LN1's output. Keys: "xWx" = x̂_i W_QK x̂_jᵀ, and with biases
+    "xWb" = x̂_i W_Q b_Kᵀ (the same along a row), "bWx" = b_Q W_Kᵀ x̂_jᵀ (the same down a
+    column), "bb" = b_Q b_Kᵀ (one number); "sum" adds them. Without biases only "xWx" and
+    "sum" are there.
+
+    >>> x = cache["blocks.0.ln1.hook_normalized"][0]
+    >>> t = score_terms(x, head_weights(model, 0, 1))
+    >>> bool((t["sum"] - cache["blocks.0.attn.hook_scores"][0, 1]).abs().max() < 1e-5)
+    True
+    """
+    x = x_hat.detach().double()  # (T, d)
+    t = x.shape[0]
+    scale = math.sqrt(w.d_head)
+    terms = {"xWx": x @ qk_circuit(w) @ x.T / scale}  # (T, T)
+    if w.b_Q is not None and w.b_K is not None:
+        terms["xWb"] = (x @ w.W_Q @ w.b_K)[:, None].expand(t, t) / scale  # (T, T), rows
+        terms["bWx"] = (w.b_Q @ w.W_K.T @ x.T)[None, :].expand(t, t) / scale  # (T, T), columns
+        terms["bb"] = (w.b_Q @ w.b_K).expand(t, t) / scale  # (T, T), one number
+    terms["sum"] = sum(terms.values())  # (T, T)
+    return terms
+
+
+def direct_scores(x_hat: Tensor, w: HeadWeights) -> Tensor:
+    """(x̂ W_Q + b_Q)(x̂ W_K + b_K)ᵀ / √d_k in float64, (T, T): the left side of the identity.
+
+    >>> x = cache["blocks.1.ln1.hook_normalized"][0]; w = head_weights(model, 1, 0)
+    >>> float((direct_scores(x, w) - score_terms(x, w)["sum"]).abs().max()) < 1e-12
+    True
+    """
+    x = x_hat.detach().double()  # (T, d)
+    q, k = x @ w.W_Q, x @ w.W_K  # (T, d_k) each
+    if w.b_Q is not None and w.b_K is not None:
+        q, k = q + w.b_Q, k + w.b_K
+    return q @ k.T / math.sqrt(w.d_head)  # (T, T)
+
+
+def tolerance(scores: Tensor) -> float:
+    """What |Δ| against float32 scores may reach: TOLERANCE, or RELATIVE × max |s| when the
+    scores are large (a score of 40 is stored to within ~2e-6, and Q Kᵀ adds rounding).
+
+    >>> tolerance(torch.tensor([3.0])), tolerance(torch.tensor([-32.0]))
+    (1e-05, 3.2e-05)
+    """
+    return max(TOLERANCE, RELATIVE * float(scores.abs().max()))
+
+
+def unembedding(model: GPT) -> Tensor:
+    """W_U (d, |V|) as the seeds write it: Eᵀ when the model ties them (float64)."""
+    return model.unembed.weight.detach().double().T  # (d, |V|)
+
+
+def ov_token_logits(model: GPT, layer: int, head: int, source: int) -> Tensor:
+    """Row ``source`` of E W_OV W_U (|V|,): how the head moves each output token's logit
+    when it reads the embedding of token ``source`` with weight 1.
+
+    The direct path only: E's row goes in without LN1 or the blocks before, and comes
+    out without the final LayerNorm. Biases are left out (W_OV has none): b_V W_O^h is
+    added whatever the head reads, and b_O belongs to the whole layer.
+
+    >>> tuple(ov_token_logits(model, 0, 1, 3).shape)
+    (10,)
+    """
+    e = model.embed.weight.detach().double()[source]  # (d,)
+    return e @ ov_circuit(head_weights(model, layer, head)) @ unembedding(model)  # (|V|,)
+
+
+# ---- a taxonomy of heads -------------------------------------------------------------------
+
+def kind_scores(patterns: Tensor) -> dict[str, Tensor]:
+    """Previous-token, first-token and self scores of every head, each (L, H).
+
+    ``patterns`` (L, H, T, T). A score is the head's mean weight, over the queries
+    i = 2 .. T−1, on key i−1, key 0 or key i (from i = 2 on the three keys differ; rows 0
+    and 1 have no choice to make). Needs T ≥ 3.
+
+    >>> prev = torch.diag(torch.ones(3), -1); prev[0, 0] = 1
+    >>> kind_scores(prev[None, None])["previous-token"]
+    tensor([[1.]], dtype=torch.float64)
+    """
+    t = patterns.shape[-1]
+    if t < 3:
+        raise ValueError(f"the scores need at least 3 tokens; the prompt has {t}.")
+    p = patterns.double()
+    rows = torch.arange(2, t)
+    return {"previous-token": p[..., rows, rows - 1].mean(-1),
+            "first token": p[..., rows, 0].mean(-1),
+            "self": p[..., rows, rows].mean(-1)}  # (L, H) each
+
+
+def pattern_entropy(patterns: Tensor) -> Tensor:
+    """Mean entropy of the rows of every pattern, in nats, (L, H); 0 = each row on one key.
+
+    >>> pattern_entropy(torch.tensor([[[[1.0, 0.0], [0.5, 0.5]]]]))
+    tensor([[0.3466]], dtype=torch.float64)
+    """
+    p = patterns.double()
+    return -(p * torch.log(p.clamp_min(1e-300))).sum(-1).mean(-1)  # (L, H)
+
+
+def uniform_entropy(t: int) -> float:
+    """The mean row entropy of causal uniform attention over T tokens: mean of log(i + 1).
+
+    >>> round(uniform_entropy(2), 4)
+    0.3466
+    """
+    return float(torch.log(torch.arange(1, t + 1, dtype=torch.float64)).mean())
+
+
+def induction_scores(model: GPT, tokenizer: Tokenizer) -> Tensor | None:
+    """Each head's induction score on the standard test (``gptviz.induction``), averaged over
+    the lengths that fit the context; None when none fits or nothing can be drawn."""
+    try:
+        results = standard_induction(model, tokenizer)
+    except ValueError:  # no letter-or-digit token to draw the random sequences from
+        return None
+    if not results:
+        return None
+    return torch.stack([r.scores.double() for r in results]).mean(0)  # (L, H)
+
+
+def label(scores: dict[str, float], threshold: float = THRESHOLD,
+          margin: float = MARGIN) -> str:
+    """A head's strongest kind; "mixed" when another is within ``margin`` of it (and both at
+    least ``threshold``); "none" when no kind reaches ``threshold``. Missing kinds are NaN.
+
+    >>> label({"self": 0.9, "first token": 0.1}), label({"self": 0.5, "first token": 0.45})
+    ('self', 'mixed')
+    >>> label({"self": 0.2, "induction": float("nan")})
+    'none'
+    """
+    ranked = sorted(((v, k) for k, v in scores.items() if not math.isnan(v)), reverse=True)
+    if not ranked or ranked[0][0] < threshold:
+        return "none"
+    if len(ranked) > 1 and ranked[1][0] >= threshold and ranked[0][0] - ranked[1][0] < margin:
+        return "mixed"
+    return ranked[0][1]
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    scores: dict[str, Tensor]  # kind -> (L, H); "induction" is NaN when not measured
+    entropy: Tensor  # (L, H), nats, on the prompt
+    labels: list[list[str]]  # [layer][head]
+    induction_measured: bool
+
+
+def taxonomy(patterns: Tensor, induction: Tensor | None) -> Taxonomy:
+    """Score and label every head: ``patterns`` (L, H, T, T) of the prompt, ``induction``
+    (L, H) from ``induction_scores`` (or None: not measured, left out of the labels).
+
+    >>> tax = taxonomy(torch.eye(4).expand(1, 2, 4, 4), None); tax.labels
+    [['self', 'self']]
+    """
+    scores = kind_scores(patterns)
+    shape = patterns.shape[:2]
+    ind = torch.full(shape, math.nan, dtype=torch.float64) if induction is None else induction
+    scores = {"previous-token": scores["previous-token"], "induction": ind.double(),
+              "first token": scores["first token"], "self": scores["self"]}
+    labels = [[label({k: float(v[ly, h]) for k, v in scores.items()}) for h in range(shape[1])]
+              for ly in range(shape[0])]
+    return Taxonomy(scores, pattern_entropy(patterns), labels, induction is not None)
+
+
+# ---- attention over heads and layers -------------------------------------------------------
+
+def summed_attention(patterns: Tensor) -> Tensor:
+    """Σ_h A^{ℓ,h} for every layer, (L, T, T): each row sums to the number of heads.
+
+    >>> summed_attention(torch.eye(2).expand(1, 3, 2, 2))[0]
+    tensor([[3., 0.],
+            [0., 3.]])
+    """
+    return patterns.sum(dim=1)  # (L, T, T)
+
+
+def rollout(patterns: Tensor, residual: float = RESIDUAL) -> Tensor:
+    """Attention rollout after each layer, (L, T, T) (Abnar & Zuidema 2020).
+
+    Ã^ℓ = (1 − r)·mean_h A^{ℓ,h} + r·I with rows renormalised, and R^ℓ = Ã^ℓ R^{ℓ−1},
+    R^{−1} = I: row i of R^ℓ is how much of each input token reaches position i after
+    block ℓ, if the residual stream carried a share r of every token forward.
+
+    >>> r = rollout(torch.tensor([[[[1.0, 0.0], [1.0, 0.0]]]])); r[0]
+    tensor([[1.0000, 0.0000],
+            [0.5000, 0.5000]], dtype=torch.float64)
+    """
+    p = patterns.double()
+    eye = torch.eye(p.shape[-1], dtype=p.dtype)  # (T, T)
+    out, r = [], eye
+    for layer in p:  # (H, T, T)
+        a = (1 - residual) * layer.mean(0) + residual * eye  # (T, T)
+        a = a / a.sum(-1, keepdim=True)
+        r = a @ r  # (T, T)
+        out.append(r)
+    return torch.stack(out)  # (L, T, T)

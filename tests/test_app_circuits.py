@@ -1,0 +1,199 @@
+"""AppTest of the Attention page's circuits views on every bundled model: the score identity
+passes on screen, the OV table, the taxonomy, the summed and rolled-out attention equal a
+direct torch computation, and models without biases, positions or a second layer adapt.
+Also the worked row's m = max over the unmasked keys (issue 12) and the index note."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from gptviz.app.shared.notes import INDEX_NOTE
+from gptviz.app.shared.widgets import box_key
+from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
+from gptviz.induction import standard_induction
+from gptviz.model.names import act_name
+from tests.helpers import app_test, figure, rerun, run_page, texts, tiny_gpt, z_of
+
+MODELS = sorted(bundled_models())
+NEW_VIEWS = ["Circuits of a head", "OV circuit", "Head taxonomy",
+             "Summed heads", "Rollout"]
+
+pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
+
+
+def model_run(model: str, at):
+    """The bundled model and the activations of the prompt the page shows."""
+    ckpt = load_checkpoint(bundled_models()[model])
+    prompt = at.text_area(key=box_key("prompt")).value
+    ids = ckpt.tokenizer.encode(prompt)[-ckpt.config.context_length:]
+    return ckpt, ids, ckpt.model.run_with_cache(ids)[1]
+
+
+def show(at, view: str):
+    """Open ``view`` (the tab's state and its ``?view=``, which wins when both are set)."""
+    at.session_state["view"] = view
+    at.query_params["view"] = view
+    return rerun(at)
+
+
+def numbers(tex: str) -> list[float]:
+    return [float(x) for x in re.findall(r"-?\d+\.\d+", tex)]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_circuits_view_draws_on_every_model(model):
+    at = run_page("attention", model=model, layer="1", head="1")
+    for view in NEW_VIEWS:
+        show(at, view)
+        assert at.get("plotly_chart") and at.latex or view == "Head taxonomy", view
+        assert not texts(at, "error"), (view, texts(at, "error"))
+        assert len(at.get("download_button")) >= len(at.dataframe), view
+    show(at, "Circuits of a head")
+    assert "the four terms give the page's scores" in texts(at, "success")
+    titles = [f["layout"]["title"]["text"] for f in (figure(at, "W_QK"), figure(at, "W_OV"))]
+    assert titles == ["W_QK, layer 1, head 1", "W_OV, layer 1, head 1"]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_worked_score_adds_its_terms_to_the_models_score(model):
+    at = run_page("attention", model=model, view="Circuits of a head", layer="1", head="2")
+    at.selectbox(key="qk_query").set_value(5)
+    rerun(at)
+    at.selectbox(key="qk_key").set_value(2)
+    rerun(at)
+    tex = next(x.value for x in at.latex if "page's score" in x.value)
+    assert r"\hat x_i W_Q\, b_K^\top" in tex  # the bundled models have biases
+    *parts, total, page = numbers(tex.split("=", 1)[1])
+    d_k = load_checkpoint(bundled_models()[model]).config.d_head
+    assert sum(parts) / d_k ** 0.5 == pytest.approx(total, abs=2e-3)
+    _, _, cache = model_run(model, at)
+    assert page == pytest.approx(float(cache[act_name("scores", 1)][0, 2, 5, 2]), abs=1e-4)
+    assert total == pytest.approx(page, abs=1e-4)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_ov_table_is_e_w_ov_w_u(model):
+    at = run_page("attention", model=model, view="OV circuit", layer="1",
+                  head="3")
+    ckpt, ids, _ = model_run(model, at)
+    assert at.selectbox(key="ov_source").value == ids[-1]  # the prompt's last token
+    table = at.dataframe[0].value
+    c, h, s = ckpt.config, 3, ids[-1]
+    d, dk = c.d_model, c.d_head
+    w = ckpt.model.blocks[1].attn.W_QKV.weight.detach().double()  # (3d, d)
+    wo = ckpt.model.blocks[1].attn.W_O.weight.detach().double()  # (d, d)
+    e = ckpt.model.embed.weight.detach().double()
+    row = e[s] @ w[2 * d:][h * dk:(h + 1) * dk].T @ wo[:, h * dk:(h + 1) * dk].T @ e.T
+    top = torch.argsort(row, descending=True)[:len(table)]
+    np.testing.assert_array_equal(table["id"], top.numpy())
+    np.testing.assert_allclose(table["logit change"], row[top].numpy(), rtol=1e-5, atol=1e-5)
+    assert len(table) == min(10, c.vocab_size)
+
+
+def test_the_ov_source_can_be_typed_and_bad_text_gets_a_message():
+    at = run_page("attention", model="mathematics-char", view="OV circuit")
+    first = at.dataframe[0].value
+    at.text_input(key="ov_typed").input("xyz")
+    rerun(at)
+    assert "is 3 tokens" in texts(at, "error")
+    assert at.dataframe[0].value.equals(first)  # the chosen token is kept
+    at.text_input(key="ov_typed").input("q")
+    rerun(at)
+    assert not texts(at, "error") and not at.dataframe[0].value.equals(first)
+    at.number_input(key="ov_rows").set_value(25)
+    rerun(at)
+    assert len(at.dataframe[0].value) == 25
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_taxonomy_table_is_the_direct_scores(model):
+    at = run_page("attention", model=model, view="Head taxonomy")
+    ckpt, ids, cache = model_run(model, at)
+    table = at.dataframe[0].value
+    c = ckpt.config
+    assert len(table) == c.n_layer * c.n_head
+    induction = torch.stack([r.scores for r in standard_induction(ckpt.model, ckpt.tokenizer)])
+    induction = induction.mean(0)  # (L, H): the standard test, averaged over its lengths
+    rows = np.arange(2, len(ids))
+    for _, r in table.iterrows():
+        p = cache[act_name("pattern", int(r["layer"]))][0, int(r["head"])].double().numpy()
+        assert r["previous-token"] == pytest.approx(p[rows, rows - 1].mean(), abs=1e-6)
+        assert r["first token"] == pytest.approx(p[rows, 0].mean(), abs=1e-6)
+        assert r["self"] == pytest.approx(p[rows, rows].mean(), abs=1e-6)
+        assert r["induction"] == pytest.approx(float(induction[r["layer"], r["head"]]), abs=1e-6)
+        entropy = -(p * np.log(np.where(p > 0, p, 1))).sum(-1).mean()
+        assert r["entropy (nats)"] == pytest.approx(entropy, abs=1e-5)
+    assert set(table["label"]) <= {"previous-token", "induction", "first token", "self",
+                                   "mixed", "none"}
+    assert "standard repeated random sequence" in texts(at, "markdown")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_summed_and_rollout_figures_are_the_direct_computation(model):
+    at = run_page("attention", model=model, view="Summed heads")
+    ckpt, ids, cache = model_run(model, at)
+    c, t = ckpt.config, len(ids)
+    patterns = torch.stack([cache[act_name("pattern", ly)][0] for ly in range(c.n_layer)])
+    fig = figure(at, "Σ over the")
+    for ly in range(c.n_layer):
+        np.testing.assert_allclose(z_of(fig["data"][ly]), patterns[ly].sum(0).numpy(), atol=1e-5)
+    tex = next(x.value for x in at.latex if "S^{(0)}_{" in x.value)
+    *heads, total = numbers(tex.split(r"\qquad")[-1])
+    assert sum(heads) == pytest.approx(total, abs=5e-3) and len(heads) == c.n_head
+    show(at, "Rollout")
+    eye = torch.eye(t, dtype=torch.float64)
+    r = eye
+    for ly in range(c.n_layer):
+        a = 0.5 * patterns[ly].double().mean(0) + 0.5 * eye
+        r = (a / a.sum(-1, keepdim=True)) @ r
+        drawn = z_of(figure(at, "rollout R after each layer")["data"][ly])
+        np.testing.assert_allclose(drawn, r.numpy(), atol=1e-5)
+    np.testing.assert_allclose(drawn.sum(-1), 1.0, atol=1e-5)
+
+
+def test_a_model_without_biases_positions_or_a_second_layer_adapts():
+    """An uploaded one-layer model with no biases and no positions, context 16: the + b
+    terms disappear, and induction is not measured (2 × 10 tokens do not fit)."""
+    tok = load_checkpoint(bundled_models()[MODELS[0]]).tokenizer
+    mine = tiny_gpt(tok.vocab_size, context_length=16, bias=False, positional="none",
+                    n_layer=1)
+    at = app_test()
+    at.switch_page("app_pages/attention.py")
+    rerun(at)
+    at.file_uploader(key="model_upload").set_value(
+        ("bare.zip", checkpoint_to_zip(mine, tok, {"corpus": "x"}), "application/zip"))
+    rerun(at)
+    assert at.selectbox(key="model").value == "bare"
+    for view in NEW_VIEWS:
+        show(at, view)
+        assert not texts(at, "error"), view
+    show(at, "Circuits of a head")
+    tex = texts(at, "latex")
+    assert "b_K" not in tex and "b_Q" not in tex and r"W_{QK}" in tex
+    assert "the four terms give the page's scores" in texts(at, "success")
+    show(at, "Head taxonomy")
+    assert "Induction was not measured" in texts(at, "info")
+    assert at.dataframe[0].value["induction"].isna().all()
+
+
+def test_a_two_token_prompt_gets_a_message_in_the_taxonomy():
+    at = run_page("attention", model="mathematics-char", view="Head taxonomy", prompt="ab")
+    assert "need at least 3" in texts(at, "info")
+
+
+def test_the_worked_row_takes_m_over_the_unmasked_keys_and_the_index_note_shows_once():
+    at = run_page("attention", model="mathematics-char", layer="1", head="3")
+    at.selectbox(key="query").set_value(4)
+    rerun(at)
+    tex = next(x.value for x in at.latex if r"\mathrm{softmax}_j" in x.value)
+    assert r"m = \max_{j \le 4} s_{4,j}" in tex and "unmasked keys only" in tex
+    _, _, cache = model_run("mathematics-char", at)
+    s = cache[act_name("scores", 1)][0, 3, 4]  # (T,), before the mask
+    m = float(re.search(r"s_\{4,j\} = (-?\d+\.\d+)", tex).group(1))
+    assert m == pytest.approx(float(s[:5].max()), abs=1e-3)
+    assert float(s.max()) > float(s[:5].max()) + 1e-3  # a masked key scores higher here
+    assert sum(INDEX_NOTE in c.value for c in at.caption) == 1

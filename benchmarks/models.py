@@ -27,18 +27,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    print("| model | size (MB) | load, median (s) | held-out loss (card) |")
-    print("|---|---|---|---|")
+    print("| model | weights + card (MB) | snapshots (MB) | load, median (s) | "
+          "held-out nats/token | nats/char |")
+    print("|---|---|---|---|---|---|")
     for name, folder in bundled_models().items():
         times = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             ckpt = load_checkpoint(folder)
             times.append(time.perf_counter() - t0)
-        size = sum(f.stat().st_size for f in folder.iterdir()) / 1e6
+        sizes = {f.name: f.stat().st_size / 1e6 for f in folder.iterdir()}
+        snaps = sizes.pop("snapshots.safetensors", 0.0)
         star = " (default)" if name == DEFAULT_MODEL else ""
-        print(f"| {name}{star} | {size:.1f} | {statistics.median(times):.3f} | "
-              f"{ckpt.card['final_val_loss']:.3f} |")
+        held = ckpt.card.get("held_out", {})
+        print(f"| {name}{star} | {sum(sizes.values()):.1f} | {snaps:.1f} | "
+              f"{statistics.median(times):.3f} | {held.get('nats_per_token', float('nan')):.3f} "
+              f"| {held.get('nats_per_char', float('nan')):.3f} |")
 
 
 if __name__ == "__main__":

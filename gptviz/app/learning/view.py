@@ -19,6 +19,7 @@ import torch
 from gptviz import learning
 from gptviz.app.learning import figures as fg
 from gptviz.app.learning import formulas as tex
+from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, step_section
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.picker import Picked
@@ -217,4 +218,5 @@ def gradient_check_view(picked: Picked, window: Window, position: int) -> None:
                "difference|). The nudges are made on that copy: the model never changes.")
 
 
-VIEWS = {"One step under the microscope": microscope, "Gradient check": gradient_check_view}
+VIEWS = {"One step under the microscope": microscope, "Gradient check": gradient_check_view,
+         "Training replay": replay_view}

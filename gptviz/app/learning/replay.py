@@ -1,0 +1,181 @@
+"""Training replay: a slider over the steps a checkpoint remembers redraws the attention
+grid, the embeddings on fixed PCA axes, the loss curve's marker and a greedy sample.
+
+The steps come from ``gptviz.replay`` (step 0, the snapshots, the checkpoint's own step);
+each step's results are cached per (model, step, window), small arrays only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from gptviz import replay
+from gptviz.app.attention.figures import attention_grid
+from gptviz.app.shared.cache import per_model, vocab_labels
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import chart
+from gptviz.checkpoints import Checkpoint
+from gptviz.generate import generate
+from gptviz.learning import Window
+from gptviz.model.names import act_name
+from gptviz.tokenizers.readable import readable_decode
+
+SAMPLE_TOKENS = 30  # greedy tokens written at each step
+SAMPLE_PROMPT = 16  # the window's first tokens the sample starts from
+PAD = 0.05  # share of each axis's span added around the points of every step
+
+
+@per_model
+def _paths(ckpt: Checkpoint) -> tuple[np.ndarray, tuple[int, ...], np.ndarray]:
+    """Explained-variance ratios (2,), the steps, and E of each step on the final basis
+    (S, |V|, 2)."""
+    basis, paths = replay.embedding_paths(ckpt)
+    steps = tuple(paths)
+    return basis.ratio.astype(np.float32), steps, np.stack([paths[s] for s in steps])
+
+
+@per_model
+def _frame(ckpt: Checkpoint, step: int, ids: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """At ``step``: every head's pattern on ``ids`` (L, H, T, T) and the greedy sample's ids
+    after the prompt ids[:SAMPLE_PROMPT]."""
+    model = replay.model_at(ckpt, step)
+    names = [act_name("pattern", ly) for ly in range(ckpt.config.n_layer)]
+    with torch.no_grad():
+        _, cache = model.run_with_cache(list(ids), names_filter=names)
+        patterns = torch.stack([cache[n][0] for n in names]).float().numpy()  # (L, H, T, T)
+        prompt = list(ids[:SAMPLE_PROMPT])
+        sample = generate(model, prompt, SAMPLE_TOKENS, temperature=0.0)[len(prompt):]
+    return patterns, np.asarray(sample, dtype=np.int64)
+
+
+def loss_figure(evals: Sequence[dict], step: int) -> go.Figure:
+    """Train and validation loss against step, with a vertical marker at ``step``.
+
+    >>> loss_figure([{"step": 0, "val_loss": 2.0}], 0).layout.shapes[0].x0
+    0
+    """
+    fig = go.Figure()
+    for key, name in (("train_loss", "train"), ("val_loss", "validation")):
+        pts = [(e["step"], e[key]) for e in evals if e.get(key) is not None]
+        if pts:
+            fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts],
+                                     mode="lines+markers", name=name))
+    fig.add_vline(x=step, line_dash="dash", line_color="#d62728")
+    fig.update_layout(title=f"Loss over training (marker: step {step:,})", height=300,
+                      xaxis_title="step", yaxis_title="cross-entropy loss (nats)",
+                      margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def induction_figure(evals: Sequence[dict], step: int) -> go.Figure:
+    """The card's induction score against step, with the same marker."""
+    pts = [(e["step"], e["induction_score"]) for e in evals
+           if e.get("induction_score") is not None]
+    fig = go.Figure(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts],
+                               mode="lines+markers", name="induction score",
+                               line_color="#2ca02c"))
+    fig.add_vline(x=step, line_dash="dash", line_color="#d62728")
+    fig.update_layout(title="Induction score over training", height=300, xaxis_title="step",
+                      yaxis_title="score", margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def embedding_figure(coords: np.ndarray, labels: Sequence[str], shown: Sequence[int],
+                     ranges: tuple[tuple[float, float], tuple[float, float]],
+                     ratio: np.ndarray, step: int) -> go.Figure:
+    """Every row of E as a grey point (trace 0), the ``shown`` ids labelled (trace 1), on
+    fixed axis ``ranges``."""
+    fig = go.Figure(go.Scattergl(
+        x=coords[:, 0], y=coords[:, 1], mode="markers", name="all tokens",
+        marker=dict(size=4, color="#bbbbbb"), text=list(labels),
+        hovertemplate="%{text}<extra></extra>"))
+    ids = list(shown)
+    fig.add_trace(go.Scatter(
+        x=coords[ids, 0], y=coords[ids, 1], mode="markers+text", name="the window's tokens",
+        marker=dict(size=8, color="#d62728"), text=[labels[i] for i in ids],
+        textposition="top center", hovertemplate="%{text}<extra></extra>"))
+    fig.update_layout(title=f"Embeddings E at step {step} on the final model's PCA axes",
+                      height=420, margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
+                      xaxis=dict(range=list(ranges[0]), title=f"PC 1 ({ratio[0]:.0%} of the "
+                                 "final variance)"),
+                      yaxis=dict(range=list(ranges[1]), title=f"PC 2 ({ratio[1]:.0%})"))
+    return fig
+
+
+def fixed_ranges(paths: np.ndarray) -> tuple[tuple[float, float], tuple[float, float]]:
+    """One range per axis that holds every step's points (S, |V|, 2), padded by PAD."""
+    lo, hi = paths.min(axis=(0, 1)), paths.max(axis=(0, 1))
+    pad = (hi - lo) * PAD + 1e-6
+    return ((float(lo[0] - pad[0]), float(hi[0] + pad[0])),
+            (float(lo[1] - pad[1]), float(hi[1] + pad[1])))
+
+
+def replay_view(picked: Picked, window: Window) -> None:
+    """The Training replay tab."""
+    ckpt = picked.checkpoint
+    evals = [e for e in ckpt.card.get("evals") or [] if isinstance(e, dict) and "step" in e]
+    final = replay.final_step(ckpt.card)
+    if not ckpt.snapshots:
+        st.info("This checkpoint has no snapshots of its training, so only its start (step 0, "
+                f"the seed's initialisation) and its end (step {final:,}) can be compared. "
+                "To replay a run, train a model on the **Training** page: runs trained there "
+                "keep snapshots.", icon=":material/history:")
+    steps = replay.replay_steps(ckpt)
+    if len(steps) > 1:
+        step = st.select_slider("Training step", steps, value=steps[-1], key="replay_step",
+                                format_func=lambda s: f"{s:,}")
+    else:
+        step = steps[0]
+        st.caption("The card does not say how many steps this model was trained, so only "
+                   "its own weights are shown.")
+    where = ("the seed's initialisation, before any step" if step == 0 and final != 0 else
+             "the checkpoint's own weights" if step == final else
+             "a snapshot kept during training (float16)")
+    st.markdown(f"**Step {step:,}**: {where}.")
+    left, right = st.columns(2)
+    if evals:
+        chart(loss_figure(evals, step), key="replay_loss", container=left)
+    else:
+        left.info("The card records no losses during training.", icon=":material/show_chart:")
+    if any(e.get("induction_score") is not None for e in evals):
+        chart(induction_figure(evals, step), key="replay_induction", container=right)
+        right.caption("The mean attention a repeated token pays to the token after its "
+                      "first copy, as the trainer measured it. A sharp rise is the phase "
+                      "change in which an induction head forms; the loss often bends there.")
+    else:
+        right.info("The card has no induction score over training (only runs on the "
+                   "induction task record one).", icon=":material/info:")
+    _frame_view(picked, window, step)
+
+
+def _frame_view(picked: Picked, window: Window, step: int) -> None:
+    ckpt = picked.checkpoint
+    labels = vocab_labels(picked)
+    ratio, steps, paths = _paths(picked)
+    coords = paths[steps.index(step)]  # (|V|, 2)
+    shown = sorted(set(window.x))
+    chart(embedding_figure(coords, labels, shown, fixed_ranges(paths), ratio, step),
+          key="replay_pca")
+    st.caption(
+        "Each point is a row of E (one token). The two axes are fitted once, on the final "
+        "model's E, and every step's E is projected on them with the same centring and "
+        "fixed ranges: a point that moves between steps moved in the model. Red points are "
+        "the tokens of the window. At step 0 E is random, so the points sit in a cloud.")
+    patterns, sample = _frame(picked, step, tuple(window.x))
+    st.markdown("**Every head's attention on the window** (layers down, heads across; "
+                "rows are queries, columns the keys they read)")
+    chart(attention_grid(patterns, [labels[i] for i in window.x], cell_px=90),
+          key="replay_grid")
+    prompt = list(window.x[:SAMPLE_PROMPT])
+    st.markdown(f"**Greedy sample** ({SAMPLE_TOKENS} tokens at temperature 0, after the "
+                f"window's first {len(prompt)} tokens)")
+    st.code(readable_decode(ckpt.tokenizer, prompt) + " ⟶ "
+            + readable_decode(ckpt.tokenizer, sample.tolist()), language=None,
+            wrap_lines=True)
+    st.caption("The arrow separates the prompt from what the model wrote. Bytes that are no "
+               "whole character are shown as ‹e2 80›.")

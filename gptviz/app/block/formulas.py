@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gptviz.app.shared.tex import num, tex_text, vector
+from gptviz.model.config import ACTIVATION_FORMULA, ACTIVATION_TEX
 
 
 def block_equations(n: int, d: int, d_ff: int, n_head: int, activation: str,
@@ -25,7 +26,7 @@ def block_equations(n: int, d: int, d_ff: int, n_head: int, activation: str,
     >>> "b_" in block_equations(64, 128, 512, 4, "relu", bias=False)
     False
     """
-    act = r"\mathrm{GELU}" if activation == "gelu" else r"\mathrm{ReLU}"
+    act = ACTIVATION_TEX[activation]
     b_o, b_1, b_2 = (r" + b_O", r" + b_1", r" + b_2") if bias else ("", "", "")
     sh = rf"\in \mathbb{{R}}^{{{n} \times {d}}}"
     sf = rf"\in \mathbb{{R}}^{{{n} \times {d_ff}}}"
@@ -38,7 +39,8 @@ def block_equations(n: int, d: int, d_ff: int, n_head: int, activation: str,
         rf"Y &= X + Z W_O{b_o} {sh} && W_O \in \mathbb{{R}}^{{{d} \times {d}}} \\"
         rf"A &= \mathrm{{LN}}_2(Y)\, W_1{b_1} {sf} && "
         rf"W_1 \in \mathbb{{R}}^{{{d} \times {d_ff}}} \\"
-        rf"H &= {act}(A) {sf} && \text{{entry by entry}} \\"
+        rf"H &= {act}(A) {sf} && \text{{entry by entry: }} {act}(x) = "
+        rf"{ACTIVATION_FORMULA[activation]} \\"
         rf"X' &= Y + H W_2{b_2} {sh} && W_2 \in \mathbb{{R}}^{{{d_ff} \times {d}}}"
         r"\end{aligned}"
     )
@@ -112,3 +114,48 @@ def logit_lens_formula(position: int, token: str, rows: Sequence[tuple[str, str,
         rf"{tex_text(token, 12)}: \\ " + r" \\ ".join(lines)
         + r"\end{aligned}"
     )
+
+
+def dla_formula(position: int, token: str, terms: Sequence[tuple[str, float]], sigma: float,
+                total: float, real: float, n_layer: int, positions: bool, bias: bool) -> str:
+    r"""Direct logit attribution: the residual stream as a sum of parts, the frozen-σ split
+    of the logit, and the live sums of each kind of part (``terms``: (label, value)).
+
+    Without ``positions`` there is no p_i; without ``bias`` no b_O and no b_f.
+
+    >>> tex = dla_formula(4, "a", [("token", 1.0), ("FFN", 0.5)], 2.0, 1.5, 1.5, 2, False,
+    ...                   False)
+    >>> "p_{4}" in tex, "b_O" in tex, r"\underset{\text{FFN}}{0.5000}" in tex
+    (False, False, True)
+    >>> tex = dla_formula(0, "a", [("t", 1.0), ("b_O", -1.0)], 1, 0, 0, 1, True, True)
+    >>> r"+ \underset{b_O}{-1.0000}" in tex
+    True
+    """
+    i = str(position)
+    pos = rf" + p_{{{i}}}" if positions else ""
+    b_o, b_f = (r" + b_O^{\ell}", r" + b_f \cdot W_U[:,t]") if bias else ("", "")
+    parts = (rf"\sum_{{h}} z_{{{i}}}^{{\ell,h}} W_O^{{\ell,h}}{b_o} + "
+             rf"\mathrm{{FFN}}^{{\ell}}_{{{i}}}")
+    live = " + ".join(rf"\underset{{{_term(label)}}}{{{num(v, 4)}}}" for label, v in terms)
+    return (
+        r"\begin{aligned}"
+        rf"x_{{{i}}} &= E_{{t_{{{i}}}}}{pos} + \sum_{{\ell=0}}^{{{n_layer - 1}}}\Big({parts}\Big)"
+        r"\qquad t = " + tex_text(token, 16) + r" \\"
+        rf"\mathrm{{logit}}_t &= \mathrm{{LN}}_f(x_{{{i}}}) \cdot W_U[:,t] = \sum_c "
+        rf"\big(c - \operatorname{{mean}}(c)\big) \odot \frac{{\lambda}}{{\sigma}} \cdot "
+        rf"W_U[:,t]{b_f},\quad \sigma = \sqrt{{\operatorname{{var}}(x_{{{i}}}) + \varepsilon}} "
+        rf"= {num(sigma, 4)} \\"
+        rf"&= {live} = {num(total, 4)} \\"
+        rf"&\text{{the model's logit: }} {{{num(real, 4)}}},\quad |\Delta| = "
+        rf"{num(abs(total - real), 1)}"
+        r"\end{aligned}"
+    )
+
+
+def _term(label: str) -> str:
+    r"""A term's name under its value: a symbol (``b_O``) as maths, a word as text.
+
+    >>> _term("b_f"), _term("heads")
+    ('b_f', '\\text{heads}')
+    """
+    return label if "_" in label else rf"\text{{{label}}}"

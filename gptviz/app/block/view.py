@@ -11,10 +11,12 @@ from gptviz.analysis import block_stages
 from gptviz.app.block import figures as vb
 from gptviz.app.block import formulas as mb
 from gptviz.app.block.figures import block_flow, stage_table
+from gptviz.app.block.prediction import attribution_view, commitment_view
 from gptviz.app.shared.cache import activations, cached_figure, vocab_labels
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download
+from gptviz.model.config import ACTIVATION_TEX, ACTIVATION_TEXT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name, block_page_names
 
@@ -90,13 +92,15 @@ def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> 
     c = picked.checkpoint.config
     act = c.activation
     st.latex(rf"A = \mathrm{{LN}}_2(Y)\,W_1{' + b_1' if c.bias else ''},\qquad "
-             rf"H = \mathrm{{{act.upper()}}}(A)\qquad \text{{(layer {layer}, entry by entry)}}")
+             rf"H = {ACTIVATION_TEX[act]}(A)\qquad \text{{(layer {layer}, entry by entry)}}")
     cols = st.columns(3)
     cols[0].metric("entries of A in this layer", f"{a.size:,}")
     cols[1].metric("share with A < 0", f"{100 * float((a < 0).mean()):.1f} %")
-    cols[2].metric("this model uses", act.upper())
+    cols[2].metric("this model uses", ACTIVATION_TEXT[act])
     gap = float(np.abs(plotted["GELU"] - plotted["GELU (tanh)"]).max())
     uses = {"gelu": "This model uses the exact form, x Φ(x) with Φ written with erf.",
+            "gelu_tanh": "This model uses the tanh form, GPT-2's (Hugging Face's "
+                         "gelu_new): 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))).",
             "relu": "This model uses ReLU."}.get(act, f"This model uses {act}.")
     st.caption("ReLU sends every negative input to exactly 0 (and its gradient too); GELU = "
                "x Φ(x) lets small negative values through, weighted by how likely a standard "
@@ -168,4 +172,5 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
 
 VIEWS = {"The block, step by step": flow, "LayerNorm": layernorm,
          "GELU vs ReLU": activation_functions, "Parameters": parameters,
-         "Residual stream and logit lens": residual_and_lens}
+         "Residual stream and logit lens": residual_and_lens,
+         "Direct logit attribution": attribution_view, "Commitment layer": commitment_view}

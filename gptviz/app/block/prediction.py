@@ -1,0 +1,182 @@
+"""The Transformer block page's "Who wrote the prediction" views: direct logit attribution
+as a waterfall, and the commitment layer of every position as a strip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from gptviz import attribution as A
+from gptviz.analysis import to_numpy
+from gptviz.app.block import formulas as mb
+from gptviz.app.block import prediction_figures as pf
+from gptviz.app.shared.cache import per_model, vocab_labels
+from gptviz.app.shared.inputs import Prompt, position_input
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import chart, csv_download, problem
+from gptviz.checkpoints import Checkpoint
+from gptviz.model.hooks import ActivationCache
+from gptviz.tokenizers import TokenizerError
+
+TOP = 10  # tokens offered in the list: the model's most likely next tokens
+TOLERANCE = 1e-4  # |Σ bars − the model's logit| allowed (float32 rounding)
+EACH_HEAD_UP_TO = 32  # models with more heads than this start with one bar per layer
+KIND_SUMS = (("token", ("token",)), ("position", ("position",)), ("heads", ("head", "heads")),
+             ("b_O", ("b_O",)), ("FFN", ("FFN",)))
+
+
+@per_model
+def _logits(ckpt: Checkpoint, ids: tuple[int, ...]) -> np.ndarray:
+    """The model's own logits (T, |V|), from its ordinary forward pass."""
+    with torch.no_grad():
+        return to_numpy(ckpt.model(list(ids))[0])
+
+
+def _typed_token(picked: Picked, typed: str, vocab: list[str]) -> int | None:
+    """The id of ``typed`` when this model's tokenizer reads it as exactly one known token;
+    otherwise None, after a message that says why and what to do."""
+    try:
+        got = picked.checkpoint.tokenizer.tokens(typed)
+    except TokenizerError as exc:
+        problem(f"This model's tokenizer cannot read “{typed}”: {exc} Showing the token "
+                "chosen in the list instead.")
+        return None
+    if len(got) != 1:
+        pieces = ", ".join(f"“{vocab[t.id]}”" for t in got[:8]) + (" …" if len(got) > 8 else "")
+        problem(f"“{typed}” is {len(got)} tokens for this model's tokenizer ({pieces}), not "
+                "one, so it has no single logit. Type one token (a piece shown on the chips "
+                "above), or clear the box to use the list.")
+        return None
+    if got[0].unknown:
+        problem(f"“{typed}” is not in this model's vocabulary (it would be read as "
+                f"{vocab[got[0].id]}), so the model has no logit for it. Type a token the "
+                "model knows, or clear the box to use the list.")
+        return None
+    return got[0].id
+
+
+def _chosen_token(picked: Picked, pos: int, logits: np.ndarray, vocab: list[str]) -> int:
+    """One of the TOP most likely next tokens at ``pos`` (its prediction first, and again
+    whenever the position changes), or one typed."""
+    top = [int(t) for t in np.argsort(-logits, kind="stable")[:TOP]]
+    if st.session_state.get("dla_token_at") != pos:
+        st.session_state.pop("dla_token", None)
+        st.session_state["dla_token_at"] = pos
+    left, right = st.columns(2)
+    chosen = left.selectbox(
+        f"Token (the {len(top)} most likely next)", top, index=0, key="dla_token",
+        format_func=lambda t: f"#{top.index(t)}: {vocab[t]}  (id {t}, logit {logits[t]:.2f})")
+    typed = right.text_input("…or type a token", key="dla_typed", max_chars=50,
+                             help="Text that this model's tokenizer reads as exactly one "
+                                  "token of its vocabulary.")
+    if not typed:
+        return int(chosen)
+    got = _typed_token(picked, typed, vocab)
+    if got is None:
+        return int(chosen)
+    st.caption(f"Using the typed token “{vocab[got]}” (id {got}, logit {logits[got]:.4f}); "
+               "clear the box to use the list.")
+    return got
+
+
+def _kind_sums(a: A.Attribution) -> list[tuple[str, float]]:
+    """The contributions summed by kind, and the LayerNorm's bias term (as the formula has
+    them), e.g. [("token", 1.2), ("heads", 3.4), ("FFN", -0.7), ("b_f", 0.1)]."""
+    kinds = [c.kind for c in a.components]
+    values = a.contributions.tolist()
+    sums = [(label, sum(v for k, v in zip(kinds, values, strict=True) if k in members))
+            for label, members in KIND_SUMS if any(k in members for k in kinds)]
+    return sums + ([("b_f", a.ln_bias)] if a.ln_bias is not None else [])
+
+
+def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None:
+    """Direct logit attribution: one bar per writer of the residual stream."""
+    c, model = picked.checkpoint.config, picked.checkpoint.model
+    vocab = vocab_labels(picked)
+    st.markdown(
+        "Every component of the model writes into the residual stream by *adding* a vector: "
+        "the token's embedding, " + ("its position's, " if c.positional not in
+                                     A.NO_POSITION_TERM else "")
+        + "each attention head, " + ("each attention output bias $b_O$, " if c.bias else "")
+        + "each feed-forward network. The logit of a token $t$ is read off the sum by the "
+        "final LayerNorm and the column $W_U[:,t]$ of the unembedding, so it can be split into "
+        "one share per component: how much that component, on its own, pushed $t$ up or down.")
+    pos = position_input(prompt, "At position", key="dla_position")
+    logits = _logits(picked, prompt.ids)[pos]  # (|V|,)
+    token = _chosen_token(picked, pos, logits, vocab)
+    heads = st.segmented_control(
+        "Heads", ["each", "per layer"], required=True, key="dla_heads",
+        default="each" if c.n_layer * c.n_head <= EACH_HEAD_UP_TO else "per layer",
+        format_func={"each": "one bar per head", "per layer": "one bar per layer"}.get)
+    a = A.logit_attribution(model, cache, pos, token)
+    shown = A.heads_per_layer(a) if heads == "per layer" else a
+    real, total = float(logits[token]), a.total
+    st.latex(mb.dla_formula(pos, vocab[token], _kind_sums(a), a.sigma, total, real, c.n_layer,
+                            c.positional not in A.NO_POSITION_TERM, c.bias))
+    st.markdown(
+        f"**The final LayerNorm's σ is frozen at its value for this input (σ = {a.sigma:.4f} "
+        f"at position {pos}): with σ fixed, LayerNorm is a linear map, so the bars add up "
+        "exactly to the logit.**")
+    cols = st.columns(3)
+    cols[0].metric("Σ of the bars", f"{total:.4f}")
+    cols[1].metric("the model's logit", f"{real:.4f}")
+    cols[2].metric("|Δ|", f"{abs(total - real):.1e}")
+    if abs(total - real) <= TOLERANCE:
+        st.success(f"The bars add up to the model's logit of “{vocab[token]}” to within "
+                   f"{abs(total - real):.1e} (allowed: {TOLERANCE:.0e}, float32 rounding).",
+                   icon=":material/check:")
+    else:
+        st.error(f"The bars differ from the model's logit by {abs(total - real):.1e}, more "
+                 f"than float32 rounding ({TOLERANCE:.0e}) explains.", icon=":material/error:")
+    labels = [comp.label for comp in shown.components]
+    values = shown.contributions.tolist()
+    if shown.ln_bias is not None:
+        labels, values = [*labels, "b_f (LN bias)"], [*values, shown.ln_bias]
+    chart(pf.logit_waterfall(labels, values, real, f"who wrote the logit of “{vocab[token]}” "
+                             f"at position {pos} ({prompt.labels[pos]})"))
+    df = pd.DataFrame({"component": labels, "adds to the logit": values})
+    st.dataframe(df, hide_index=True, width="stretch", height=220,
+                 column_config={"adds to the logit": st.column_config.NumberColumn(
+                     format="%+.5f")})
+    csv_download(df, f"logit-attribution-{pos}-{token}.csv")
+    st.caption(
+        "Green bars raise the logit, red bars lower it; Σ is their sum, the dashed line the "
+        "model's own logit. “L1 H2” is head 2 of block 1 (z W_O through its own d_k rows of "
+        "W_O); FFN includes its bias b₂. Only the direct path is counted: a head that changes "
+        "what a later block does gets its indirect effect credited to that later block. "
+        + ("" if c.positional not in A.NO_POSITION_TERM else
+           "This model adds no position vector (" + ("RoPE rotates q and k inside attention"
+                                                     if c.positional == "rope" else
+                                                     "it has no positions") + "), so there "
+           "is no position bar. ")
+        + ("" if c.bias else "This model has no biases: no b_O and no LayerNorm bias bar."))
+
+
+def commitment_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None:
+    """The commitment layer of every position, as a strip over the prompt."""
+    c, model = picked.checkpoint.config, picked.checkpoint.model
+    vocab = vocab_labels(picked)
+    com = A.commitment_layers(model, cache)
+    layers = com.layer.tolist()  # (T,) −1 = the embeddings
+    final = com.top1[-1].tolist()  # (T,) the model's prediction at each position
+    st.markdown(
+        "The logit lens reads a guess for the next token off the residual stream after every "
+        "block, as if the model stopped there. At each position, the **commitment layer** is "
+        "the first block after which that guess (the top-1) is already the model's final "
+        "prediction: “E” means the embeddings alone already point to it.")
+    chart(pf.commitment_strip(layers, prompt.labels, [vocab[t] for t in final], c.n_layer))
+    early = sum(v < c.n_layer - 1 for v in layers)
+    st.caption(
+        f"{early} of {len(layers)} positions have their final top-1 before the last block "
+        f"(block {c.n_layer - 1}); the others only get it there. Darker cells commit later. "
+        "The first match is shown even if the guess changes again in a later block (the "
+        "table lists the top-1 after every block). Hover a cell for the predicted token.")
+    df = pd.DataFrame({"position": range(len(layers)), "token": prompt.labels,
+                       "final top-1": [vocab[t] for t in final],
+                       "commits after": [com.stages[v + 1] for v in layers]})
+    for s, stage in enumerate(com.stages[:-1]):
+        df[f"top-1 {stage}"] = [vocab[t] for t in com.top1[s].tolist()]
+    st.dataframe(df, hide_index=True, width="stretch", height=240)
+    csv_download(df, "commitment-layers.csv")

@@ -14,7 +14,7 @@ import torch
 
 from gptviz.app.training.figures import loss_figure, prediction_pairs, thin, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
-from gptviz.checkpoints import initial_model
+from gptviz.checkpoints import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.data import train_val_split
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer
@@ -124,6 +124,13 @@ def test_a_tiny_job_finishes_with_a_model_samples_and_a_card(tok):
     assert math.isfinite(ckpt.card["final_val_loss"])
     assert ckpt.card["evals"][0]["train_loss"] is None  # JSON has no NaN
     assert not ckpt.model.training
+    # the run kept its snapshots (every evaluation after step 0), and a download keeps them
+    assert ckpt.snapshots.steps == ckpt.card["snapshot_steps"] == list(range(2, 21, 2))
+    back = load_checkpoint_zip(checkpoint_to_zip(ckpt.model, ckpt.tokenizer, ckpt.card,
+                                                 ckpt.snapshots)).snapshots
+    assert back.steps == ckpt.snapshots.steps
+    assert all(torch.equal(a[k], b[k]) for a, b in zip(back.states, ckpt.snapshots.states,
+                                                       strict=True) for k in a)
 
 
 def test_stop_ends_within_a_second_and_keeps_the_model(tok):

@@ -27,7 +27,9 @@ import torch
 from gptviz.checkpoints import Checkpoint
 from gptviz.generate import encode_prompt, generate
 from gptviz.model import RunConfig
+from gptviz.snapshots import Snapshots
 from gptviz.tokenizers.base import Tokenizer
+from gptviz.tokenizers.readable import readable_decode
 from gptviz.train.plan import flops_per_token
 from gptviz.train.slots import TrainerSlots
 from gptviz.train.trainer import DivergenceError, EvalInfo, StepInfo, Trainer
@@ -79,6 +81,7 @@ class TrainingJob:
         self.prompt, self.card = prompt, dict(card or {})
         self.max_seconds, self.sample_tokens, self.threads = max_seconds, sample_tokens, threads
         self.checkpoint: Checkpoint | None = None  # set when training ends with a usable model
+        self.snapshots = Snapshots()  # the weights at evaluations, bounded, for the replay
         self.registered_as: str | None = None  # the page's name for it, once registered
         self._ids = torch.as_tensor(ids, dtype=torch.long)
         self._stop = threading.Event()
@@ -165,7 +168,8 @@ class TrainingJob:
             "final_val_perplexity": evals[-1].val_perplexity,
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
         })
-        self.checkpoint = Checkpoint(model, self.tokenizer, self.card)
+        self.card["snapshot_steps"] = list(self.snapshots.steps)
+        self.checkpoint = Checkpoint(model, self.tokenizer, self.card, self.snapshots or None)
         if self._time_limited:
             status, why = "stopped", f"Stopped at the time limit of {self.max_seconds:.0f} s"
         elif result.stopped:
@@ -188,6 +192,8 @@ class TrainingJob:
     def _on_eval(self, info: EvalInfo) -> None:
         stopping = self._stop.is_set()  # then skip the sample and answer promptly
         text = "" if stopping else self._sample()
+        if not stopping and info.step > 0 and self._trainer is not None:
+            self.snapshots.add(info.step, self._trainer.model)
         with self._lock:
             self._state.evals.append(info)
             if not stopping:
@@ -200,7 +206,7 @@ class TrainingJob:
         try:
             ids = encode_prompt(self.tokenizer, self.prompt)
             out = generate(self._trainer.model, ids, self.sample_tokens, temperature=0.8, seed=0)
-            return self.tokenizer.decode(out[len(ids):])
+            return readable_decode(self.tokenizer, out[len(ids):])  # no "�"
         except ValueError as exc:  # e.g. a prompt the tokenizer cannot encode
             return f"(no sample: {exc})"
 

@@ -185,12 +185,22 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
         st.markdown(f"**Sample at step {last.step}** (validation loss {last.val_loss:.3f}), "
                     f"continuing “{visible(job.prompt)}”:")
         st.code(job.prompt + last.text, language=None, wrap_lines=True)
+        _bytes_note([x.text for x in snap.samples])
         with st.expander(f"All {len(snap.samples)} samples"):
             st.dataframe(pd.DataFrame({"step": [x.step for x in snap.samples],
                                        "val loss": [round(x.val_loss, 3) for x in snap.samples],
                                        "sample": [x.text.replace("\n", " ↵ ")
                                                   for x in snap.samples]}),
                          hide_index=True, width="stretch")
+
+
+def _bytes_note(texts: list[str], container=st) -> None:
+    """Say what ‹e2 80› means when a sample has one."""
+    if any("‹" in t for t in texts):
+        container.caption("‹e2 80›: bytes the model wrote that make no whole UTF-8 "
+                          "character (a byte-level model can stop in the middle of one, or "
+                          "write a byte that fits nowhere), shown in hex as the token chips "
+                          "show them rather than as “�”. \\x1b is a control character.")
 
 
 def _outcome(job: TrainingJob, snap: Snapshot, vocab_size: int) -> None:
@@ -230,7 +240,7 @@ def afterwards(picked: Picked) -> None:
     ckpt = picked.checkpoint
     st.download_button(
         f"Download {picked.name} as a checkpoint zip", icon=":material/download:",
-        data=lambda: checkpoint_to_zip(ckpt.model, ckpt.tokenizer, ckpt.card),
+        data=lambda: checkpoint_to_zip(ckpt.model, ckpt.tokenizer, ckpt.card, ckpt.snapshots),
         file_name=_file_name(picked.name), mime="application/zip", key="tr_download",
         help="model.safetensors + config.json + tokenizer.json + card.json; upload it in the "
              "sidebar of any page (here or on another server).")
@@ -240,6 +250,7 @@ def afterwards(picked: Picked) -> None:
     cols = st.columns(2)
     steps = ckpt.card.get("steps", "?")
     key = picked.cache_key
+    shown = []
     for col, model, title in ((cols[0], before, "Before training (step 0, same seed)"),
                               (cols[1], ckpt.model, f"After training ({steps} steps)")):
         try:
@@ -252,3 +263,5 @@ def afterwards(picked: Picked) -> None:
             col.latex(rf"L(\text{{prompt}}) = {out.prompt_loss:.3f},\quad "
                       rf"e^{{L}} = {grouped(math.exp(out.prompt_loss), 1)}")
         col.code(prompt + out.text, language=None, wrap_lines=True)
+        shown.append(out.text)
+    _bytes_note(shown)

@@ -10,7 +10,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-ACTIVATIONS = ("gelu", "relu")
+ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
+# How each activation is written: in text (tables, captions) and in TeX (formulas).
+ACTIVATION_TEXT = {"gelu": "GELU", "gelu_tanh": "GELU_tanh", "relu": "ReLU"}
+ACTIVATION_TEX = {"gelu": r"\mathrm{GELU}", "gelu_tanh": r"\mathrm{GELU}_{\tanh}",
+                  "relu": r"\mathrm{ReLU}"}
+# Each one's definition at x (TeX), e.g. for "H = GELU(A), entry by entry".
+ACTIVATION_FORMULA = {
+    "gelu": r"x\,\Phi(x)",
+    "gelu_tanh": r"\tfrac{x}{2}\big(1 + \tanh\big(\sqrt{2/\pi}\,(x + 0.044715\,x^3)\big)\big)",
+    "relu": r"\max(x, 0)",
+}
+LN_EPS = 1e-5  # LayerNorm's ε, nanoGPT's and GPT-2's; config.json lists ln_eps only if not this
 POSITIONALS = ("sinusoidal", "learned", "none", "rope")
 DTYPES = ("auto", "float32", "bfloat16")
 
@@ -29,11 +40,13 @@ class GPTConfig:
     n_layer: int = 4  # number of transformer blocks
     n_head: int = 4  # heads per attention layer; d_k = d_model / n_head
     d_ff: int | None = None  # hidden width of the FFN; None -> 4 * d_model
-    activation: str = "gelu"  # FFN non-linearity: "gelu" (exact, erf form) or "relu"
+    activation: str = "gelu"  # FFN non-linearity: "gelu" (exact, erf form), "gelu_tanh"
+    # (GPT-2's tanh approximation) or "relu"
     positional: str = "learned"  # "sinusoidal" (the seeds' formula), "learned", "none", "rope"
     dropout: float = 0.0  # dropout after embeddings, attention and FFN (training only)
     tie_embeddings: bool = True  # unembedding W_U = token embedding E (transposed)
     bias: bool = True  # biases in the linear layers and LayerNorms (the seeds' b_1, b_2, b)
+    ln_eps: float = LN_EPS  # ε in LayerNorm's sqrt(var + ε)
 
     def __post_init__(self) -> None:
         if self.d_ff is None and isinstance(self.d_model, int):
@@ -70,9 +83,16 @@ class GPTConfig:
         _check_choice("positional", self.positional, POSITIONALS)
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout}.")
+        if not 0.0 < self.ln_eps < 1.0:
+            raise ValueError(f"GPTConfig.ln_eps must be in (0, 1), got {self.ln_eps}.")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields as a dict; ``ln_eps`` only when it is not the usual 1e-5, so that the
+        config.json of every model written before it existed reads the same."""
+        data = asdict(self)
+        if data["ln_eps"] == LN_EPS:
+            del data["ln_eps"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> GPTConfig:
@@ -213,7 +233,7 @@ def _from_dict(cls: Any, data: Any) -> Any:
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown field(s) {unknown}.")
-    missing = sorted(names - set(data) - {"d_ff"})
+    missing = sorted(names - set(data) - {"d_ff", "ln_eps"})  # these two have defaults
     if missing:
         raise ValueError(f"{cls.__name__}: missing field(s) {missing}.")
     return cls(**data)

@@ -36,13 +36,13 @@ class Block(nn.Module):
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         # Registration order = forward order, so hook names list in forward order.
-        self.ln1 = LayerNorm(config.d_model, config.bias)
+        self.ln1 = LayerNorm(config.d_model, config.bias, config.ln_eps)
         window = config.context_length if config.positional == "rope" else None
         self.attn = CausalSelfAttention(config.d_model, config.n_head, config.bias, config.dropout,
                                         window)
         self.hook_attn_out = HookPoint()
         self.hook_resid_mid = HookPoint()
-        self.ln2 = LayerNorm(config.d_model, config.bias)
+        self.ln2 = LayerNorm(config.d_model, config.bias, config.ln_eps)
         self.mlp = FeedForward(config.d_model, config.d_ff, config.activation, config.bias,
                                config.dropout)
         self.hook_mlp_out = HookPoint()  # FFN(LN2(Y)), before it joins the residual
@@ -77,7 +77,7 @@ class GPT(nn.Module):
         self.hook_pos_embed = HookPoint()
         self.drop = nn.Dropout(config.dropout) if config.dropout > 0 else None
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
-        self.ln_final = LayerNorm(config.d_model, config.bias)
+        self.ln_final = LayerNorm(config.d_model, config.bias, config.ln_eps)
         self.unembed = nn.Linear(config.d_model, config.vocab_size, bias=False)  # W_U
         if config.tie_embeddings:
             self.unembed.weight = self.embed.weight

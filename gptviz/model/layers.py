@@ -76,7 +76,7 @@ class LayerNorm(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """FFN(X) = act(X W_1 + b_1) W_2 + b_2, with act GELU or ReLU."""
+    """FFN(X) = act(X W_1 + b_1) W_2 + b_2, with act GELU, GELU's tanh form (GPT-2's) or ReLU."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool, dropout: float):
         super().__init__()
@@ -91,15 +91,17 @@ class FeedForward(nn.Module):
         h = self.W_1(x)  # (B, T, d_ff)
         if hooked:
             h = self.hook_post(self._act(self.hook_pre(h)))
-        elif self.activation == "gelu":
-            h = F.gelu(h)
-        else:
+        elif self.activation == "relu":
             h = F.relu(h)
+        else:
+            h = F.gelu(h, approximate="tanh" if self.activation == "gelu_tanh" else "none")
         out = self.W_2(h)  # (B, T, d)
         return self.dropout(out) if self.dropout is not None else out
 
     def _act(self, h: Tensor) -> Tensor:
-        return gelu(h) if self.activation == "gelu" else relu(h)
+        if self.activation == "relu":
+            return relu(h)
+        return gelu(h, "tanh" if self.activation == "gelu_tanh" else "none")
 
 
 class PositionalEncoding(nn.Module):

@@ -9,6 +9,7 @@ a tiny model on the bundled ``sample`` corpus so that each takes a second or two
 from __future__ import annotations
 
 import io
+import re
 import threading
 import time
 import zipfile
@@ -200,3 +201,33 @@ def test_a_vocab_larger_than_the_corpus_is_explained_for_characters(at):
     configure(at, tr_vocab_size=5000)
     assert "this corpus has only" in texts(at, "info")
     assert not at.button(key="tr_start").disabled
+
+
+def test_the_learning_rate_help_says_what_the_trainer_does(at):
+    """w, η/(w+1), η and η_min in the help are the values lr_at takes for this setup."""
+    from gptviz.train.plan import TrainingSpec, run_config
+    from gptviz.train.trainer import lr_at
+
+    text = at.select_slider(key="tr_learning_rate").help
+    spec = TrainingSpec(steps=at.session_state["tr_steps"],
+                        learning_rate=at.session_state["tr_learning_rate"])
+    tc = run_config(spec, 256).train
+    w = int(re.search(r"first w = (\d+) steps", text).group(1))
+    start = float(re.search(r"from η/\d+ = ([\d.e-]+) at step 0", text).group(1))
+    peak = float(re.search(r"The peak is η = ([\d.e-]+)\.", text).group(1))
+    assert f"up to η at step {w}." in text
+    floor = float(re.search(r"η_min = η/10 = ([\d.e-]+)", text).group(1))
+    assert w == tc.warmup_steps == 3  # TINY: 30 steps
+    assert start == pytest.approx(lr_at(0, tc), rel=1e-3)
+    assert lr_at(w - 1, tc) < peak == pytest.approx(lr_at(w, tc))
+    assert floor == pytest.approx(lr_at(tc.steps, tc)) and lr_at(tc.steps - 1, tc) > floor
+
+
+def test_samples_of_a_bpe_model_show_unfinished_characters_as_bytes(at):
+    """The untrained twin of mathematics-bpe writes stray bytes: ‹…›, never "�"."""
+    at.sidebar.selectbox(key="model").set_value("mathematics-bpe")
+    rerun(at)
+    shown = [c.value for c in at.code]
+    assert len(shown) == 2 and not any("\ufffd" in s for s in shown)
+    assert "‹" in shown[0]  # before training: random ids, many of them lone bytes
+    assert "no whole UTF-8 character" in " ".join(c.value for c in at.caption)

@@ -19,11 +19,12 @@ import torch.nn.functional as F
 from gptviz.generate import encode_prompt, generate
 from gptviz.model import GPT
 from gptviz.tokenizers.base import Tokenizer
+from gptviz.tokenizers.readable import readable_decode
 
 
 @dataclass(frozen=True)
 class Continuation:
-    text: str  # what the model wrote after the prompt
+    text: str  # what the model wrote after the prompt (unfinished characters as ‹e2 80›)
     prompt_loss: float  # mean cross-entropy of the prompt's own next tokens (nan if < 2 tokens)
     n_prompt_tokens: int
     cropped: int  # prompt tokens dropped to fit the context window
@@ -50,5 +51,5 @@ def continuation(model: GPT, tokenizer: Tokenizer, prompt: str, max_new_tokens: 
     ids = encode_prompt(tokenizer, prompt)
     cropped = max(0, len(ids) - model.config.context_length)
     out = generate(model, ids, max_new_tokens, temperature=temperature, seed=seed)
-    return Continuation(tokenizer.decode(out[len(ids):]), prompt_loss(model, ids), len(ids),
-                        cropped)
+    return Continuation(readable_decode(tokenizer, out[len(ids):]), prompt_loss(model, ids),
+                        len(ids), cropped)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import streamlit as st
@@ -148,6 +148,23 @@ def _kw(name: str, disabled: bool) -> dict:
     return dict(key=K + name, disabled=disabled, persist_state="session")
 
 
+def schedule_help(steps: int, learning_rate: float) -> str:
+    """What ``lr_at`` does with the schedule ``run_config`` sets for these steps and peak.
+
+    >>> schedule_help(800, 0.01)[:60]
+    'The peak is η = 0.01. Linear warmup over the first w = 80 st'
+    """
+    tc = run_config(replace(PRESETS["30-second demo"], steps=int(steps),
+                            learning_rate=float(learning_rate)), 256).train
+    w, lr, floor = tc.warmup_steps, tc.learning_rate, tc.min_lr
+    warmup = (f"The peak is η = {lr:g}. Linear warmup over the first w = {w} steps (10 % of "
+              f"the steps, at most 100): step s (counted from 0) uses η·(s + 1)/(w + 1), from "
+              f"η/{w + 1} = {lr / (w + 1):.3g} at step 0 up to η at step {w}. " if w else
+              f"The peak is η = {lr:g}. No warmup (fewer than 10 steps): step 0 already uses η. ")
+    return (warmup + f"Then a half cosine takes it down to η_min = η/10 = {floor:g}, "
+            f"reached as the {tc.steps:,} steps end.")
+
+
 def _model_widgets(disabled: bool) -> None:
     c1, c2, c3 = st.columns(3)
     c1.select_slider("d_model (width)", [16, 32, 48, 64, 96, 128, 192, 256, 384, 512],
@@ -164,7 +181,8 @@ def _model_widgets(disabled: bool) -> None:
     c3.number_input("Batch size B", 1, 1024, **_kw("batch_size", disabled))
     c3.select_slider("Peak learning rate", LEARNING_RATES, **_kw("learning_rate", disabled),
                      format_func=lambda v: f"{v:g}",
-                     help="Warmup over the first 10 % of steps, then cosine decay to a tenth.")
+                     help=schedule_help(st.session_state[K + "steps"],
+                                        st.session_state[K + "learning_rate"]))
     c3.number_input("Seed", 0, 2**31 - 1, **_kw("seed", disabled))
     c3.number_input("Stride between windows", 1, 1024, **_kw("stride", disabled))
 

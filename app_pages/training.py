@@ -38,6 +38,11 @@ sections.live_panel(holder, busy)
 st.header("4. Afterwards", divider="gray")
 if picked is None:
     st.info("No model to show yet.", icon=":material/info:")
+elif kind := picked.checkpoint.card.get("format"):  # a Hugging Face or nanoGPT model
+    st.info(f"**{picked.name}** is a {kind} that this server names. This page trains new "
+            f"models from scratch: it does not fine-tune {picked.name}, and it does not offer "
+            "it for download (it is on the server's disk already). Every Explore page shows "
+            "it.", icon=":material/info:")
 else:
     st.markdown(f"The model chosen in the sidebar, **{picked.name}**: {describe(picked)}. "
                 "Upload a checkpoint zip in the sidebar to bring back a model trained earlier "

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from gptviz.model import GPT, GPT_CONFIG_124M, GPTConfig, gelu, parameter_counts, relu
+from gptviz.model.config import ACTIVATION_TEXT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.layers import sinusoidal_table
 from gptviz.model.names import act_name
@@ -255,7 +256,7 @@ def block_stages(cache: ActivationCache, layer: int, head: int = 0,
     z = cache[act_name("z", layer)][0]  # (h, T, d_k)
     h, _, d_k = z.shape
     pre, mid = get("pre"), get("resid_mid")  # (T, d_ff), (T, d)
-    act = "GELU" if activation == "gelu" else "ReLU"
+    act = ACTIVATION_TEXT[activation]
     b_o, b_1, b_2 = (" + b_O", " + b₁", " + b₂") if bias else ("", "", "")
     td, tf = f"N×d = {t}×{d}", f"N×d_ff = {t}×{pre.shape[1]}"
     return [

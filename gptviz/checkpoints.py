@@ -27,6 +27,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 import gptviz.tokenizers  # noqa: F401  (registers every tokenizer type)
+from gptviz.external import ExternalError, load_external, model_format
 from gptviz.model import GPT, GPTConfig, TrainConfig, parameter_counts
 from gptviz.snapshots import SNAPSHOTS, SnapshotError, Snapshots
 from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
@@ -90,15 +91,26 @@ def save_checkpoint(folder: str | Path, model: GPT, tokenizer: Tokenizer,
     return folder
 
 
-def load_checkpoint(folder: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
-    """Read a folder written by ``save_checkpoint`` (trusted: the default ``Limits``)."""
+def load_checkpoint(folder: str | Path, device: str | torch.device = "cpu",
+                    limits: Limits | None = None) -> Checkpoint:
+    """Read a model from disk, its format told by content (``external.model_format``): a
+    folder written by ``save_checkpoint`` or its zip (trusted: the default ``Limits``), a
+    Hugging Face GPT-2 folder or a nanoGPT ckpt.pt (no limit unless ``limits`` given)."""
     folder = Path(folder)
+    try:
+        if (kind := model_format(folder)) in ("hf-gpt2", "nanogpt"):
+            model, tokenizer, card = load_external(folder, limits.params if limits else None)
+            return Checkpoint(model.to(device).eval(), tokenizer, card)
+    except ExternalError as exc:
+        raise CheckpointError(str(exc)) from None
+    if kind == "zip":
+        return load_checkpoint_zip(folder.read_bytes(), limits or Limits(), device)
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a checkpoint folder "
                               "(it does not exist or is a file).")
     files = {name: (folder / name).read_bytes() for name in FILES + OPTIONAL
              if (folder / name).is_file()}
-    return checkpoint_from_files(files, source=str(folder), device=device)
+    return checkpoint_from_files(files, str(folder), device, limits or Limits())
 
 
 def checkpoint_to_zip(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] | None = None,

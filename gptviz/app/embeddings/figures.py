@@ -11,6 +11,19 @@ from gptviz.app.shared.heatmaps import as_float32, axis_labels, heatmap
 
 HIGHLIGHT, BACKGROUND = "#d62728", "rgba(110, 120, 140, 0.5)"
 WEBGL_ABOVE = 5000  # points; WebGL keeps big vocabularies responsive
+MAX_POINTS = 5000  # vocabulary rows drawn; a bigger vocabulary is sampled (see drawn_rows)
+
+
+def drawn_rows(n: int, most: int = MAX_POINTS) -> np.ndarray:
+    """The rows of a vocabulary of ``n`` that a PCA scatter draws: all of them, or a fixed
+    random sample of ``most`` (seed 0, the same on every page and run), in id order.
+
+    >>> len(drawn_rows(65)), len(drawn_rows(50_257)), drawn_rows(50_257)[:2].tolist()
+    (65, 5000, [9, 10])
+    """
+    if n <= most:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(0).choice(n, most, replace=False))
 
 
 def embedding_rows(X, tokens: Sequence[str], title: str = "E[ids]: one row per input token"
@@ -39,7 +52,8 @@ def one_hot_figure(one_hot, tokens: Sequence[str], ids: Sequence[int]) -> go.Fig
 
 def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),
                 explained=None, title: str = "vocabulary, PCA of E") -> go.Figure:
-    """Every vocabulary row as a point (n, 2) or (n, 3); ``highlight`` ids in red, labelled.
+    """Every vocabulary row as a point (n, 2) or (n, 3), or ``drawn_rows``' sample of a big
+    vocabulary; ``highlight`` ids (always drawn) in red, labelled.
 
     >>> fig = pca_scatter(np.zeros((3, 2)), ["a", "b", "c"], [1]); [t.name for t in fig.data]
     ['vocabulary', 'input tokens']
@@ -49,9 +63,10 @@ def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),
         raise ValueError(f"coords must be (n, 2) or (n, 3), got {c.shape}.")
     names = np.array(axis_labels(labels, c.shape[0]), dtype=object)
     chosen = np.array(sorted(set(int(i) for i in highlight)), dtype=np.int64)
+    rows = drawn_rows(c.shape[0])
     axes = _axis_titles(c.shape[1], explained)
     fig = go.Figure([
-        _points(c, names, "vocabulary", dict(size=4, color=BACKGROUND), "markers"),
+        _points(c[rows], names[rows], "vocabulary", dict(size=4, color=BACKGROUND), "markers"),
         _points(c[chosen], names[chosen], "input tokens", dict(size=9, color=HIGHLIGHT),
                 "markers+text"),
     ])

@@ -80,13 +80,25 @@ def vocabulary(picked: Picked, prompt: Prompt, pos: int) -> None:
     coords, ratio = vocab_pca(picked, k)  # (|V|, k), (k,)
     labels = vocab_labels(picked)
     st.plotly_chart(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
-                                                 title=f"all {len(labels):,} rows of E, PCA")),
+                                                 title=f"all {len(labels):,} rows of E, PCA"
+                                                 + (f" ({ve.MAX_POINTS:,} drawn)" if
+                                                    sampled_note(len(labels)) else ""))),
                     width="stretch")
     st.caption(f"The top {k} principal axes keep {100 * float(ratio.sum()):.1f} % of the "
                f"variance of E's {coords.shape[0]:,} rows in {picked.checkpoint.config.d_model}"
                " dimensions: the picture is a shadow, and neighbours in it may be far apart "
-               "in the full space. The cosine neighbours below are measured in all dimensions.")
+               "in the full space. The cosine neighbours below are measured in all dimensions."
+               + sampled_note(coords.shape[0]))
     neighbours(picked, prompt, pos, labels)
+
+
+def sampled_note(n: int) -> str:
+    """What a scatter of ``n`` rows leaves out ("" when it draws them all)."""
+    if n <= ve.MAX_POINTS:
+        return ""
+    return (f" The scatter draws a fixed random sample of {ve.MAX_POINTS:,} of the {n:,} rows "
+            "(the same on every run) plus the input tokens; the principal axes are computed "
+            "from all of them.")
 
 
 def neighbours(picked: Picked, prompt: Prompt, pos: int, labels: list[str]) -> None:
@@ -111,6 +123,8 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
     config = picked.checkpoint.config
     fresh = analysis.to_numpy(untrained_twin(picked).embed.weight)  # (|V|, d)
     labels = vocab_labels(picked)
+    if note := sampled_note(config.vocab_size):
+        st.caption(note.strip())
     st.markdown("At initialisation every entry of E is drawn on its own from N(0, 0.02²), so "
                 "each row is a random vector; random vectors in "
                 f"{config.d_model} dimensions are nearly orthogonal, so no token is closer to "

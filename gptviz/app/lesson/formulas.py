@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gptviz.app.shared.tex import grouped, num, percent_tex, tex_text
+from gptviz.model.config import ACTIVATION_TEX
 
 
 def _b(name: str, bias: bool) -> str:
@@ -76,7 +77,7 @@ def ffn_formula(i: int, label: str, d: int, d_ff: int, activation: str, bias: bo
     >>> r"\mathrm{ReLU}" in tex, "b_1" in tex, "1.200" in tex
     (True, False, True)
     """
-    act = r"\mathrm{GELU}" if activation == "gelu" else r"\mathrm{ReLU}"
+    act = ACTIVATION_TEX[activation]
     return (
         r"\begin{aligned}"
         rf"\mathrm{{FFN}}(y) &= {act}\big(\mathrm{{LN}}_2(y)\, W_1{_b('1', bias)}\big)\, "

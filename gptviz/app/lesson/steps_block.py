@@ -15,6 +15,7 @@ from gptviz.app.block import formulas as mb
 from gptviz.app.lesson import formulas as lt
 from gptviz.app.lesson import questions as q
 from gptviz.app.lesson.run import Lesson, StepView
+from gptviz.model.config import ACTIVATION_TEXT
 from gptviz.model.names import act_name
 
 GRID_PX = 560  # the height of the grid of every head, at most (a projector's screen)
@@ -110,7 +111,7 @@ def ffn(ls: Lesson) -> StepView:
     y = analysis.to_numpy(ls.cache[act_name("resid_mid", layer)][0, last])  # (d,)
     f = analysis.to_numpy(ls.cache[act_name("mlp_out", layer)][0, last])  # (d,)
     x = analysis.to_numpy(ls.cache[act_name("resid_post", layer)][0, last])  # (d,)
-    act = "GELU" if c.activation == "gelu" else "ReLU"
+    act = ACTIVATION_TEXT[c.activation]
     narrative = (
         "Then the *feed-forward network* (FFN) works on every token on its own: no token looks "
         f"at another here. It normalises the row again, widens it from $d = {c.d_model}$ to "

@@ -1,4 +1,5 @@
-"""One server's memory budget for the models its sessions train or upload.
+"""One server's memory budgets: for the models its sessions train or upload, and for the
+models whoever started it names (``--models``, ``GPTVIZ_MODELS``, the Hugging Face cache).
 
 One Python process serves every student, so the models sessions add are charged to one
 budget: the bytes of their parameters and buffers. When a new model would pass it, the
@@ -7,7 +8,8 @@ picker lists) and the shelf keeps a note for that session to read the next time 
 
 No Streamlit here (the picker keeps one ``ModelBudget`` per server), and nothing that
 keeps a model alive: the budget holds weak references, so a model whose session ended
-stops counting once it is freed.
+stops counting once it is freed. The named models are shared by every session; a
+``Resident`` says which of them to unload before another is loaded.
 
 >>> class Model: ...
 >>> budget, shelf, a, b = ModelBudget(limit=100), Shelf(), Model(), Model()
@@ -19,12 +21,20 @@ stops counting once it is freed.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
 import threading
 import time
 import weakref
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+NAMED_SHARE = 0.4  # of the machine's memory, for the named models together (by default)
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 
 
 class Shelf(dict):
@@ -102,3 +112,64 @@ class ModelBudget:
             if shelf.get(entry.name) is item:
                 del shelf[entry.name]
                 shelf.notes.append(entry.note)
+
+
+def machine_memory() -> int | None:
+    """Bytes this process may use: its container's limit (cgroup v2 or v1) when it has one,
+    else the machine's RAM; None when neither can be read."""
+    sizes = []
+    for path in _CGROUP_LIMITS:
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 50:  # "max" or a huge number: no limit
+            sizes.append(int(text))
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        sizes.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    return min(sizes) if sizes else None
+
+
+def named_model_budget(environ: Mapping[str, str] = os.environ) -> int:
+    """Bytes the models the server's owner names may take together, float32 weights:
+    ``GPTVIZ_MODEL_MEMORY_MB`` when set, else 40 % of ``machine_memory()`` (2 GB if unknown).
+
+    >>> named_model_budget({"GPTVIZ_MODEL_MEMORY_MB": "600"})
+    600000000
+    """
+    value = environ.get("GPTVIZ_MODEL_MEMORY_MB", "")
+    if value.strip().isdigit():
+        return int(value) * 1_000_000
+    return int(NAMED_SHARE * (machine_memory() or 5_000_000_000))
+
+
+class Resident:
+    """The shared models in memory, least recently used first, within ``limit`` bytes.
+
+    >>> r = Resident(limit=100)
+    >>> r.make_room("a", 60), r.make_room("b", 30), r.make_room("a", 60), r.make_room("c", 40)
+    ([], [], [], ['b'])
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._sizes: OrderedDict[str, int] = OrderedDict()
+
+    def make_room(self, key: str, size: int) -> list[str]:
+        """Count ``key`` (``size`` bytes) as in memory, most recently used; returns the keys
+        to unload first, oldest first, so that all fit in the limit."""
+        with self._lock:
+            if key in self._sizes:
+                self._sizes.move_to_end(key)
+                return []
+            out = []
+            while self._sizes and sum(self._sizes.values()) + size > self.limit:
+                out.append(self._sizes.popitem(last=False)[0])
+            self._sizes[key] = size
+            return out
+
+    def forget(self, key: str) -> None:
+        """``key`` is not in memory after all (its load failed)."""
+        with self._lock:
+            self._sizes.pop(key, None)

@@ -1,7 +1,9 @@
 """The model picker and the cached model loaders every model page shares.
 
-Bundled models are loaded once per server (``st.cache_resource``) and are
-strictly read-only: eval mode, no gradients. Models a user trains or uploads
+Bundled models, and those the server's owner names (``named.py``: ``--models``,
+``GPTVIZ_MODELS``, the Hugging Face cache), are loaded once per server
+(``st.cache_resource``) and are strictly read-only: eval mode, no gradients. A named
+model that is refused never replaces the one in use. Models a user trains or uploads
 live in that user's ``st.session_state`` only, so nobody else sees them, and
 count against one memory budget per server (``budget.py``): when it is full,
 the oldest are unloaded and their session is told.
@@ -16,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 from gptviz.app.shared.budget import ModelBudget, Shelf, model_bytes
+from gptviz.app.shared.named import label, load_named, named_list, named_models
 from gptviz.checkpoints import (
     DEFAULT_MODEL,
     MODELS_DIR,
@@ -30,6 +33,8 @@ from gptviz.checkpoints import (
 from gptviz.train.plan import TrainingCaps
 
 SESSION_MODELS = "gptviz_session_models"  # st.session_state key: a Shelf, name -> Checkpoint
+# The model the pages last drew; why a chosen one was refused; the one to choose next run.
+IN_USE, REFUSED, PENDING = "gptviz_model_in_use", "gptviz_model_refused", "gptviz_model_next"
 CHECKPOINT_UPLOAD_LIMIT = 20_000_000  # bytes of an uploaded checkpoint zip
 # An upload may cost the server no more than a model the Training page trains: these follow
 # from memory (a crafted zip must not make it allocate over ~100 MB), not from the format.
@@ -106,7 +111,8 @@ def add_session_model(name: str, ckpt: Checkpoint, origin: str = "trained") -> s
     "trained" or "uploaded", for the note its session gets if it is unloaded in turn."""
     models = session_models()
     base, k = name, 2
-    while name in models or name in bundled_models():
+    while name in models or name in bundled_models() or name in named_models(
+            tuple(bundled_models())):
         name, k = f"{base} ({k})", k + 1
     again = "upload it again" if origin == "uploaded" else "train it again"
     note = (f"Your {origin} model {name!r} was unloaded to free memory for the class; "
@@ -137,29 +143,66 @@ def _upload_checkpoint() -> None:
 
 
 def model_picker() -> Picked | None:
-    """Sidebar: choose a bundled, trained-in-this-session or uploaded model."""
+    """Sidebar: choose a bundled, server-named, trained-in-this-session or uploaded model."""
     good, broken = bundled_status()
     for message in broken.values():
         st.sidebar.warning(f"Skipped a broken bundled model — {message}", icon=":material/warning:")
+    named = named_models(tuple(bundled_models()))
+    listed = {n: f for n, f in named.items() if not f.problem}
+    named_list(named)
     _upload_checkpoint()
     for note in session_models().take_notes():
         st.sidebar.warning(note, icon=":material/warning:")
     mine = dict(session_models())  # one view for this run: the budget may unload any time
-    options = [*good, *mine]
+    options = [*good, *listed, *mine]
     if not options:
         st.error("No model could be loaded. Train one on the Training page or upload a "
                  "checkpoint in the sidebar.", icon=":material/error:")
         return None
+    fallback = st.session_state.get(IN_USE) if st.session_state.get(IN_USE) in options \
+        else options[0]
+    if (pending := st.session_state.pop(PENDING, None)) in options:
+        st.session_state["model"] = pending  # the run before refused what a link chose
     if st.session_state.get("model") not in options:
         st.session_state.pop("model", None)
     name = st.sidebar.selectbox(
         "Model", options, key="model", bind="query-params", persist_state="session",
-        format_func=lambda n: n if n in good else f"{n} (this session)",
-        help="Bundled models are shared and read-only; models you train or upload are "
-             "visible to you only.")
-    if name in mine:
-        return Picked(name, mine[name], bundled=False)
-    return Picked(name, load_bundled(name), bundled=True)
+        format_func=lambda n: n if n in good or n in listed else f"{n} (this session)",
+        on_change=_keep_or_refuse, args=(listed, fallback),
+        help="Bundled models and those the server names are shared and read-only; models "
+             "you train or upload are visible to you only.")
+    if refused := st.session_state.pop(REFUSED, None):
+        st.sidebar.error(refused, icon=":material/error:")
+    if name in listed:
+        st.sidebar.caption(label(listed[name]))
+    for choice in dict.fromkeys([name, fallback, *good]):  # else the model in use, else ours
+        try:
+            picked = (Picked(choice, mine[choice], bundled=False) if choice in mine else
+                      Picked(choice, load_named(listed[choice]), bundled=True) if choice in
+                      listed else Picked(choice, load_bundled(choice), bundled=True))
+        except CheckpointError as exc:  # a link's choice, or files gone since they were listed
+            st.session_state[REFUSED] = f"Cannot use {choice}: {exc}"
+            continue
+        if choice != name:  # show the model in use in the box too: run again with it chosen
+            st.session_state[PENDING] = choice
+            st.rerun()
+        st.session_state[IN_USE] = choice
+        return picked
+    st.sidebar.error(st.session_state.pop(REFUSED), icon=":material/error:")
+    return None
+
+
+def _keep_or_refuse(listed: dict, fallback: str) -> None:
+    """The box's callback: load a named model now; if it is refused, say why and go back to
+    the model in use."""
+    wanted = st.session_state.get("model")
+    if wanted not in listed:
+        return
+    try:
+        load_named(listed[wanted])
+    except CheckpointError as exc:
+        st.session_state[REFUSED] = f"Cannot use {wanted}: {exc}"
+        st.session_state["model"] = fallback
 
 
 def describe(picked: Picked) -> str:
@@ -223,4 +266,6 @@ def picked_or_stop() -> Picked:
     if picked is None:
         st.stop()
     st.caption(f"Model **{picked.name}** — {describe(picked)}")
+    if note := picked.checkpoint.card.get("note"):
+        st.caption(str(note))
     return picked

@@ -1,0 +1,137 @@
+"""AppTest: every page runs with a model the server names through GPTVIZ_MODELS, a tiny
+one of GPT-2's format and vocabulary (a Hugging Face folder: 12 layers of 12 heads, the
+50,257 tokens of GPT-2's encoding, random weights); a model over the server's budget is
+listed, refused with the figures, and the model in use stays."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from gptviz.checkpoints import load_checkpoint
+from gptviz.gpt2_weights import save_hf_gpt2
+from gptviz.model import GPT, GPTConfig
+from gptviz.model_dirs import find_models, named_dirs
+from tests.helpers import ROOT, app_test, array_of, figure, figures, rerun, texts, z_of
+
+NAME = "tiny-gpt2"
+NO_MODEL = {"tokenizers"}  # pages that show no model (no picker): nothing to check there
+PAGES = sorted(p.stem for p in (ROOT / "app_pages").glob("*.py") if p.stem not in NO_MODEL)
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    torch.manual_seed(0)
+    save_hf_gpt2(root / NAME, GPT(GPTConfig(
+        vocab_size=50257, context_length=64, d_model=24, n_layer=12, n_head=12,
+        activation="gelu_tanh")))
+    (root / "llama").mkdir()
+    (root / "llama" / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    return root
+
+
+@pytest.fixture
+def named(models_dir, monkeypatch):
+    monkeypatch.setenv("GPTVIZ_MODELS", str(models_dir))
+    monkeypatch.setenv("GPTVIZ_HF_CACHE", "0")  # this machine's own cache stays out of it
+    monkeypatch.delenv("GPTVIZ_MODEL_MEMORY_MB", raising=False)
+    return models_dir
+
+
+def _trace(at, name: str) -> dict:
+    return next(t for f in figures(at) for t in f["data"] if t.get("name") == name)
+
+
+def _page(page: str, **query: str):
+    """The router (app.py) on ``page``: the pages link to each other through it."""
+    at = app_test(**query)
+    if page != "home":
+        at.switch_page(f"app_pages/{page}.py")
+    return rerun(at)
+
+
+def test_every_page_runs_with_a_gpt2_format_model(named):
+    for page in PAGES:
+        at = _page(page, model=NAME)
+        assert at.selectbox(key="model").value == NAME, page
+        assert "LLaMA" in texts(at, "warning"), page  # the unusable one, with its reason
+        checks = {"embeddings": _embeddings, "attention": _attention, "training": _training,
+                  "block": _block}
+        if page in checks:
+            checks[page](at)
+
+
+def _embeddings(at) -> None:
+    at.session_state["view"] = "The vocabulary (PCA)"
+    rerun(at)
+    points = array_of(_trace(at, "vocabulary")["x"])
+    assert points.shape == (5000,)
+    assert "fixed random sample of 5,000 of the 50,257 rows" in texts(at, "caption")
+
+
+def _attention(at) -> None:
+    grid = next(f for f in figures(at) if len(f["data"]) == 144)  # 12 × 12 thumbnails
+    assert grid["data"][-1]["name"] == "L11 H11"
+    assert "All 144 heads" in texts(at, "caption")
+
+
+def _block(at) -> None:
+    assert r"\mathrm{GELU}_{\tanh}" in texts(at, "latex")  # GPT-2's GELU, with its formula
+    assert r"\tanh\big(\sqrt{2/\pi}" in texts(at, "latex")
+    at.session_state["view"] = "Residual stream and logit lens"
+    rerun(at)
+    lens = figure(at, "logit lens")["data"][0]
+    assert z_of(lens).shape[0] == 13  # the input, then after each of the 12 blocks
+
+
+def _training(at) -> None:
+    assert f"does not fine-tune {NAME}" in texts(at, "info")
+    assert not at.get("download_button") or all(
+        NAME not in str(b.proto.label) for b in at.get("download_button"))
+
+
+def test_a_model_over_the_budget_is_refused_and_the_one_in_use_stays(named, monkeypatch):
+    monkeypatch.setenv("GPTVIZ_MODEL_MEMORY_MB", "1")  # the tiny model takes 5 MB
+    at = _page("embeddings")
+    before = at.selectbox(key="model").value
+    assert before != NAME and NAME in at.selectbox(key="model").options
+    assert "too big for this server (1 MB)" in texts(at, "markdown")
+    at.selectbox(key="model").set_value(NAME)
+    rerun(at)
+    assert at.selectbox(key="model").value == before
+    message = texts(at, "error")
+    assert f"Cannot use {NAME}: {NAME} has 1,294,440 parameters: 5 MB" in message
+    assert "more than the 1 MB" in message
+    assert f"Model **{before}**" in texts(at, "caption")
+    at = _page("attention", model=NAME)  # a shared link to it: refused the same way
+    assert at.selectbox(key="model").value != NAME and "Cannot use" in texts(at, "error")
+
+
+def test_the_named_model_is_loaded_once_and_shared(named):
+    from gptviz.app.shared.named import load_named, named_models
+
+    found = named_models(())[NAME]
+    first, second = load_named(found), load_named(found)
+    assert first is second and not first.model.training
+    assert not any(p.requires_grad for p in first.model.parameters())
+    assert np.isfinite(first.model(first.tokenizer.encode("Paris")).numpy()).all()
+
+
+def test_models_are_found_with_their_sizes_sources_and_problems(models_dir, tmp_path):
+    snapshot = tmp_path / "hub" / "models--openai-community--gpt2" / "snapshots" / "abc"
+    snapshot.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors"):
+        (snapshot / name).write_bytes((models_dir / NAME / name).read_bytes())
+    dirs = named_dirs(["app.py", "--models", str(models_dir / NAME)],
+                      {"GPTVIZ_MODELS": str(models_dir)})  # the same folder twice: listed once
+    found = {f.name: f for f in find_models(dirs, tmp_path / "hub", taken=[NAME])}
+    assert sorted(found) == ["llama", "openai-community/gpt2", f"{NAME} (2)"]
+    params = load_checkpoint(models_dir / NAME).model.num_params()
+    assert (found[f"{NAME} (2)"].params, found[f"{NAME} (2)"].bytes) == (params, 4 * params)
+    assert found[f"{NAME} (2)"].source == "--models" and not found[f"{NAME} (2)"].problem
+    assert found["openai-community/gpt2"].source == "Hugging Face cache"
+    assert "LLaMA" in found["llama"].problem and found["llama"].source == "GPTVIZ_MODELS"

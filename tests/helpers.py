@@ -50,10 +50,14 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 # The views of each model page, as its view picker names them.
 MODEL_PAGE_VIEWS = {
     "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
-    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt"],
-    "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation"],
+    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt",
+                   "Order without positions"],
+    "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation",
+                  "Circuits of a head", "OV circuit", "Head taxonomy",
+                  "Summed heads", "Rollout"],
     "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
-              "Residual stream and logit lens"],
+              "Residual stream and logit lens", "Direct logit attribution",
+              "Commitment layer"],
 }
 
 

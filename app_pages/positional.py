@@ -15,7 +15,9 @@ st.markdown(
     "order (token $i$ sees only tokens $0,\\dots,i$; see *Order without positions*), but only "
     "indirectly. So a GPT adds to each token's embedding a vector $p_i$ that depends only on "
     "its position $i$: $x_i = E[t_i] + p_i$. The seeds use the sinusoidal table below; many "
-    "models (GPT-2 among them) learn $P$ instead.")
+    "models (GPT-2 among them) learn $P$ instead. A third way, rotary positions (RoPE), adds "
+    "nothing and turns each head's queries and keys by angles that grow with the position; "
+    "*Four encodings compared* trains the same model with each option.")
 index_note()
 
 picked = picked_or_stop()

@@ -8,6 +8,9 @@ r"""Two facts about positions, worked out on the model's own tensors (no UI here
    so the last token's output, which sees every token, would not change. The causal mask
    breaks this: token i sees only tokens 0 … i, so the earlier tokens' outputs depend on the
    order, and from the second layer on the last token reads those outputs.
+3. RoPE adds nothing to X; it turns pair m of every head's q and k at position p by the
+   angle p·θ_m. A rotation by α then one by −β is one by α − β, so (R_i q)·(R_j k) =
+   q·R_{j−i} k: the score of two positions depends only on i − j.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import torch
 from torch import Tensor
 
 from gptviz.model import GPT
+from gptviz.model.attention import rope_angles, rotate
 from gptviz.model.hooks import hooks
 from gptviz.model.layers import sinusoidal_table
 from gptviz.model.names import act_name
@@ -149,3 +153,76 @@ def order_check(model: GPT, ids: Sequence[int], seed: int) -> OrderCheck:
     causal, before, after = delta(positions=False)
     return OrderCheck(order, before.numpy(), after.numpy(), causal,
                       delta(positions=False, causal=False)[0], delta()[0])
+
+
+# ---- 3. RoPE: rotated queries and keys whose dot products depend only on i − j ------------
+
+
+def rope_angle_table(n_positions: int, d_head: int) -> np.ndarray:
+    """The angles p·θ_m (N, d_k/2) by which RoPE turns pair m of a head's q and k at
+    position p, θ_m = 10000^(−2m/d_k) (``gptviz.model.attention.rope_angles``).
+
+    >>> rope_angle_table(3, 4).tolist()
+    [[0.0, 0.0], [1.0, 0.01], [2.0, 0.02]]
+    """
+    p = np.arange(n_positions, dtype=np.float64)[:, None]  # (N, 1)
+    return p * frequencies(d_head)[None, :]  # (N, d_k/2)
+
+
+def layer0_qk(model: GPT, query_token: int, key_token: int, head: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """q (of ``query_token``) and k (of ``key_token``) of one head in layer 0, before the
+    rotation: nothing is added to a RoPE model's X, so there they depend only on the token.
+
+    >>> q, k = layer0_qk(model, 1, 2, head=0); q.shape, k.shape
+    ((8,), (8,))
+    """
+    names = [act_name("q", 0), act_name("k", 0)]
+    _, cache = model.run_with_cache([key_token, query_token], names_filter=names)
+    q = cache[names[0]][0, head, 1].double().numpy()  # (d_k,) at position 1
+    k = cache[names[1]][0, head, 0].double().numpy()  # (d_k,) at position 0
+    return q, k
+
+
+def relative_scores(q: np.ndarray, k: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """(R_i q)·(R_j k) written as a function of δ = i − j alone, for every δ in ``offsets``:
+    Σ_m [(q_2m k_2m + q_2m+1 k_2m+1) cos δθ_m + (q_2m k_2m+1 − q_2m+1 k_2m) sin δθ_m].
+
+    >>> relative_scores(np.array([1.0, 0.0]), np.array([1.0, 0.0]), np.array([0, 1])).round(4)
+    array([1.    , 0.5403])
+    """
+    q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
+    a = q[0::2] * k[0::2] + q[1::2] * k[1::2]  # (d_k/2,)
+    b = q[0::2] * k[1::2] - q[1::2] * k[0::2]  # (d_k/2,)
+    angle = np.multiply.outer(np.asarray(offsets, np.float64), frequencies(len(q)))
+    return (a * np.cos(angle) + b * np.sin(angle)).sum(axis=-1)  # offsets' shape
+
+
+@dataclass(frozen=True)
+class RopeCheck:
+    """q_i·k_j after rotating q to position i and k to position j, beside the formula in
+    i − j alone, for every pair of positions."""
+
+    scores: np.ndarray  # (N, N) (R_i q)·(R_j k), rotated with the model's own ``rotate``
+    by_offset: np.ndarray  # (N, N) ``relative_scores`` at δ = i − j
+    max_deviation: float  # max |scores − by_offset|
+    diagonal_spread: float  # max over the diagonals i − j = δ of (largest − smallest entry)
+
+
+def rope_relative_check(q: np.ndarray, k: np.ndarray, n_positions: int) -> RopeCheck:
+    """Rotate q and k to every position (float64) and compare every dot product with the
+    formula in i − j.
+
+    >>> check = rope_relative_check(np.ones(8), np.arange(8.0), 16)
+    >>> check.max_deviation < 1e-12 and check.diagonal_spread < 1e-12
+    True
+    """
+    d = len(q)
+    cos, sin = rope_angles(0, n_positions, d)  # (N, d_k/2) each, float64
+    rq = rotate(torch.as_tensor(q, dtype=torch.float64).expand(n_positions, d), cos, sin)
+    rk = rotate(torch.as_tensor(k, dtype=torch.float64).expand(n_positions, d), cos, sin)
+    s = (rq @ rk.T).numpy()  # (N, N)
+    i = np.arange(n_positions)
+    f = relative_scores(q, k, np.subtract.outer(i, i))  # (N, N)
+    spread = max(float(np.ptp(np.diagonal(s, off))) for off in range(1 - n_positions, n_positions))
+    return RopeCheck(s, f, float(np.abs(s - f).max()), spread)

@@ -51,7 +51,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 MODEL_PAGE_VIEWS = {
     "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
     "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt",
-                   "Order without positions"],
+                   "Order without positions", "Four encodings compared"],
     "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation",
                   "Circuits of a head", "OV circuit", "Head taxonomy",
                   "Summed heads", "Rollout"],

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
-from gptviz.app.shared.heatmaps import as_float32, heatmap, matrix_panels
+from gptviz.app.shared.heatmaps import (
+    as_float32,
+    heatmap,
+    legend_on_top,
+    matrix_panels,
+    title_room,
+)
 
 
 def pe_heatmap(P, title: str = "PE: positions × dimensions") -> go.Figure:
@@ -64,3 +70,80 @@ def x_plus_pe_figure(X, PE, tokens: Sequence[str]) -> go.Figure:
     x, pe = as_float32(X), as_float32(PE)  # (T, d), (T, d)
     return matrix_panels({"E[ids]": x, "PE": pe, "X = E[ids] + PE": x + pe}, None, tokens,
                          kind="signed", title="what the first block receives")
+
+
+def rope_angle_heatmap(angles, wrapped: bool) -> go.Figure:
+    """The RoPE angles p·θ_m (N, d_k/2), raw in radians or wrapped to [0, 2π).
+
+    >>> rope_angle_heatmap(np.ones((3, 2)), wrapped=False).data[0].z.shape
+    (3, 2)
+    """
+    a = np.mod(angles, 2 * np.pi) if wrapped else np.asarray(angles)  # (N, d_k/2)
+    what = "p·θ_m mod 2π" if wrapped else "p·θ_m (radians)"
+    fig = heatmap(a, None, None, kind="seq", title=f"RoPE angles {what}",
+                  x_title="pair m (dimensions 2m, 2m+1 of q and k)", y_title="position p")
+    return title_room(fig)
+
+
+KIND_COLOURS = {"sinusoidal": "#1f77b4", "learned": "#ff7f0e", "none": "#7f7f7f",
+                "rope": "#2ca02c"}
+
+
+def val_curves_figure(curves: Mapping[str, tuple[Sequence[int], Sequence[float]]],
+                      baseline: float | None = None) -> go.Figure:
+    """Validation loss against steps, one line per encoding: {kind: (steps, losses)}; a
+    dotted line at ``baseline``, the loss of character frequencies alone.
+
+    >>> val_curves_figure({"rope": ([0, 50], [4.7, 2.9])}).data[0].name
+    'RoPE'
+    """
+    fig = go.Figure([go.Scatter(
+        x=np.asarray(steps), y=np.asarray(losses, np.float64), mode="lines+markers",
+        name=kind_name(kind), line=dict(color=KIND_COLOURS.get(kind)),
+        hovertemplate=f"{kind_name(kind)}, step %{{x}}: %{{y:.4f}}<extra></extra>")
+        for kind, (steps, losses) in curves.items()])
+    if baseline is not None:
+        fig.add_hline(y=baseline, line=dict(color="#555", dash="dot", width=1),
+                      annotation_text=f"character frequencies alone: {baseline:.3f}",
+                      annotation_position="top right")
+    fig.update_layout(title="Validation loss while training (same data, seed and steps)",
+                      xaxis_title="optimizer step", yaxis_title="validation loss (nats/char)",
+                      margin=dict(l=10, r=10, t=80, b=10))
+    return legend_on_top(fig)
+
+
+def long_losses_figure(losses: Mapping[tuple[str, str], Sequence[float]],
+                       labels: Mapping[tuple[str, str], str], n_ctx: int) -> go.Figure:
+    """Loss at each position of long texts, one line per (kind, scheme); dotted lines mark
+    the training context N and 2N.
+
+    >>> fig = long_losses_figure({("rope", "whole"): [3.0, 2.0]}, {("rope", "whole"): "x"}, 1)
+    >>> fig.data[0].name, len(fig.layout.shapes)
+    ('x', 2)
+    """
+    fig = go.Figure()
+    for (kind, scheme), y in losses.items():
+        y = np.asarray(y, np.float64)
+        fig.add_trace(go.Scatter(
+            x=np.arange(len(y)), y=y, mode="lines", name=labels[kind, scheme],
+            line=dict(color=KIND_COLOURS.get(kind), dash="solid" if scheme == "crop" or
+                      kind == "rope" else "dot", width=2),
+            hovertemplate=f"{labels[kind, scheme]}<br>position %{{x}}: %{{y:.3f}}<extra></extra>"))
+    for x, text in ((n_ctx, "N"), (2 * n_ctx, "2N")):
+        fig.add_vline(x=x - 0.5, line=dict(color="#555", dash="dash", width=1),
+                      annotation_text=text, annotation_position="bottom right")
+    fig.update_layout(title=f"Loss at each position of texts {len(y)} characters long "
+                            f"(trained on N = {n_ctx})",
+                      xaxis_title="position t (predicting character t + 1)",
+                      yaxis_title="mean loss (nats/char)", margin=dict(l=10, r=10, t=110, b=10),
+                      height=480)
+    return legend_on_top(fig)
+
+
+def kind_name(kind: str) -> str:
+    """How the page names an encoding.
+
+    >>> kind_name("rope"), kind_name("none")
+    ('RoPE', 'none')
+    """
+    return {"rope": "RoPE"}.get(kind, kind)

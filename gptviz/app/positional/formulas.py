@@ -66,3 +66,64 @@ def shift_identity(i: int, j: int, d: int, lhs: float, rhs: float, max_dev: floa
         rf"{num(max_dev, 3)}\quad \text{{(float64, all pairs)}}"
         r"\end{aligned}"
     )
+
+
+def rope_rotation(n: int, d_head: int) -> str:
+    r"""RoPE's rotation of pair m of a head's q (and k) at position p, and where it acts.
+
+    >>> r"\theta_m = 10000^{-2m/d_k}" in rope_rotation(64, 32)
+    True
+    """
+    return (
+        r"\begin{pmatrix} q'_{p,2m} \\ q'_{p,2m+1} \end{pmatrix} = "
+        r"\begin{pmatrix} \cos p\theta_m & -\sin p\theta_m \\ \sin p\theta_m & \cos p\theta_m"
+        r"\end{pmatrix} \begin{pmatrix} q_{p,2m} \\ q_{p,2m+1} \end{pmatrix},\qquad "
+        rf"\theta_m = 10000^{{-2m/d_k}},\ 0 \le m < d_k/2 = {d_head // 2},\ "
+        rf"0 \le p < N = {n}"
+    )
+
+
+def rope_pair(token: str, p: int, q: Sequence[float], q_rot: Sequence[float]) -> str:
+    r"""Pair m = 0 of the q of the token at position p, turned by p·θ_0 = p radians, with the
+    live numbers.
+
+    >>> "&= (0.540,\\ 0.841)" in rope_pair("a", 1, [1.0, 0.0], [0.5403, 0.8414])
+    True
+    """
+    c, s = float(np.cos(p)), float(np.sin(p))
+    return (
+        r"\begin{aligned}"
+        rf"&\text{{position {p}: }} {tex_text(token, 16)},\qquad \theta_0 = 10000^0 = 1 \\"
+        rf"(q'_{{{p},0}},\ q'_{{{p},1}}) &= (q_{{{p},0}} \cos {p}\theta_0 - q_{{{p},1}} "
+        rf"\sin {p}\theta_0,\ \ q_{{{p},0}} \sin {p}\theta_0 + q_{{{p},1}} \cos {p}\theta_0) \\"
+        rf"&= ({num(q[0])} \cdot {num(c)} - ({num(q[1])}) \cdot ({num(s)}),\ \ "
+        rf"{num(q[0])} \cdot ({num(s)}) + ({num(q[1])}) \cdot {num(c)}) \\"
+        rf"&= ({num(q_rot[0])},\ {num(q_rot[1])})"
+        r"\end{aligned}"
+    )
+
+
+def rope_relative(i: int, j: int, d_head: int, lhs: float, rhs: float, max_dev: float) -> str:
+    r"""(R_i q)·(R_j k) = Σ_m [a_m cos((i − j)θ_m) + b_m sin((i − j)θ_m)] with the live
+    i, j, both sides and the largest deviation over every pair of positions.
+
+    >>> tex = rope_relative(5, 2, 16, 1.25, 1.25, 1e-15)
+    >>> "(i - j)" in tex and "\\cdot 3" in tex
+    True
+    """
+    last = d_head // 2 - 1
+    return (
+        r"\begin{aligned}"
+        r"q_i \cdot k_j = (R_i q)\cdot(R_j k) &= q \cdot R_{j-i}\, k = "
+        rf"\sum_{{m=0}}^{{{last}}} \big[a_m \cos\big((i - j)\theta_m\big) "
+        r"+ b_m \sin\big((i - j)\theta_m\big)\big] \\"
+        r"a_m &= q_{2m}k_{2m} + q_{2m+1}k_{2m+1},\qquad b_m = q_{2m}k_{2m+1} - q_{2m+1}k_{2m}"
+        r" \\"
+        rf"\theta_m &= 10000^{{-2m/d_k}},\qquad d_k = {d_head} \\"
+        rf"(R_{{{i}}} q)\cdot(R_{{{j}}} k) &= {lhs:.6f},\qquad \sum_m \big[a_m "
+        rf"\cos(\theta_m \cdot {i - j}) + b_m \sin(\theta_m \cdot {i - j})\big] = {rhs:.6f}"
+        r" \\"
+        r"\max_{i,j}\big|(R_i q)\cdot(R_j k) - \textstyle\sum_m[\dots](i - j)\big| &= "
+        rf"{num(max_dev, 3)}\quad \text{{(float64, all pairs)}}"
+        r"\end{aligned}"
+    )

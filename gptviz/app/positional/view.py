@@ -9,7 +9,9 @@ import streamlit as st
 from gptviz import analysis, positions
 from gptviz.app.positional import figures as vp
 from gptviz.app.positional import formulas as pos_tex
+from gptviz.app.positional.compare import compare_view
 from gptviz.app.positional.order import order_view
+from gptviz.app.positional.rope import rope_positions, rope_sum
 from gptviz.app.shared.cache import activations, cached_figure
 from gptviz.app.shared.heatmaps import title_room
 from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
@@ -104,6 +106,9 @@ def shift_identity(n: int, d: int, i: int, j: int) -> None:
 def learned(picked: Picked) -> None:
     """The positions this model adds: learned rows, its sinusoidal table, or nothing."""
     c = picked.checkpoint.config
+    if c.positional == "rope":
+        rope_positions(picked)
+        return
     P = analysis.model_pe(picked.checkpoint.model)  # (N, d)
     if c.positional == "none":
         st.info("This model adds **no positional encoding** (PE = 0). It still knows order a "
@@ -127,10 +132,18 @@ def learned(picked: Picked) -> None:
 
 def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
     """X = E[ids] + PE for the prompt: what the first block receives."""
+    c = picked.checkpoint.config
+    if c.positional == "rope":
+        rope_sum(picked, prompt, pos)
+        return
+    if c.positional == "none":
+        st.info("This model adds **no positional encoding**: PE = 0, so X = E[ids] and the "
+                "middle panel is blank. A token enters the block as the same vector wherever "
+                "it stands; only the causal mask tells positions apart (see *Order without "
+                "positions*).", icon=":material/info:")
     cache, _ = activations(picked, prompt.ids, embedding_names())
     X = analysis.to_numpy(cache[act_name("embed")][0])  # (T, d)
     PE = analysis.to_numpy(cache[act_name("pos_embed")])  # (T, d)
-    c = picked.checkpoint.config
     st.latex(pos_tex.x_plus_pe_formula(prompt.labels[pos], pos, X[pos], PE[pos], c.positional))
     chart(vp.x_plus_pe_figure(X, PE, prompt.labels))
     e_norm, p_norm = np.linalg.norm(X, axis=1).mean(), np.linalg.norm(PE, axis=1).mean()
@@ -154,4 +167,5 @@ def prompt_sum(picked: Picked) -> None:
 
 
 VIEWS = {"Sinusoidal formula": sinusoidal, "This model's positions": learned,
-         "X + PE for the prompt": prompt_sum, "Order without positions": order_view}
+         "X + PE for the prompt": prompt_sum, "Order without positions": order_view,
+         "Four encodings compared": compare_view}

@@ -1,0 +1,185 @@
+"""The Positional page's comparison: the same small GPT trained with each of the four
+positional options, their validation curves, and what each does past its context."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from gptviz.app.positional import figures as vp
+from gptviz.app.positional.retrain import RUNS, adopt_finished, retrain_panel
+from gptviz.app.shared.widgets import chart, csv_download, problem
+from gptviz.checkpoints import Checkpoint, CheckpointError, freeze
+from gptviz.compare_positions import KINDS, SCHEMES, load_runs
+
+Runs = Mapping[str, Checkpoint]
+WHOLE = {"rope": "whole text, sliding window", "sinusoidal": "whole text, formula past N",
+         "none": "whole text"}
+
+
+def scheme_label(kind: str, scheme: str) -> str:
+    """A curve's name in the legend.
+
+    >>> scheme_label("learned", "crop"), scheme_label("rope", "whole")
+    ('learned: cropped to the last N', 'RoPE: whole text, sliding window')
+    """
+    how = "cropped to the last N" if scheme == "crop" else WHOLE[kind]
+    return f"{vp.kind_name(kind)}: {how}"
+
+
+def segment_means(losses, n: int) -> dict[str, float]:
+    """Mean loss over positions 0..N−1, N..2N−1, 2N..4N−1, and over texts of 2N and 4N.
+
+    >>> segment_means([1, 1, 2, 2, 3, 3, 3, 3], 2)
+    {'0..N-1': 1.0, 'N..2N-1': 2.0, '2N..4N-1': 3.0, '2N text': 1.5, '4N text': 2.25}
+    """
+    v = np.asarray(losses, np.float64)
+    return {k: float(v[a:b].mean()) for k, (a, b) in {
+        "0..N-1": (0, n), "N..2N-1": (n, 2 * n), "2N..4N-1": (2 * n, 4 * n),
+        "2N text": (0, 2 * n), "4N text": (0, 4 * n)}.items()}
+
+
+@st.cache_resource(show_spinner="Loading the four runs…")
+def shipped_runs() -> dict[str, Checkpoint]:
+    """The runs in assets/positional, shared by every session: read-only."""
+    runs = load_runs()
+    for ckpt in runs.values():
+        freeze(ckpt.model)
+    return runs
+
+
+def curves(runs: Runs) -> dict[str, tuple[list[int], list[float]]]:
+    return {k: ([e["step"] for e in runs[k].card["evals"]],
+                [e["val_loss"] for e in runs[k].card["evals"]]) for k in KINDS}
+
+
+def long_losses(runs: Runs) -> dict[tuple[str, str], list[float]]:
+    return {(k, s): runs[k].card["long"]["losses"][s] for k in KINDS for s in SCHEMES[k]}
+
+
+def summary(runs: Runs, n: int) -> pd.DataFrame:
+    """One row per curve: mean loss inside N, on 2N and 4N texts, and the validation loss."""
+    rows = []
+    for (kind, scheme), v in long_losses(runs).items():
+        card = runs[kind].card
+        rows.append({"encoding": vp.kind_name(kind), "long texts read": scheme_label(
+            kind, scheme).split(": ", 1)[1], **{f"positions {k}": m for k, m in segment_means(
+                v, n).items()}, "validation loss": card["evals"][-1]["val_loss"],
+            "training CPU s": card["train_cpu_s"]})
+    return pd.DataFrame(rows)
+
+
+def _past(v, n: int) -> float:
+    return float(np.mean(v[n:]))
+
+
+def findings(runs: Runs, n: int) -> list[str]:
+    """Three to five sentences on what the figures show, every number read from the runs."""
+    name, card = vp.kind_name, runs[KINDS[0]].card
+    final = {k: runs[k].card["evals"][-1]["val_loss"] for k in KINDS}
+    order = sorted(KINDS, key=final.get)
+    out = [f"After {card['steps']} steps {name(order[0])} has the lowest validation loss "
+           f"({final[order[0]]:.3f} nats per character), then " + ", ".join(
+               f"{name(k)} ({final[k]:.3f})" for k in order[1:-1])
+           + f" and {name(order[-1])} ({final[order[-1]]:.3f})."]
+    uni = card["unigram_loss"]
+    stuck = [k for k in KINDS if final[k] > uni - 0.1]
+    long = long_losses(runs)
+    sin_crop, sin_whole = (_past(long["sinusoidal", s], n) for s in ("crop", "whole"))
+    if stuck:
+        why = ("; the sinusoidal table's entries are as large as ±1 while the token embeddings "
+               "start near 0.02, so X = E + PE hardly depends on the token until training has "
+               "grown E, and the formula's rows past N change nothing for it (whole text "
+               f"{sin_whole:.3f}, cropped {sin_crop:.3f})" if "sinusoidal" in stuck else "")
+        out.append(f"The {', '.join(name(k) for k in stuck)} run has not left the plateau of "
+                   f"a model that ignores its context (character frequencies alone give "
+                   f"{uni:.3f}){why}.")
+    lr, ll = long["rope", "whole"], long["learned", "crop"]
+    inside, past = np.mean(ll[:n]) - np.mean(lr[:n]), _past(ll, n) - _past(lr, n)
+    layers = runs["rope"].config.n_layer
+    out.append(f"RoPE's lead over the learned table is {inside:.3f} nats inside the window "
+               f"(positions 0–{n - 1}) and {past:.3f} past it ({n}–{len(lr) - 1}): cropping "
+               f"keeps only the last {n} characters, while RoPE slides its window over the "
+               f"whole text, so through its {layers} layers a prediction can still draw on "
+               f"characters up to {layers * (n - 1)} places back.")
+    crop, whole = _past(long["none", "crop"], n), _past(long["none", "whole"], n)
+    out.append("Without positions, reading the whole text in one pass "
+               + (f"is worse past {n} than cropping" if whole > crop else
+                  f"is no worse past {n} than cropping")
+               + f" ({whole:.3f} against {crop:.3f}; before {n} the two are the same "
+               "computation): each softmax then spreads over more characters than the model "
+               "ever saw in training.")
+    if "sinusoidal" not in stuck:
+        out.append(f"Fed the formula's rows past N, which it never saw, the sinusoidal run "
+                   f"loses {sin_whole:.3f} past N against {sin_crop:.3f} when cropped.")
+    return out
+
+
+def compare_view() -> None:
+    """Validation curves, losses on long texts, a table, the findings, and the retrain button."""
+    active = adopt_finished()
+    mine = st.session_state.get(RUNS)
+    try:
+        shipped = shipped_runs()
+    except (CheckpointError, OSError) as exc:
+        problem(f"The shipped runs of this comparison do not load ({exc}). Retrain them below, "
+                "or restore assets/positional (python scripts/make_positional.py).")
+        shipped = None
+    runs = mine or shipped
+    if runs is not None:
+        draw(runs, retrained=bool(mine))
+    cpu = sum(c.card["train_cpu_s"] for c in (shipped or runs or {}).values())
+    retrain_panel(cpu, active)
+
+
+def draw(runs: Runs, retrained: bool) -> None:
+    c = runs["learned"].config
+    n, r = c.context_length, runs["learned"].card["recipe"]
+    params = ", ".join(f"{vp.kind_name(k)} {runs[k].card['params']:,}" for k in KINDS)
+    st.markdown(
+        f"The same small GPT ({c.n_layer} layers, d = {c.d_model}, {c.n_head} heads, context "
+        f"N = {n} characters) trained four times on the characters of {r['corpus']}, once with "
+        f"each positional option. Everything else is the same: the seed ({r['seed']}: the same "
+        f"initial weights wherever the shapes agree, the same batches in the same order) and "
+        f"{r['steps']} steps of batch {r['batch_size']}. Parameters: {params} (only the learned "
+        f"table adds any). The validation loss is measured on the last 10 % of the text, "
+        f"which no run trains on.")
+    st.caption("These are the runs retrained in this session." if retrained else
+               "These are the shipped runs (assets/positional, made by "
+               "scripts/make_positional.py); retrain them below.")
+    chart(vp.val_curves_figure(curves(runs), runs["learned"].card["unigram_loss"]),
+          key="pc_curves")
+    long = long_losses(runs)
+    length = len(next(iter(long.values())))
+    st.markdown(f"#### Past the training context: texts of {length // n} × N")
+    st.markdown(
+        f"Each run reads {runs['learned'].card['long']['texts']} texts of {length} characters "
+        "from the validation part. The page reads them as each model can:\n"
+        f"- **learned**: its table has rows 0 to {n - 1} only. Past that, each prediction "
+        f"sees only the last {n} characters, placed at positions 0 to {n - 1}: what the "
+        "generator does (it crops, and recomputes the window at every step).\n"
+        "- **sinusoidal**: cropped the same way (solid), and the whole text in one pass "
+        f"(dotted) with the formula's rows {n}, {n + 1}, … that the model never saw.\n"
+        "- **none**: no table to run out of. Cropped (solid, what the generator does) and the "
+        "whole text in one pass (dotted), attention over every earlier character.\n"
+        f"- **RoPE**: the whole text in one pass, each layer attending to the last {n} keys "
+        "(a sliding window): what its generator does with its rolling KV cache.\n\n"
+        f"Every reading is causal, so the first {2 * n} positions are also the losses on "
+        f"texts of 2N = {2 * n} characters.")
+    labels = {key: scheme_label(*key) for key in long}
+    chart(vp.long_losses_figure(long, labels, n), key="pc_long")
+    df = summary(runs, n)
+    st.dataframe(df, hide_index=True, width="stretch", column_config={
+        k: st.column_config.NumberColumn(format="%.3f") for k in df.columns[2:-1]})
+    left, right = st.columns(2)
+    with left:
+        csv_download(df, "positional-compare-summary.csv", "Download the table as CSV")
+    with right:
+        per = pd.DataFrame({"position": range(length), **{labels[k]: v for k, v in long.items()}})
+        csv_download(per, "positional-compare-per-position.csv",
+                     "Download the loss per position as CSV")
+    st.markdown("#### What the figures show")
+    st.markdown(" ".join(findings(runs, n)))

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from gptviz.app.generation import controls as ui
+from gptviz.app.generation import link
 from gptviz.app.generation import view as views
 from gptviz.app.shared.inputs import prompt_input
 from gptviz.app.shared.notes import index_note
@@ -27,7 +28,7 @@ prompt = ui.prompt_tokens(ckpt, prompt_input(ckpt))
 if prompt is None:
     st.stop()
 sampling = ui.sampling_controls(ckpt.config.vocab_size)
-hist = ui.history(picked, prompt)
+hist = ui.history(picked, prompt, sampling)
 ui.buttons(hist, ckpt.model, sampling)
 
 text_box = st.empty()
@@ -41,3 +42,4 @@ if len(hist.ids) > ckpt.config.context_length:
 
 view = views.viewed(hist, picked, sampling)
 view_tabs(views.VIEWS, dict(v=view, hist=hist, picked=picked, sampling=sampling))
+link.sync(hist, picked)  # the tree of branches and the current text, in the page's link

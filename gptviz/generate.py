@@ -1,4 +1,4 @@
-"""Generation: P_T(i) = softmax(y_N / T)_i, filtered by top-k and top-p, then sampled.
+"""Generation: P_T(i) = softmax(y_N / T)_i, filtered by top-k, top-p and min-p, then sampled.
 
 ``step`` shows the work of one step as data (cropped context, logits,
 probabilities, top candidates, chosen id, entropy); ``generate`` runs many
@@ -46,6 +46,7 @@ class Sampling:
     top_k: int | None = None  # keep the k most probable ids; None keeps all
     top_p: float | None = None  # keep the smallest set with mass >= top_p; None keeps all
     seed: int = 0  # step i draws with torch.Generator seeded by (seed, i)
+    min_p: float | None = None  # keep ids with P_T >= min_p · max P_T; None (or 0) keeps all
 
     @property
     def greedy(self) -> bool:
@@ -62,7 +63,8 @@ class Sampling:
         return torch.Generator().manual_seed((self.seed + 1) * 1_000_003 + i)
 
 
-def check_sampling(temperature: float, top_k: int | None, top_p: float | None) -> None:
+def check_sampling(temperature: float, top_k: int | None, top_p: float | None,
+                   min_p: float | None = None) -> None:
     """Raise ValueError for settings that define no distribution."""
     if not isinstance(temperature, (int, float)) or math.isnan(temperature) or temperature < 0:
         raise ValueError(f"temperature must be >= 0 (0 means greedy), got {temperature}.")
@@ -70,22 +72,34 @@ def check_sampling(temperature: float, top_k: int | None, top_p: float | None) -
         raise ValueError(f"top_k must be a whole number >= 1 (or None for no limit), got {top_k}.")
     if top_p is not None and not 0 < top_p <= 1:
         raise ValueError(f"top_p must be in (0, 1] (1 keeps everything), got {top_p}.")
+    if min_p is not None and (isinstance(min_p, bool) or not isinstance(min_p, (int, float))
+                              or not 0 <= min_p <= 1):  # NaN fails both comparisons
+        raise ValueError(f"min_p must be in [0, 1] (0 keeps every token, 1 only the most "
+                         f"probable), got {min_p}.")
 
 
 def next_token_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
-                     top_p: float | None = None) -> Tensor:
+                     top_p: float | None = None, min_p: float | None = None) -> Tensor:
     """P_T = softmax(logits / T) restricted to the top-k ids, then to the smallest set
-    whose mass reaches top_p, and renormalised. T = 0 puts all mass on the argmax.
+    whose mass reaches top_p, then to the ids with P_T(i) >= min_p · max_j P_T(j), and
+    renormalised over the kept set S. T = 0 puts all mass on the argmax.
+
+    min-p compares P_T(i) with the largest P_T(j): a ratio that renormalising does not
+    change, so it keeps the same ids whether it comes before or after top-k and top-p.
 
     >>> next_token_probs(torch.tensor([2.0, 1.0, 0.0]), temperature=1.0, top_k=2)
     tensor([0.7311, 0.2689, 0.0000])
+    >>> next_token_probs(torch.tensor([2.0, 1.0, 0.0]), temperature=1.0, min_p=0.3)
+    tensor([0.7311, 0.2689, 0.0000])
     """
-    check_sampling(temperature, top_k, top_p)
+    check_sampling(temperature, top_k, top_p, min_p)
     logits = logits.float()  # (|V|,)
     if temperature == 0:
         return torch.zeros_like(logits).scatter_(0, logits.argmax().view(1), 1.0)
     # float64 and <= 0 before dividing: no overflow or 0/0 for tiny T.
     scaled = (logits.double() - logits.max()) / temperature  # (|V|,)
+    p_t = torch.softmax(scaled, dim=-1)  # (|V|,) P_T before any filter
+    keep_min = p_t >= min_p * p_t.max() if min_p else None  # (|V|,) S_min
     if top_k is not None and top_k < scaled.numel():  # exactly k ids, even with ties
         keep = scaled.sort(descending=True, stable=True).indices[:top_k]  # (k,) ties: low id
         scaled = torch.full_like(scaled, float("-inf")).index_copy_(0, keep, scaled[keep])
@@ -97,6 +111,9 @@ def next_token_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None
         drop = order[before >= top_p]  # ids not needed to reach top_p
         probs = probs.index_fill(0, drop, 0.0)
         probs = probs / probs.sum()
+    if keep_min is not None:
+        probs = probs.masked_fill(~keep_min, 0.0)
+        probs = probs / probs.sum()  # the argmax is in every S, so the sum is > 0
     return probs.float()
 
 
@@ -157,12 +174,12 @@ def _context(model: GPT, ids: Sequence[int]) -> tuple[list[int], int]:
 @torch.no_grad()
 def step(model: GPT, ids: Sequence[int], temperature: float = 1.0, top_k: int | None = None,
          top_p: float | None = None, generator: torch.Generator | None = None,
-         n_top: int = 10) -> Step:
+         n_top: int = 10, min_p: float | None = None) -> Step:
     """One step: crop to the context window, run the model, build P_T, choose."""
-    check_sampling(temperature, top_k, top_p)
+    check_sampling(temperature, top_k, top_p, min_p)
     context, cropped = _context(model, ids)
     logits = model(context)[0, -1].float().cpu()  # (|V|,)
-    probs = next_token_probs(logits, temperature, top_k, top_p)  # (|V|,)
+    probs = next_token_probs(logits, temperature, top_k, top_p, min_p)  # (|V|,)
     best = torch.topk(probs, min(n_top, probs.numel()))
     top = [(int(i), float(p)) for p, i in zip(best.values, best.indices, strict=True)]
     return Step(context, cropped, logits, probs, top, choose(probs, temperature, generator),
@@ -171,7 +188,7 @@ def step(model: GPT, ids: Sequence[int], temperature: float = 1.0, top_k: int | 
 
 def step_through(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
                  top_k: int | None = None, top_p: float | None = None,
-                 seed: int | None = None) -> Iterator[Step]:
+                 seed: int | None = None, min_p: float | None = None) -> Iterator[Step]:
     """Yield a Step per new token (each chosen id is appended before the next step).
 
     With a seed, step i draws as ``Sampling.generator(i)`` says; without, from torch's RNG.
@@ -180,7 +197,7 @@ def step_through(model: GPT, ids: Sequence[int], max_new_tokens: int, temperatur
     ids = list(ids)
     for i in range(max_new_tokens):
         s = step(model, ids, temperature, top_k, top_p, rule.generator(i) if seed is not None
-                 else None)
+                 else None, min_p=min_p)
         ids.append(s.chosen)
         yield s
 
@@ -188,7 +205,8 @@ def step_through(model: GPT, ids: Sequence[int], max_new_tokens: int, temperatur
 @torch.no_grad()
 def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, seed: int | None = None,
-             use_cache: bool = True, stop_id: int | None = None) -> list[int]:
+             use_cache: bool = True, stop_id: int | None = None,
+             min_p: float | None = None) -> list[int]:
     """Prompt ids + up to max_new_tokens sampled ids (stopping after ``stop_id``).
 
     With ``use_cache`` each step feeds only the new token and reuses the keys and
@@ -202,7 +220,7 @@ def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: f
     >>> len(out), out == generate(model, [3], 5, seed=0, use_cache=False)
     (6, True)
     """
-    check_sampling(temperature, top_k, top_p)
+    check_sampling(temperature, top_k, top_p, min_p)
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}.")
     context, _ = _context(model, ids)
@@ -213,12 +231,12 @@ def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: f
     cache = model.new_cache() if use_cache else None
     if model.config.positional == "rope":
         return _generate_rope(model, out, max_new_tokens, probs_of=lambda logits: next_token_probs(
-            logits, temperature, top_k, top_p), pick=lambda probs, i: choose(
+            logits, temperature, top_k, top_p, min_p), pick=lambda probs, i: choose(
             probs, temperature, rule.generator(i) if seed is not None else None),
             cache=cache, stop_id=stop_id)
     logits = _logits(model, out[-n_ctx:], cache)
     for i in range(max_new_tokens):
-        probs = next_token_probs(logits, temperature, top_k, top_p)
+        probs = next_token_probs(logits, temperature, top_k, top_p, min_p)
         out.append(choose(probs, temperature, rule.generator(i) if seed is not None else None))
         if out[-1] == stop_id or len(out) - len(ids) == max_new_tokens:
             break

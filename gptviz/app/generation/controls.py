@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from gptviz import generate as gen
+from gptviz.app.generation import link
 from gptviz.app.generation.figures import sequence_chips_html
 from gptviz.app.generation.state import MAX_TOKENS, History
 from gptviz.app.shared.click_button import click_total
@@ -88,9 +89,10 @@ def token_info(tok: Tokenizer, idx: int) -> TokenInfo:
 
 
 def sampling_controls(vocab_size: int) -> Sampling:
-    """Temperature (``?temperature=`` in the URL), top-k, top-p and seed, with their notes."""
-    raw = st.query_params.get("temperature")
-    c1, c2, c3, c4 = st.columns([3, 2, 2, 1.4])
+    """Temperature and min-p (``?temperature=…&min_p=…`` in the URL), top-k, top-p and seed,
+    with their notes."""
+    raw, raw_min = st.query_params.get("temperature"), st.query_params.get("min_p")
+    c1, c2, c3, c5, c4 = st.columns([3, 2, 2, 2, 1.4])
     t = c1.slider("Temperature T", 0.0, 3.0, 1.0, 0.05, key="temperature", bind="query-params",
                   help="P_T = softmax(y_N / T). T = 0 is greedy (always the argmax); T < 1 "
                        "sharpens the distribution, T > 1 flattens it.")
@@ -99,13 +101,21 @@ def sampling_controls(vocab_size: int) -> Sampling:
     p = c3.slider("top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="top_p",
                   help="Keep the smallest set of most probable tokens whose probabilities "
                        "add up to at least p, then renormalise.")
+    m = c5.slider("min-p (0 = off)", 0.0, 1.0, 0.0, 0.01, key="min_p", bind="query-params",
+                  help="Keep only the tokens whose probability is at least min-p times the "
+                       "largest one, P_T(i) ≥ min-p · max P_T, then renormalise.")
     seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key="seed",
                            help="Step i draws with a generator seeded by (seed, i): the same "
                                 "seed gives the same text.")
     if raw is not None and not _same(raw, t):
         st.warning(f"The link asks for temperature “{raw}”, which is not a number from 0 to "
                    f"3; using T = {t:g}.", icon=":material/link_off:")
-    return settings(t, k, p, seed, vocab_size)
+    if raw_min is not None and not _same(raw_min, m):
+        st.warning(f"The link asks for min-p “{raw_min}”, which is not a number from 0 to 1 "
+                   "(min-p keeps the tokens whose probability is at least min-p times the "
+                   f"largest, so it lies in [0, 1]); using min-p = {m:g}"
+                   f"{' (off)' if m == 0 else ''}.", icon=":material/link_off:")
+    return settings(t, k, p, seed, vocab_size, m)
 
 
 def _same(raw: str, value: float) -> bool:
@@ -115,32 +125,44 @@ def _same(raw: str, value: float) -> bool:
         return False
 
 
-def settings(t: float, k: int, p: float, seed: int, vocab_size: int) -> Sampling:
+def settings(t: float, k: int, p: float, seed: int, vocab_size: int,
+             min_p: float = 0.0) -> Sampling:
     """The widgets' values as a Sampling, explaining settings that change nothing."""
     top_k = int(k) if k and k < vocab_size else None
     top_p = float(p) if p < 1 else None
+    m = float(min_p) if min_p else None
+    if m is not None and not 0 < m <= 1:  # the slider cannot, a caller might
+        problem(f"min-p must lie in [0, 1], got {min_p}: min-p is off. Choose a value from 0 "
+                "(off) to 1 (only the most probable token).")
+        m = None
     if k and k >= vocab_size:
         st.info(f"top-k = {k:,} is at least the vocabulary size |V| = {vocab_size:,}: it keeps "
                 "every token, so it filters nothing. Choose k < |V| to cut the tail.",
                 icon=":material/info:")
     if t == 0:
-        extra = " top-k and top-p change nothing here (the argmax is always kept), and" if (
-            top_k or top_p) else ""
+        active = [n for n, on in (("top-k", top_k), ("top-p", top_p), ("min-p", m)) if on]
+        names = " and ".join(active) if len(active) < 3 else "top-k, top-p and min-p"
+        extra = (f" {names} change{'s' if len(active) == 1 else ''} nothing here (the argmax is "
+                 "always kept), and") if active else ""
         st.info(f"**Greedy decoding (T = 0):** each step takes the most probable token;{extra} "
                 "the seed is not used. Raise T above 0 to sample.", icon=":material/target:")
-    return Sampling(float(t), top_k, top_p, int(seed))
+    return Sampling(float(t), top_k, top_p, int(seed), m)
 
 
-def history(picked: Picked, prompt: PromptTokens) -> History:
-    """This session's history, started again when the model or the prompt changes."""
+def history(picked: Picked, prompt: PromptTokens, sampling: Sampling) -> History:
+    """This session's history, started again when the model or the prompt changes; the
+    session's first one grows the tree of branches its link holds (``?branches=``)."""
     key = (picked.name, id(picked.checkpoint.model), prompt.text)
     hist = st.session_state.get(HISTORY)
     if hist is None or hist.key != key:
-        if hist is not None and hist.turns:
-            st.toast("The model or the prompt changed: the history starts again.",
-                     icon=":material/restart_alt:")
+        if hist is not None and hist.nodes:
+            st.toast("The model or the prompt changed: the history and its branches start "
+                     "again.", icon=":material/restart_alt:")
         seen = hist.clicks_seen if hist is not None else 0  # the button's total goes on
-        hist = History(key, prompt.ids, clicks_seen=seen)
+        new = History(key, prompt.ids, clicks_seen=seen)
+        if hist is None:
+            link.restore(new, picked, sampling)
+        hist = new
         st.session_state[HISTORY] = hist
         st.session_state.pop(STEP, None)
     return hist

@@ -38,17 +38,23 @@ def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,
 
 
 def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: float,
-               prob: float, kept: int, vocab_size: int, log_z_all: float | None = None) -> str:
+               prob: float, kept: int, vocab_size: int, log_z_all: float | None = None,
+               min_p: float | None = None, p_max: float = 1.0) -> str:
     r"""``P_T(i) = softmax(y_N / T)_i`` for one token with the live numbers; T = 0 is argmax.
 
-    ``log_z`` is log Σ_{j∈S} e^{y_j/T} over the ids S that top-k / top-p keep, ``log_z_all``
-    the same over the whole vocabulary V (``None``: S = V). When S ≠ V the token is drawn
-    from P', P_T restricted to S and renormalised by the mass of S; ``prob`` is P'(token).
+    ``log_z`` is log Σ_{j∈S} e^{y_j/T} over the ids S that top-k / top-p / min-p keep,
+    ``log_z_all`` the same over the whole vocabulary V (``None``: S = V). When S ≠ V the
+    token is drawn from P', P_T restricted to S and renormalised by the mass of S; ``prob``
+    is P'(token). With ``min_p``, S lies inside S_min, the ids with P_T(i) ≥ min_p · p_max
+    (``p_max`` = max_j P_T(j)), written out with its threshold.
 
     >>> "e^{-0.500}" in pt_formula("a", 3, 1.0, 1.0, 1.5, 0.6065, 5, 5)
     True
     >>> tex = pt_formula("a", 3, 1.0, 1.0, 1.5, 0.6065, 2, 5, log_z_all=1.6)
     >>> r"P'(i)" in tex and "0.9048" in tex  # the mass of S, e^{1.5 - 1.6}
+    True
+    >>> tex = pt_formula("a", 3, 1.0, 1.0, 1.5, 0.6065, 2, 5, 1.6, min_p=0.1, p_max=0.5)
+    >>> r"S_{\min}" in tex and "0.05000" in tex  # the threshold 0.1 × 0.5
     True
     """
     name = rf"{tex_text(token, 16)}\ (\mathrm{{id}}\ {token_id})"
@@ -74,8 +80,11 @@ def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: f
         r"P'(i) &= \begin{cases} \dfrac{P_T(i)}{m_S} = "
         r"\dfrac{e^{y_{N,i}/T}}{\sum_{j\in S} e^{y_{N,j}/T}} & i \in S \\ "
         r"0 & i \notin S \end{cases}\\"
-        rf"S &= \text{{the ids top-}}k\text{{ / top-}}p\text{{ keep}},\ |S| = {grouped(kept)}"
-        rf"\ \text{{of}}\ {grouped(vocab_size)}\\"
+        rf"S &= S_k \cap S_p \cap S_{{\min}},\ |S| = {grouped(kept)}\ \text{{of}}\ "
+        rf"{grouped(vocab_size)}\\"
+        + (r"S_{\min} &= \{i : P_T(i) \ge p_{\min} \cdot \max_j P_T(j)\}\\"
+           rf"&= \{{i : P_T(i) \ge {num(min_p, 2)} \times {num(p_max, 4)} = "
+           rf"{num(min_p * p_max, 5)}\}}\\" if min_p else "") +
         rf"m_S &= \textstyle\sum_{{j\in S}} P_{{{t}}}(j) = {num(mass, 4)}"
         r"\quad \text{(the mass of }S\text{)}\\"
         rf"P'({tok}) &= \frac{{P_{{{t}}}({tok})}}{{m_S}} = "
@@ -99,4 +108,65 @@ def entropy_formula(h: float, symbol: str = "P_T") -> str:
     return (rf"\begin{{aligned}}H({symbol}) &= -\sum_{{i\in V}} {symbol}(i)\,\log {symbol}(i) = "
             + num(abs(h)) + r"\ \text{nats}\\ e^{H} &= " + f"{math.exp(h):.2f}"
             + r"\ \text{equally likely tokens}"
+            r"\end{aligned}")
+
+
+def _terms(values: Sequence[float], shown: int = 3) -> str:
+    """'(−0.105) + (−1.204) + ⋯ + (−0.330)': the first ``shown`` terms, ⋯, the last two."""
+    parts = [f"({num(v)})" for v in values]
+    if len(parts) > shown + 3:
+        parts = parts[:shown] + [r"\cdots"] + parts[-2:]
+    return " + ".join(parts)
+
+
+def beam_score_formula(logprobs: Sequence[float], score: float, rank: int, width: int,
+                       vocab_size: int) -> str:
+    r"""The score of beam ``rank`` after t = len(logprobs) steps, its terms filled in, the
+    candidates of a step, and the length normalisation (none: α = 0).
+
+    >>> tex = beam_score_formula([-0.5, -1.0], -1.5, 0, 3, 10)
+    >>> "(-0.500) + (-1.000) = -1.500" in tex and r"3 \cdot 10 = 30" in tex
+    True
+    """
+    t = len(logprobs)
+    return (
+        r"\begin{aligned}"
+        r"\operatorname{score}(y_{1:t}) &= \log P(y_{1:t} \mid x) = "
+        r"\sum_{s=1}^{t} \log P(y_s \mid x, y_{<s})\\"
+        rf"\text{{beam {rank}, }} t = {t}:\quad \operatorname{{score}} &= {_terms(logprobs)}"
+        rf" = {num(score)}\\"
+        r"\text{step } t+1:\quad \operatorname{score}(y_{1:t}\,i) &= "
+        r"\operatorname{score}(y_{1:t}) + \log P(i \mid x, y_{1:t}),\ "
+        rf"k \cdot |V| = {width} \cdot {grouped(vocab_size)} = {grouped(width * vocab_size)}"
+        r"\text{ candidates, the } k \text{ best kept}\\"
+        r"\text{length normalisation:}\quad \tilde s &= \operatorname{score} / t^{\alpha},\ "
+        rf"\alpha = 0:\ \tilde s = \operatorname{{score}} = {num(score)}"
+        r"\end{aligned}")
+
+
+def greedy_vs_beam(greedy: float, beam: float, width: int, pruned_at: int | None = None
+                   ) -> str:
+    r"""Seed 001's inequality with the live log-probabilities of the two texts; when greedy's
+    wins, ``pruned_at`` is the step at which its prefix fell out of the k beams.
+
+    >>> r"e^{2.000}" in greedy_vs_beam(-5.0, -3.0, 4)
+    True
+    >>> r"\ <\ " in greedy_vs_beam(-2.0, -9.0, 2, pruned_at=2)  # beam search lost
+    True
+    """
+    gap = beam - greedy
+    if gap > 5e-4:
+        factor = rf" \approx {grouped(math.exp(gap), 1)}" if gap < 20 else ""
+        verdict = (rf"\text{{: the beams' text is }} e^{{{num(gap)}}}{factor}\times"
+                   r"\text{ more probable}")
+    elif gap >= -5e-4:
+        verdict = r"\text{: here both find the same probability}"
+    else:  # a beam can prune greedy's prefix early: wider is not always better
+        verdict = (r"\text{: here greedy's text is more probable}\\&\text{(its prefix left "
+                   rf"the {width} beams at step {pruned_at}; the texts kept then ended worse)}}")
+    relation = r"\ \ge\ " if gap >= -5e-4 else r"\ <\ "
+    return (r"\begin{aligned}&\arg\max_{y} \prod_{t=1}^{n} p(y_t \mid y_{<t}, x) \;\ne\; "
+            r"\prod_{t=1}^{n} \arg\max_{y} p(y_t \mid y_{<t}, x)\\"
+            rf"&\log P(y^{{\text{{beam}},k={width}}} \mid x) = {num(beam)}" + relation +
+            rf"\log P(y^{{\text{{greedy}}}} \mid x) = {num(greedy)}" + verdict +
             r"\end{aligned}")

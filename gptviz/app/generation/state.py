@@ -1,8 +1,14 @@
-"""The Generation page's per-session history: the prompt, every step taken, a "Generate n" run.
+"""The Generation page's per-session history: the prompt, every step taken, the tree of
+branches, a "Generate n" run.
 
 Pure Python and torch (no Streamlit), so it is tested on its own; the page keeps
 one ``History`` in ``st.session_state`` and changes it only in button callbacks,
 one step at a time, so a rerun can never see half a step.
+
+The text is one path through a tree: every token ever appended stays a node of
+``History.nodes``, keyed by its path (the ids chosen after the prompt). Branching at
+step i replaces token i by another and makes that path the text; selecting a node
+makes its path the text again.
 
 Step i draws with ``Sampling.generator(i)`` (``gptviz.generate``'s one seeding rule): a
 fixed seed gives the same text whether it is built by n clicks of "Next token", one
@@ -26,8 +32,10 @@ from gptviz import generate as gen
 from gptviz.generate import Sampling
 from gptviz.model import GPT
 
-MAX_TOKENS = 1000  # generated tokens kept per session (each keeps its logits: |V| floats)
+MAX_TOKENS = 1000  # generated tokens in one text (each keeps its logits: |V| floats)
+MAX_NODES = 2000  # tokens in the whole tree of branches
 N_TOP = 10  # candidates a Step lists
+Path = tuple[int, ...]  # a node of the tree: the ids chosen after the prompt, in order
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class Turn:
     sampling: Sampling  # the settings in force when it was drawn
     cropped: int  # ids dropped from the front to fit the context window
     entropy: float  # H(P_T) in nats
+    origin: str = "drawn"  # "drawn" from P_T; "picked" by hand (a branch); "link" (rebuilt)
 
 
 @dataclass
@@ -57,6 +66,7 @@ class History:
     note: str = ""  # one message for the next run to show (e.g. "stopped after 12 of 50")
     owner: int = 0  # the "Generate n" loop allowed to advance (see ``claim``)
     clicks_seen: int = 0  # "Next token" clicks already turned into tokens (see ``catch_up``)
+    nodes: dict[Path, Turn] = field(default_factory=dict)  # the tree: every token kept
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @property
@@ -64,21 +74,78 @@ class History:
         return self.prompt_ids + [t.chosen for t in self.turns]
 
     @property
+    def path(self) -> Path:
+        """The current text's node: the ids after the prompt."""
+        return tuple(t.chosen for t in self.turns)
+
+    @property
     def full(self) -> bool:
-        return len(self.turns) >= MAX_TOKENS
+        return len(self.turns) >= MAX_TOKENS or len(self.nodes) >= MAX_NODES
 
     def advance(self, model: GPT, sampling: Sampling) -> Turn:
         """Draw one token, append it and return its Turn (the only place turns grow)."""
         with self.lock:
             if self.full:
-                raise ValueError(f"the history holds at most {MAX_TOKENS:,} generated tokens: "
-                                 "undo or reset to go on.")
-            s = gen.step(model, self.ids, sampling.temperature, sampling.top_k, sampling.top_p,
-                         sampling.generator(len(self.turns)), n_top=N_TOP)
+                raise ValueError(f"the history holds at most {MAX_TOKENS:,} generated tokens "
+                                 f"in a text and {MAX_NODES:,} in the tree: undo or reset to "
+                                 "go on.")
+            s = self.preview(model, sampling)
             turn = Turn(s.chosen, s.logits.numpy().astype(np.float32), sampling, s.cropped,
                         s.entropy)
             self.turns.append(turn)
+            self.nodes[self.path] = turn
             return turn
+
+    def branch(self, i: int, token: int, expected: Path, model: GPT | None = None,
+               sampling: Sampling | None = None) -> Turn:
+        """Step i (from 0) takes ``token`` instead: the text becomes the path before step i,
+        then ``token``. ``expected`` is that path as the caller saw it; if the text has
+        changed since (undone, reset, another branch), nothing happens and ValueError says so.
+        At i = len(turns) the next token is chosen by hand (``model`` and ``sampling`` give
+        its distribution).
+
+        >>> h = History(("m", ""), [3]); h.turns = [Turn(5, np.zeros(9), Sampling(), 0, 0.0)]
+        >>> h.branch(0, 7, ()).chosen, h.path
+        (7, (7,))
+        >>> h.branch(1, 2, (9,))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: step 2 no longer exists in this text (it has 1 step now, ...
+        """
+        with self.lock:
+            if i > len(self.turns) or self.path[:i] != tuple(expected):
+                n = len(self.turns)
+                raise ValueError(
+                    f"step {i + 1} no longer exists in this text (it has {n} step"
+                    f"{'s' if n != 1 else ''} now, after an undo, a reset, a new prompt or "
+                    "another branch): choose the step again.")
+            path = self.path[:i] + (int(token),)
+            if path not in self.nodes and len(self.nodes) >= MAX_NODES:
+                raise ValueError(f"the tree holds at most {MAX_NODES:,} tokens: reset to go on.")
+            self.stop()
+            if i < len(self.turns):
+                old = self.turns[i]
+                turn = Turn(int(token), old.logits, old.sampling, old.cropped, old.entropy,
+                            "picked")
+            else:
+                s = self.preview(model, sampling)
+                turn = Turn(int(token), s.logits.numpy().astype(np.float32), sampling,
+                            s.cropped, s.entropy, "picked")
+            turn = self.nodes.setdefault(path, turn)  # a node that exists stays as it was
+            self.turns[i:] = [turn]
+            return turn
+
+    def select(self, path: Path) -> None:
+        """Make ``path`` (a node of the tree, or () for the prompt) the current text."""
+        with self.lock:
+            path = tuple(path)
+            missing = next((k for k in range(1, len(path) + 1) if path[:k] not in self.nodes),
+                           None)
+            if missing is not None:
+                raise ValueError(f"that node is no longer in the tree (step {missing} is "
+                                 "missing): choose another one.")
+            self.stop()
+            self.turns[:] = [self.nodes[path[:k]] for k in range(1, len(path) + 1)]
 
     def catch_up(self, model: GPT, sampling: Sampling, clicks: int) -> int:
         """One token per "Next token" click not yet seen; returns how many were appended.
@@ -91,26 +158,35 @@ class History:
             if new <= 0:
                 return 0
             self.clicks_seen = clicks
-            made = min(new, MAX_TOKENS - len(self.turns))
-            for _ in range(made):
+            made = 0
+            while made < new and not self.full:
                 self.advance(model, sampling)
+                made += 1
             return made
 
     def undo(self) -> Turn | None:
-        """Remove the last token (ending any "Generate n"); None when only the prompt is left."""
+        """Remove the last token (ending any "Generate n"); None when only the prompt is left.
+        The token leaves the tree too, unless other branches grow from it."""
         with self.lock:
             self.stop()
-            return self.turns.pop() if self.turns else None
+            if not self.turns:
+                return None
+            path = self.path
+            if not any(len(p) > len(path) and p[: len(path)] == path for p in self.nodes):
+                self.nodes.pop(path, None)
+            return self.turns.pop()
 
     def reset(self) -> None:
+        """Back to the prompt alone; every branch is gone."""
         with self.lock:
             self.stop()
             self.turns.clear()
+            self.nodes.clear()
 
     def start(self, n: int) -> int:
         """Plan a "Generate n" run; returns how many tokens will really be made."""
         with self.lock:
-            n = max(0, min(int(n), MAX_TOKENS - len(self.turns)))
+            n = max(0, min(int(n), MAX_TOKENS - len(self.turns), MAX_NODES - len(self.nodes)))
             self.pending = self.planned = n
             return n
 
@@ -157,7 +233,8 @@ class History:
         cropped = max(0, len(ids) - n_ctx)
         s = turn.sampling
         logits = torch.from_numpy(turn.logits)  # (|V|,)
-        probs = gen.next_token_probs(logits, s.temperature, s.top_k, s.top_p)  # (|V|,)
+        probs = gen.next_token_probs(logits, s.temperature, s.top_k, s.top_p,
+                                     s.min_p)  # (|V|,)
         best = torch.topk(probs, min(N_TOP, probs.numel()))
         top = [(int(j), float(p)) for p, j in zip(best.values, best.indices, strict=True)]
         return gen.Step(ids[cropped:], cropped, logits, probs, top, turn.chosen, turn.entropy)
@@ -165,4 +242,33 @@ class History:
     def preview(self, model: GPT, sampling: Sampling) -> gen.Step:
         """The step "Next token" would take now (same seed, so the same choice)."""
         return gen.step(model, self.ids, sampling.temperature, sampling.top_k, sampling.top_p,
-                        sampling.generator(len(self.turns)), n_top=N_TOP)
+                        sampling.generator(len(self.turns)), n_top=N_TOP,
+                        min_p=sampling.min_p)
+
+
+@dataclass(frozen=True)
+class Viewed:
+    """The step the views show: a taken step (``index`` from 1) or the next one (0)."""
+
+    step: gen.Step
+    sampling: Sampling
+    index: int
+    origin: str = "drawn"  # the Turn's origin (a branch picked by hand, a rebuilt link)
+
+    @property
+    def taken(self) -> bool:
+        return self.index > 0
+
+
+def sampling_caption(s: Sampling) -> str:
+    """'T = 0.8 · top-k 40 · top-p 0.9 · min-p 0.05 · seed 1', or 'greedy (T = 0)'.
+
+    >>> sampling_caption(Sampling(0.8, top_k=40, min_p=0.05, seed=1))
+    'T = 0.8 · top-k 40 · min-p 0.05 · seed 1'
+    """
+    if s.greedy:
+        return "greedy (T = 0)"
+    parts = [f"T = {s.temperature:g}"] + ([f"top-k {s.top_k}"] if s.top_k else []) + (
+        [f"top-p {s.top_p:g}"] if s.top_p else []) + (
+        [f"min-p {s.min_p:g}"] if s.min_p else []) + [f"seed {s.seed}"]
+    return " · ".join(parts)

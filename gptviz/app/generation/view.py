@@ -1,9 +1,8 @@
 """The Generation page's views of one step: P_T and the choice, three temperatures, N
-samples against P_T, the attention behind the new token, and the history as a table."""
+samples against P_T, the attention behind the new token, the history as a table; and the
+views of whole texts: the tree of branches and beam search (branching.py, beams.py)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -13,8 +12,10 @@ from gptviz import generate as gen
 from gptviz.app.attention.formulas import attention_row
 from gptviz.app.generation import figures as figs
 from gptviz.app.generation import formulas as tex
+from gptviz.app.generation.beams import beam_view
+from gptviz.app.generation.branching import branch_view
 from gptviz.app.generation.controls import STEP, token_info
-from gptviz.app.generation.state import History
+from gptviz.app.generation.state import History, Viewed, sampling_caption
 from gptviz.app.shared.cache import activations, vocab_labels
 from gptviz.app.shared.chips import token_label
 from gptviz.app.shared.heatmaps import heatmap
@@ -28,32 +29,10 @@ TEMPERATURES = [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
 MAX_SAMPLES = 10_000
 
 
-@dataclass(frozen=True)
-class Viewed:
-    """The step the views show: a taken step (``index`` from 1) or the next one (0)."""
-
-    step: gen.Step
-    sampling: Sampling
-    index: int
-
-    @property
-    def taken(self) -> bool:
-        return self.index > 0
-
-
-def sampling_caption(s: Sampling) -> str:
-    """'T = 0.8 · top-k 40 · top-p 0.9 · seed 1', or 'greedy (T = 0)'."""
-    if s.greedy:
-        return "greedy (T = 0)"
-    parts = [f"T = {s.temperature:g}"] + ([f"top-k {s.top_k}"] if s.top_k else []) + (
-        [f"top-p {s.top_p:g}"] if s.top_p else []) + [f"seed {s.seed}"]
-    return " · ".join(parts)
-
-
 def symbol(step: gen.Step, s: Sampling) -> str:
-    """The name of the distribution drawn from: P_T, or P' when top-k / top-p kept only
-    part of the vocabulary S ≠ V and renormalised over it (valid LaTeX and plain text)."""
-    filters = bool(s.top_k) or (s.top_p is not None and s.top_p < 1)
+    """The name of the distribution drawn from: P_T, or P' when top-k / top-p / min-p kept
+    only part of the vocabulary S ≠ V and renormalised over it (valid LaTeX and plain text)."""
+    filters = bool(s.top_k) or (s.top_p is not None and s.top_p < 1) or bool(s.min_p)
     kept = int((step.probs > 0).sum())
     return "P'" if filters and not s.greedy and kept < step.probs.numel() else "P_T"
 
@@ -68,18 +47,22 @@ def viewed(hist: History, picked: Picked, sampling: Sampling) -> Viewed:
     i = n if n == 1 else st.select_slider(
         "Replay a step", list(range(1, n + 1)), key=STEP,
         help="Every step keeps its context, its distribution, its choice and its entropy.")
-    return Viewed(hist.step(i - 1, picked.checkpoint.config.context_length),
-                  hist.turns[i - 1].sampling, i)
+    turn = hist.turns[i - 1]
+    return Viewed(hist.step(i - 1, picked.checkpoint.config.context_length), turn.sampling, i,
+                  turn.origin)
 
 
 def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> None:
     """Top-k bars with the choice marked, P_T and H filled in, the seeds' ↦ chain."""
     labels, step = vocab_labels(picked), v.step
     chosen = labels[step.chosen]
+    how = {"picked": "and you chose **`{c}`** by hand (a branch); it has probability {p}",
+           "link": "and the link says **`{c}`** came next; it has probability {p}"}.get(
+        v.origin, "and drew **`{c}`** with probability {p}")
     if v.taken:
         st.markdown(f"**Step {v.index}** ({sampling_caption(v.sampling)}): the model read "
-                    f"{len(step.context)} tokens and drew **`{chosen}`** with probability "
-                    f"{float(step.probs[step.chosen]):.1%}.")
+                    f"{len(step.context)} tokens " + how.format(
+                        c=chosen, p=f"{float(step.probs[step.chosen]):.1%}") + ".")
     else:
         st.markdown(f"**The next step** ({sampling_caption(v.sampling)}): press *Next token* to "
                     "append a token drawn from this distribution (with this seed: "
@@ -100,14 +83,17 @@ def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> N
             scaled = step.logits.double() / s.temperature  # (|V|,) y_N / T
             log_z = float(torch.logsumexp(scaled[step.probs > 0], 0))  # over S
             log_z_all = float(torch.logsumexp(scaled, 0))  # over V
+        p_max = 1.0 if s.greedy else float(  # max_j P_T(j), for min-p's threshold
+            np.exp(float(step.logits.max()) / s.temperature - log_z_all))
         st.latex(tex.pt_formula(labels[best], best, y, s.temperature, log_z,
                                 float(step.probs[best]), kept, len(labels),
-                                log_z_all if sym == "P'" else None))
+                                log_z_all if sym == "P'" else None, s.min_p, p_max))
         st.latex(tex.entropy_formula(step.entropy, sym))
         mode = ("**Greedy**: $\\arg\\max_i P(i)$, no randomness." if s.greedy else
                 f"**Sampling**: the token is drawn at random, $t_{{N+1}}\\sim {sym}$."
-                + (" With top-k / top-p the bars, the entropy and the draws on this page "
-                   "are those of $P'$." if sym != "P_T" else ""))
+                + (" $S_k$, $S_p$, $S_{\\min}$ are the ids top-k, top-p and min-p keep (a "
+                   "filter that is off keeps all of $V$); the bars, the entropy and the draws "
+                   "here are those of $P'$." if sym != "P_T" else ""))
         st.markdown(mode + (f" {step.cropped:,} earlier tokens were cut to fit the context "
                             f"window N = {picked.checkpoint.config.context_length}."
                             if step.cropped else ""))
@@ -145,11 +131,11 @@ def temperatures(v: Viewed, picked: Picked) -> None:
     s = v.sampling
     panels = []
     for t in sorted(chosen)[:4]:
-        p = gen.next_token_probs(v.step.logits, t, s.top_k, s.top_p)
+        p = gen.next_token_probs(v.step.logits, t, s.top_k, s.top_p, s.min_p)
         panels.append((t, p.numpy(), gen.entropy(p)))
     if len(chosen) > 4:
         st.caption("Showing the four lowest temperatures chosen.")
-    kept = bool(s.top_k) or (s.top_p is not None and s.top_p < 1)
+    kept = bool(s.top_k) or (s.top_p is not None and s.top_p < 1) or bool(s.min_p)
     dist, head = ((r"P'", r"P'_T = \sigma(y_N / T)\text{ renormalised over the kept set }S_T")
                   if kept else ("P", r"P_T = \sigma(y_N / T)"))
     st.latex(r"\begin{gathered}" + head + r"\\ " + r",\quad ".join(
@@ -160,8 +146,8 @@ def temperatures(v: Viewed, picked: Picked) -> None:
                     width="stretch", key="gen_temps_fig")
     st.caption("Same logits y_N, same candidates (the 10 largest logits). Lower T sharpens, "
                "higher T flattens; T → 0 puts all mass on the argmax (H = 0), T → ∞ tends to "
-               "uniform." + (f" top-k/top-p of this step applied: {sampling_caption(s)}."
-                             if s.top_k or s.top_p else ""))
+               "uniform." + (f" top-k/top-p/min-p of this step applied: {sampling_caption(s)}."
+                             if s.top_k or s.top_p or s.min_p else ""))
 
 
 def samples(v: Viewed, picked: Picked) -> None:
@@ -217,7 +203,9 @@ def history_view(hist: History, picked: Picked) -> None:
         [tok.id_to_string(s.context[-1]) if len(s.context) == 1 else
          "".join(tok.id_to_string(j) for j in s.context[-12:]) for s in steps],
         [labels[s.chosen] for s in steps], [float(s.probs[s.chosen]) for s in steps],
-        [s.entropy for s in steps], [sampling_caption(t.sampling) for t in hist.turns],
+        [s.entropy for s in steps],
+        [{"picked": "branch: chosen by hand", "link": "from the link"}.get(
+            t.origin, sampling_caption(t.sampling)) for t in hist.turns],
         [s.cropped for s in steps])
     st.dataframe(df, hide_index=True, width="stretch")
     csv_download(df, "generation_history.csv")
@@ -225,4 +213,5 @@ def history_view(hist: History, picked: Picked) -> None:
 
 
 VIEWS = {"This step": step_view, "Three temperatures": temperatures, "Sample N times": samples,
-         "Attention": attention, "History": history_view}
+         "Attention": attention, "History": history_view, "Branches": branch_view,
+         "Beam search": beam_view}

@@ -1,0 +1,146 @@
+"""The Generation page's beam search (seed 001): the beams of every step drawn as a tree,
+beside the greedy text and a sampled one, with the score formula filled in."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from gptviz import beam
+from gptviz import generate as gen
+from gptviz.app.generation import formulas as tex
+from gptviz.app.generation.controls import token_info
+from gptviz.app.generation.figures import sequence_chips_html
+from gptviz.app.generation.search_figures import beam_tree
+from gptviz.app.generation.state import History, sampling_caption
+from gptviz.app.shared.cache import per_model, vocab_labels
+from gptviz.app.shared.chips import visible
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import csv_download, problem
+from gptviz.checkpoints import Checkpoint
+from gptviz.generate import Sampling
+
+WIDTH, LENGTH, STEP = "beam", "beam_n", "beam_step"  # widget keys (the first two in the URL)
+MAX_LENGTH = 50  # tokens a search may write
+SHOWN_PROMPT = 3  # prompt tokens shown before each text
+
+
+@per_model
+def _search(ckpt: Checkpoint, ids: tuple[int, ...], width: int, n: int) -> beam.Beams:
+    return beam.beam_search(ckpt.model, list(ids), n, width)
+
+
+@per_model
+def _written(ckpt: Checkpoint, ids: tuple[int, ...], n: int, s: Sampling
+             ) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The n tokens ``generate`` writes with ``s`` (as "Generate n" would from the prompt),
+    and log P(y_s | x, y_<s) of each under the model itself (T = 1)."""
+    out = gen.generate(ckpt.model, list(ids), n, s.temperature, s.top_k, s.top_p,
+                       seed=s.seed, min_p=s.min_p)[len(ids):]
+    return tuple(out), tuple(beam.token_logprobs(ckpt.model, list(ids), out).tolist())
+
+
+def _controls(vocab_size: int) -> tuple[int, int] | None:
+    """Width k and length n (``?beam=…&beam_n=…``), or None after saying what is wrong."""
+    raw = st.query_params.get(WIDTH)
+    a, b = st.columns(2)
+    width = a.slider("Beam width k", 1, beam.MAX_WIDTH, 3, key=WIDTH, bind="query-params",
+                     help="How many texts are kept at every step. k = 1 keeps only the most "
+                          "probable token: greedy decoding.")
+    n = b.slider("Tokens to write", 1, MAX_LENGTH, 12, key=LENGTH, bind="query-params")
+    if raw is not None and raw.strip() != str(width):
+        st.warning(f"The link asks for beam width “{raw}”, which is not a whole number from 1 "
+                   f"to {beam.MAX_WIDTH}; using k = {width}.", icon=":material/link_off:")
+    try:
+        beam.check_width(width, vocab_size)
+    except ValueError as exc:
+        problem(f"Cannot search: {exc}")
+        return None
+    return width, n
+
+
+def text_of(tok, ids) -> str:
+    """The text of ``ids``, whitespace visible, a partial UTF-8 byte as \\xNN (never �)."""
+    return visible(b"".join(tok.id_to_bytes(int(i)) for i in ids).decode(
+        "utf-8", errors="backslashreplace"))
+
+
+def _text_html(picked: Picked, prompt: tuple[int, ...], new) -> str:
+    tok = picked.checkpoint.tokenizer
+    shown = [token_info(tok, i) for i in prompt[-SHOWN_PROMPT:] + tuple(new)]
+    return sequence_chips_html(shown, min(SHOWN_PROMPT, len(prompt)), 0)
+
+
+def beam_view(hist: History, picked: Picked, sampling: Sampling) -> None:
+    """Greedy, beam and sampled texts from the prompt; the beams as a tree; the scores."""
+    st.markdown(
+        "Greedy decoding takes the most probable token at every step, but the most probable "
+        "*text* can start with a less probable token. **Beam search** keeps the $k$ texts "
+        "with the largest log-probability at every step: each is extended by every token, "
+        "and the $k$ best of the $k\\cdot|V|$ candidates survive. All three texts below "
+        "start from the prompt; $\\log P$ is the model's own ($T = 1$, no filter).")
+    cfg = picked.checkpoint.config
+    got = _controls(cfg.vocab_size)
+    if got is None:
+        return
+    width, n = got
+    prompt = tuple(hist.prompt_ids)
+    found = _search(picked, prompt, width, n)
+    greedy, g_lp = _written(picked, prompt, n, Sampling(0.0))
+    sampled, s_lp = _written(picked, prompt, n, sampling)
+    last = found.steps[-1]
+    cols = st.columns(3)
+    for col, (name, new, lp) in zip(cols, [
+            ("Greedy (k = 1)", greedy, sum(g_lp)),
+            (f"Beam search, best of k = {width}", found.tokens(n - 1, 0), last.scores[0]),
+            (f"Sampled ({sampling_caption(sampling)})", sampled, sum(s_lp))], strict=True):
+        col.markdown(f"**{name}**")
+        col.html(_text_html(picked, prompt, new))
+        col.caption(f"log P(text | prompt) = {lp:.3f} · per token {lp / n:.3f}")
+    if sampling.greedy:
+        st.caption("T = 0: the sampled text is the greedy one. Raise T above 0 to sample.")
+    labels = vocab_labels(picked)
+    lineage = [found.lineage(n - 1, b) for b in range(len(last.tokens))]
+    st.plotly_chart(beam_tree(
+        [[labels[i] for i in s.tokens] for s in found.steps], [s.parents for s in found.steps],
+        [s.logprobs for s in found.steps], [s.scores for s in found.steps], lineage,
+        title=f"the {width} beam{'s' if width > 1 else ''} after every step (hover: "
+              "log-probabilities)"), width="stretch", key="gen_beam_tree")
+    st.latex(tex.greedy_vs_beam(sum(g_lp), last.scores[0], width, _pruned(found, greedy)))
+    _beams_at(found, labels, picked, width, n)
+
+
+def _pruned(found: beam.Beams, greedy) -> int | None:
+    """The first step (from 1) whose beams no longer hold greedy's text so far, if any."""
+    for t in range(len(found.steps)):
+        kept = {tuple(found.tokens(t, b)) for b in range(len(found.steps[t].tokens))}
+        if tuple(greedy[: t + 1]) not in kept:
+            return t + 1
+    return None
+
+
+def _beams_at(found: beam.Beams, labels: list[str], picked: Picked, width: int,
+              n: int) -> None:
+    """The beams after a chosen step as a table, and beam 0's score written out."""
+    if st.session_state.get(STEP) not in range(1, n + 1):
+        st.session_state[STEP] = n
+    t = n if n == 1 else st.select_slider("Beams after step", list(range(1, n + 1)), key=STEP)
+    step = found.steps[t - 1]
+    ranks = found.lineage(t - 1, 0)
+    terms = [found.steps[s].logprobs[r] for s, r in enumerate(ranks)]
+    st.latex(tex.beam_score_formula(terms, step.scores[0], 0, width, len(labels)))
+    st.caption("No length normalisation (α = 0): after step t every beam holds exactly t "
+               "tokens (none stops early at an end token here), so dividing every score by "
+               "t^α would scale them all alike and change no choice.")
+    tok = picked.checkpoint.tokenizer
+    df = pd.DataFrame({
+        "beam": range(len(step.tokens)),
+        "text (after the prompt)": [text_of(tok, found.tokens(t - 1, b))[-60:]
+                                    for b in range(len(step.tokens))],
+        "last token": [labels[i] for i in step.tokens],
+        "from beam": list(step.parents),
+        "log P(last token | its beam)": [round(x, 4) for x in step.logprobs],
+        "score = log P(text | prompt)": [round(x, 4) for x in step.scores],
+    })
+    st.dataframe(df, hide_index=True, width="stretch")
+    csv_download(df, "beams.csv")

@@ -1,0 +1,138 @@
+"""The Generation page's branches and beam search in a real browser: branch at a step,
+click a node of the tree to go back to it, open the page's link in a new tab and find the
+same tree, run beam search, and read the messages of bad links.
+
+Screenshots land in the artifacts folder as branching-*.png (see tests/helpers.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.helpers import check_no_exception, eventually, screenshot, visit, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+TREE = ".st-key-gen_tree"  # the tree of branches (its chart's key)
+
+
+@pytest.fixture(autouse=True)
+def _router_first(page, app_url):
+    """Open the app's root first, as a user arriving from Home does."""
+    page.set_viewport_size({"width": 1400, "height": 2000})
+    visit(page, app_url)
+
+
+def generated(page) -> int:
+    text = page.get_by_text(re.compile(r"generated · .* tokens in all")).first.inner_text()
+    return int(text.split()[0].replace(",", ""))
+
+
+def open_tab(page, label: str) -> None:
+    page.get_by_role("tab", name=label, exact=True).click()
+    wait_for_app(page)
+
+
+def generate_n(page, n: int) -> None:
+    box = page.get_by_label("n", exact=True)
+    box.fill(str(n))
+    box.press("Enter")
+    wait_for_app(page)
+    page.get_by_role("button", name="Generate n").click()
+    page.get_by_text(f"Generated {n} tokens").first.wait_for(timeout=60_000)
+    wait_for_app(page)
+
+
+def tree_nodes(page) -> list:
+    """The tree's nodes as the figure holds them: [path, hover text with P] for each."""
+    return page.evaluate("""sel => {
+        const gd = document.querySelector(sel + ' .js-plotly-plot');
+        return gd ? gd.data[gd.data.length - 1].customdata : null;
+    }""", TREE)
+
+
+def same_tree(a: list | None, b: list) -> bool:
+    """The same nodes, and each edge's P the same to 1e-3 (recomputed from the ids)."""
+    def p(hover: str) -> float:
+        m = re.search(r"P = ([\d.]+)", hover)
+        return float(m.group(1)) if m else 1.0
+
+    return a is not None and [k for k, _ in a] == [k for k, _ in b] and all(
+        abs(p(x) - p(y)) < 1e-3 for (_, x), (_, y) in zip(a, b, strict=True))
+
+
+def click_tree_node(page, x: float, y: float) -> None:
+    """Click the node drawn at data coordinates (x, y) of the tree of branches."""
+    box = page.evaluate("""([sel, x, y]) => {
+        const gd = document.querySelector(sel + ' .js-plotly-plot');
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        const r = gd.getBoundingClientRect();
+        return {x: r.left + xa._offset + xa.l2p(x), y: r.top + ya._offset + ya.l2p(y)};
+    }""", [TREE, x, y])
+    page.mouse.click(box["x"], box["y"])
+
+
+def test_branch_revisit_and_share(page, app_url, browser):
+    visit(page, f"{app_url}/generation?temperature=0.8&view=Branches")
+    generate_n(page, 6)
+    assert generated(page) == 6
+    page.get_by_text("Branch at step 6").first.wait_for()
+    screenshot(page, "branching-before")
+    page.locator(".st-key-gen_branch_token [data-testid='stSelectbox']").click()
+    page.get_by_role("option").nth(2).click()
+    wait_for_app(page)
+    page.locator(".st-key-gen_branch button").click()
+    wait_for_app(page)
+    check_no_exception(page, "after Branch")
+    page.get_by_text("Branched at step 6").first.wait_for()
+    generate_n(page, 4)
+    assert generated(page) == 10  # 5 shared + the branch token + 4 more
+    page.locator(f"{TREE} .main-svg").first.wait_for()
+    screenshot(page, "branching-tree")
+    click_tree_node(page, 6, 0)  # the end of the first branch: 6 tokens, row 0
+    wait_for_app(page)
+    check_no_exception(page, "after a click on the tree")
+    assert eventually(lambda: generated(page) == 6), generated(page)
+    page.get_by_text("The text is now the branch ending at step 6").first.wait_for()
+    screenshot(page, "branching-revisited")
+    link = page.url
+    assert "branches=" in link and "at=" in link
+    nodes = tree_nodes(page)
+    assert len(nodes) == 1 + 6 + 5  # the prompt, the first text, the branch
+    other = browser.new_page(viewport={"width": 1400, "height": 2000})
+    try:
+        visit(other, link, name="branching-from-the-link")
+        assert generated(other) == 6
+        assert eventually(lambda: same_tree(tree_nodes(other), nodes)), tree_nodes(other)
+    finally:
+        other.close()
+
+
+def test_beam_search_beside_greedy_and_sampled(page, app_url):
+    visit(page, f"{app_url}/generation?view=Beam+search&beam=4&beam_n=10&min_p=0.05")
+    check_no_exception(page, "beam search")
+    for name in ("Greedy (k = 1)", "Beam search, best of k = 4", "Sampled (T = 1"):
+        page.get_by_text(name).first.wait_for()
+    page.locator(".st-key-gen_beam_tree .main-svg").first.wait_for()
+    assert page.locator(".katex").filter(has_text="score").count() > 0
+    screenshot(page, "branching-beam-search")
+    open_tab(page, "This step")
+    assert page.locator(".katex").filter(has_text="min").count() > 0  # S_min, min-p's set
+    screenshot(page, "branching-min-p")
+
+
+@pytest.mark.parametrize("query, message", [
+    ("branches=000000_1.2.3", "grown from another prompt or another model"),
+    ("branches=oops", "does not start with the six-digit tag"),
+    ("min_p=7", "not a number from 0 to 1"),
+    ("view=Beam+search&beam=99", "not a whole number from 1 to 8"),
+])
+def test_bad_links_are_explained(page, app_url, query, message):
+    visit(page, f"{app_url}/generation?{query}")
+    assert page.get_by_text(message).first.is_visible()
+    page.get_by_role("button", name="Next token").click()
+    wait_for_app(page)
+    check_no_exception(page, query)
+    assert generated(page) == 1

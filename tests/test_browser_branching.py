@@ -135,4 +135,4 @@ def test_bad_links_are_explained(page, app_url, query, message):
     page.get_by_role("button", name="Next token").click()
     wait_for_app(page)
     check_no_exception(page, query)
-    assert generated(page) == 1
+    assert eventually(lambda: generated(page) == 1, timeout_s=60)  # a loaded server redraws late

@@ -124,6 +124,8 @@ def test_a_rope_model_shows_its_angles_rotations_and_the_offset_property():
     at.session_state["view"] = "X + PE for the prompt"
     rerun(at)
     assert "adds nothing to the token embeddings" in texts(at, "info")
+    # the example prompt is longer than the 16-token window: a RoPE model slides, not crops
+    assert "generation slides its window" in texts(at, "warning")
     panels = figure(at, "q and k before and after the rotation")["data"]
     q, q_rot = z_of(panels[0]), z_of(panels[1])
     cos, sin = rope_angles(0, q.shape[0], 8)
@@ -137,5 +139,6 @@ def test_a_model_without_positions_says_so_in_x_plus_pe():
     at = run_page("positional", view="X + PE for the prompt")
     upload(at, "plain", "none")
     assert "no positional encoding" in texts(at, "info")
+    assert "as generation would cut them" in texts(at, "warning")
     pe = z_of(figure(at, "what the first block receives")["data"][1])
     assert np.abs(pe).max() == 0.0

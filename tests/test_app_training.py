@@ -19,6 +19,7 @@ import pytest
 import streamlit as st
 
 from gptviz.app.shared.picker import SESSION_MODELS
+from gptviz.app.shared.trainers import trainer_slots
 from gptviz.app.training import controls as training_ui
 from gptviz.checkpoints import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.model import GPTConfig
@@ -118,7 +119,7 @@ def test_a_diverging_learning_rate_gets_a_message(at):
 
 def test_an_extra_trainer_waits_for_a_free_slot(at):
     configure(at)
-    slots = training_ui.trainer_slots()
+    slots = trainer_slots()
     assert slots.acquire(threading.Event())  # another user's run holds the only slot
     try:
         at.button(key="tr_start").click().run()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from gptviz.app.training.controls import trainer_slots
+from gptviz.app.shared.trainers import trainer_slots
 from gptviz.checkpoints import Checkpoint, freeze
 from gptviz.compare_positions import KINDS, CompareJob, Recipe
 

@@ -100,10 +100,12 @@ def prompt_or_stop(ckpt: Checkpoint) -> Prompt:
 
 def _notes(prompt: Prompt, n_ctx: int, ckpt: Checkpoint) -> None:
     if prompt.dropped:
+        how = ("generation slides its window the same way, keeping the rotated keys it "
+               "already cached" if ckpt.config.positional == "rope"
+               else "as generation would cut them")
         st.warning(f"The prompt has {len(prompt.all_tokens):,} tokens but the model reads at "
                    f"most N = {n_ctx} (its context window): the first {prompt.dropped:,} are "
-                   "cut, as generation would cut them (faded above).",
-                   icon=":material/content_cut:")
+                   f"cut, {how} (faded above).", icon=":material/content_cut:")
     unknown = sum(t.unknown for t in prompt.tokens)
     if unknown:
         st.warning(f"{unknown} piece(s) of the prompt are not in this model's vocabulary and "

@@ -8,12 +8,12 @@ read-only); anything from an upload stays in the uploader's session.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import streamlit as st
 
+from gptviz.app.shared.trainers import trainer_slots
 from gptviz.app.tokenizers.controls import _train_private, _train_shared
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 from gptviz.model import RunConfig
@@ -31,7 +31,6 @@ from gptviz.train.plan import (
     run_config,
     synthetic_text,
 )
-from gptviz.train.slots import TrainerSlots
 
 CORPUS_UPLOAD_LIMIT = 2_000_000  # bytes of an uploaded .txt: a few minutes of training
 UPLOAD, SYNTHETIC = "upload", "synthetic:"
@@ -54,12 +53,6 @@ class Setup:
     estimate_s: float = 0.0
     problems: tuple[str, ...] = ()  # each blocks the Start button
     notes: tuple[str, ...] = ()  # worth knowing, not blocking
-
-
-@st.cache_resource(show_spinner=False)
-def trainer_slots() -> TrainerSlots:
-    """The server-wide limit on concurrent trainers (GPTVIZ_MAX_TRAINERS, default 1)."""
-    return TrainerSlots(max(1, int(os.environ.get("GPTVIZ_MAX_TRAINERS", "1"))))
 
 
 @st.cache_resource(scope="session", show_spinner=False, on_release=SessionTrainer.close)

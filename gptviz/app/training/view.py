@@ -15,7 +15,8 @@ from gptviz.app.shared.cache import untrained_twin
 from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
-from gptviz.app.training.controls import Setup, caps, trainer_slots
+from gptviz.app.shared.trainers import trainer_slots
+from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
 from gptviz.checkpoints import checkpoint_to_zip

@@ -33,6 +33,7 @@ from gptviz.checkpoints import Checkpoint, CheckpointError, load_checkpoint, sav
 from gptviz.data import CORPORA_DIR, SlidingWindowDataset, split_text
 from gptviz.model import GPT, GPTConfig, RunConfig, TrainConfig
 from gptviz.tokenizers import CharTokenizer
+from gptviz.train.background import SlotJob
 from gptviz.train.slots import TrainerSlots
 from gptviz.train.trainer import StepInfo, Trainer
 
@@ -230,7 +231,7 @@ class Progress:
     runs: dict[str, Checkpoint] = field(default_factory=dict)  # set when all four are done
 
 
-class CompareJob:
+class CompareJob(SlotJob):
     """Retrain the four runs in a daemon thread, one trainer slot, one torch thread.
 
     >>> job = CompareJob(Recipe(steps=2, eval_interval=1, eval_batches=1, long_texts=2),
@@ -242,21 +243,9 @@ class CompareJob:
     """
 
     def __init__(self, recipe: Recipe, slots: TrainerSlots) -> None:
-        self.recipe, self.slots = recipe, slots
-        self._stop, self._lock = threading.Event(), threading.Lock()
+        super().__init__(slots, "gptviz-positional")
+        self.recipe = recipe
         self._state = Progress(total=len(KINDS) * recipe.steps)
-        self._thread = threading.Thread(target=self._main, name="gptviz-positional", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def join(self, timeout: float | None = None) -> bool:
-        if self._thread.ident is not None:
-            self._thread.join(timeout)
-        return not self._thread.is_alive()
 
     def progress(self) -> Progress:
         with self._lock:
@@ -266,14 +255,13 @@ class CompareJob:
         with self._lock:
             self._state = replace(self._state, **changes)
 
-    def _main(self) -> None:
-        torch.set_num_threads(1)
-        if not self.slots.acquire(self._stop):
-            self._set(status="stopped", message="Cancelled before it started.")
-            return
+    def _cancelled(self) -> None:
+        self._set(status="stopped", message="Cancelled before it started.")
+
+    def _work(self) -> dict:
         t0, runs = time.monotonic(), {}
+        self._set(status="running")
         try:
-            self._set(status="running")
             data = load_data(self.recipe)
             for n, kind in enumerate(KINDS):
                 base = n * self.recipe.steps
@@ -282,11 +270,11 @@ class CompareJob:
                     done=base + s.step, elapsed_s=time.monotonic() - t0)
                 runs[kind] = train_kind(kind, self.recipe, data, tick, self._stop)
                 if self._stop.is_set():
-                    self._set(status="stopped", message=f"Stopped during the {kind} run.")
-                    return
-            self._set(status="done", runs=runs, elapsed_s=time.monotonic() - t0,
-                      message=f"Retrained all four in {time.monotonic() - t0:.0f} s.")
+                    return {"status": "stopped", "message": f"Stopped during the {kind} run."}
+            return {"status": "done", "runs": runs, "elapsed_s": time.monotonic() - t0,
+                    "message": f"Retrained all four in {time.monotonic() - t0:.0f} s."}
         except Exception as exc:  # the page shows a message, never a traceback
-            self._set(status="failed", message=f"Retraining failed: {exc}")
-        finally:
-            self.slots.release()
+            return {"status": "failed", "message": f"Retraining failed: {exc}"}
+
+    def _finish(self, end: dict | None) -> None:
+        self._set(**(end or {"status": "failed", "message": "Retraining ended without a result."}))

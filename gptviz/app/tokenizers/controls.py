@@ -16,12 +16,13 @@ from gptviz.tokenizers import (
     PATTERNS,
     ByteLevelBPE,
     MissingEncoding,
+    TiktokenTokenizer,
     Tokenizer,
     TokenizerError,
     make_tokenizer,
     train_tokenizer,
 )
-from gptviz.tokenizers.openai import GPT2_FILE, encoding_problems
+from gptviz.tokenizers.openai import encoding_problems
 from gptviz.tokenizers.specials import UNK
 
 UPLOAD = "Upload a .txt file…"
@@ -112,8 +113,10 @@ def pretrained() -> tuple[dict[str, Tokenizer], dict[str, str]]:
 
 
 @st.cache_resource(show_spinner="Rebuilding GPT-2's merges from its ranks…")
-def gpt2_as_our_bpe() -> ByteLevelBPE:
-    return ByteLevelBPE.from_tiktoken_file(GPT2_FILE)
+def gpt2_as_our_bpe(_gpt2: TiktokenTokenizer) -> ByteLevelBPE:
+    """Our ByteLevelBPE with the merges recovered from the shared GPT-2 encoding's ranks
+    (the rank file is not read again), built once per server for the Compare view's check."""
+    return ByteLevelBPE.from_ranks(_gpt2.mergeable_ranks(), "gpt2", _gpt2.special_tokens)
 
 
 def all_tokenizers(corpus: Corpus, s: TrainSettings) -> tuple[dict[str, Tokenizer], dict]:

@@ -81,7 +81,7 @@ def missing_encodings(toks: dict[str, Tokenizer], errors: dict[str, str]) -> lis
 
 def passage_tokens(toks: dict[str, Tokenizer], language: str, text: str) -> None:
     """The passage in ``language`` as chips, one block per chosen tokenizer."""
-    default = [k for k in ("gpt2", "cl100k_base") if k in toks]
+    default = [k for k in ("gpt2", "cl100k_base", "o200k_base") if k in toks]
     chosen = st.segmented_control("Show its tokens for", list(toks), default=default,
                                   selection_mode="multi", format_func=LABELS.get,
                                   key="lang_chips")

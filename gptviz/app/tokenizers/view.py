@@ -75,7 +75,7 @@ def compare_section(text: str, toks: dict[str, Tokenizer]) -> None:
         "chars per token": st.column_config.NumberColumn(format="%.2f")})
     csv_download(df, "tokenizer-comparison.csv")
     if "gpt2" in toks:
-        ours = gpt2_as_our_bpe().encode(text)
+        ours = gpt2_as_our_bpe(toks["gpt2"]).encode(text)
         same = ours == toks["gpt2"].encode(text)
         st.markdown(f"Our `ByteLevelBPE`, loaded with GPT-2's merge ranks, gives "
                     f"{'**the same ids** ✓' if same else '**different ids** ✗'} as tiktoken "

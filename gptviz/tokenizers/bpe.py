@@ -24,7 +24,7 @@ from gptviz.tokenizers.byte_tokens import byte_token_infos
 from gptviz.tokenizers.ranks import read_ranks
 from gptviz.tokenizers.specials import BOS, ENDOFTEXT, EOS, SEED_SPECIALS, split_on_specials
 
-_CACHE_LIMIT = 200_000  # chunks remembered by encode (GPT-2's encoder.py caches too)
+_CACHE_LIMIT = 50_000  # chunks remembered by encode (≈ 10 MB: a shared tokenizer serves a class)
 _LONG_CHUNK = 48  # above this many bytes, merge with a heap instead of rescanning
 _GROUP = operator.methodcaller("group")  # a regex match -> its text
 

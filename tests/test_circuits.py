@@ -185,6 +185,34 @@ def test_the_taxonomy_finds_a_planted_induction_head_through_the_standard_test()
     assert tax.labels[1][2] == "induction" and kinds.count("induction") == 1
 
 
+def bundled_taxonomy(name: str, text: str) -> C.Taxonomy:
+    ckpt = load_checkpoint(bundled_models()[name])
+    _, cache = ckpt.model.run_with_cache(ckpt.tokenizer.encode(text))
+    patterns = torch.stack([cache[act_name("pattern", ly)][0]
+                            for ly in range(ckpt.config.n_layer)])
+    return C.taxonomy(patterns, C.induction_scores(ckpt.model, ckpt.tokenizer))
+
+
+@pytest.mark.skipif("induction-2layer" not in MODELS, reason="no bundled induction model")
+def test_the_taxonomy_finds_the_induction_head_of_the_bundled_induction_model():
+    """Its card's standard test names layer 1, head 0 (0.77 / 0.76): the one induction head."""
+    tax = bundled_taxonomy("induction-2layer", "qzmfkwpxbt|qzmfkwpxbt\njdlrvnsyoa|jdlrv")
+    kinds = [lab for row in tax.labels for lab in row]
+    assert tax.labels[1][0] == "induction" and kinds.count("induction") == 1
+
+
+@pytest.mark.skipif("mathematics-char" not in MODELS, reason="no bundled character model")
+def test_the_taxonomy_finds_the_previous_token_heads_of_the_character_model():
+    """A character model reads words letter by letter: some layer-0 head looks one back."""
+    text = "The Steenrod problem asks which homology classes are images of manifolds."
+    tax = bundled_taxonomy("mathematics-char", text)
+    previous = [(ly, h) for ly, row in enumerate(tax.labels) for h, lab in enumerate(row)
+                if lab == "previous-token"]
+    assert previous and all(ly == 0 for ly, _ in previous)
+    for ly, h in previous:
+        assert float(tax.scores["previous-token"][ly, h]) > 0.5
+
+
 def test_no_induction_score_when_the_standard_lengths_do_not_fit():
     tok = CharTokenizer()
     tok.train("abcdef")

@@ -150,6 +150,21 @@ class RopeTable:
         T, d = x.shape[-2], x.shape[-1]
         if x.dtype not in (torch.float32, torch.float64):  # no complex half types here
             return rotate(x, *rope_angles(start, T, d, x.device))
+        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
+        return torch.view_as_real(pairs * self._slice(start, T, d, x)).flatten(-2)
+
+    def rotate_qk_(self, qkv: Tensor, start: int) -> bool:
+        """Rotate q and k of ``qkv`` (B, T, 3, n_head, d_head) in place, as ``rotate`` would;
+        False (nothing done) where that is not possible. For generation, without autograd."""
+        if qkv.dtype not in (torch.float32, torch.float64) or not qkv.is_contiguous():
+            return False
+        B, T, _, h, d = qkv.shape
+        pairs = torch.view_as_complex(qkv.view(B, T, 3, h, d // 2, 2))
+        pairs[:, :, :2].mul_(self._slice(start, T, d, qkv)[:, None, None, :])
+        return True
+
+    def _slice(self, start: int, T: int, d: int, x: Tensor) -> Tensor:
+        """The table's rows start .. start+T-1 (T, d/2), in x's precision."""
         key = (d, x.device, x.dtype)
         table = self._tables.get(key)
         if table is None or table.shape[0] < start + T:
@@ -158,8 +173,7 @@ class RopeTable:
             table = torch.complex(cos, sin).to(torch.complex128 if x.dtype == torch.float64
                                                else torch.complex64)  # (n, d/2)
             self._tables[key] = table
-        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
-        return torch.view_as_real(pairs * table[start:start + T]).flatten(-2)
+        return table[start:start + T]
 
 
 ROPE = RopeTable()  # shared by every RoPE layer of every model: it holds only angles
@@ -186,20 +200,24 @@ class CausalSelfAttention(nn.Module):
                 layer: int = 0) -> Tensor:
         B, T, d = x.shape
         qkv = self.W_QKV(x).view(B, T, 3, self.n_head, self.d_head)  # (B, T, 3, n_head, d_head)
+        position = cache.position if cache is not None else 0
+        # generating (no hooks, no autograd): rotate q and k where they are, no copies
+        rotated = (self.window is not None and not hooked and not torch.is_grad_enabled()
+                   and ROPE.rotate_qk_(qkv, position))
         qkv = qkv.permute(2, 0, 3, 1, 4)  # (3, B, n_head, T, d_head): Q, K, V per head
         if hooked:
             q, k, v = self.hook_q(qkv[0]), self.hook_k(qkv[1]), self.hook_v(qkv[2])
         else:
             q, k, v = qkv[0], qkv[1], qkv[2]  # (B, n_head, T, d_head) each
-        if self.window is not None:  # rotate q and k by their absolute positions
-            qk = ROPE.rotate(torch.stack((q, k)), cache.position if cache is not None else 0)
+        if self.window is not None and not rotated:  # rotate q, k by their absolute positions
+            qk = ROPE.rotate(torch.stack((q, k)), position)
             q, k = qk[0], qk[1]
             if hooked:
                 q, k = self.hook_q_rot(q), self.hook_k_rot(k)
         if hooked:
             kv = torch.stack((k, v)) if cache is not None else (k, v)  # (2, B, n_head, T, d_head)
         else:
-            kv = qkv[1:] if self.window is None else torch.stack((k, v))
+            kv = qkv[1:] if self.window is None or rotated else torch.stack((k, v))
         if cache is not None:
             kv = cache.append(layer, kv, ordered=hooked)  # (2, B, n_head, T_past + T, d_head)
         k, v = kv[0], kv[1]

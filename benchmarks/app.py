@@ -5,11 +5,13 @@ the Attention page is fully drawn for a 128-token prompt with all heads.
 
 Warm = the same AppTest session run again after a first (cold) run: models loaded and
 forward passes cached, so what is timed is the page script, its figures and their
-serialisation. The browser figure is the time from ``page.goto`` to: script finished,
-every plotly chart drawn (its SVG present) and every formula typeset. It uses the
-bundled model with the longest context (the prompt is cut to exactly 128 tokens of the
-bundled corpus, or to the context if that is shorter). Targets (issue 5): ≤ 300 ms per
-warm run with the default model; ≤ 1.5 s for the Attention page.
+serialisation; a page's views take turns, run by run (``warm_runs``, which
+benchmarks/circuits.py and benchmarks/attribution.py use too). The browser figure is the
+time from ``page.goto`` to: script finished, every plotly chart drawn (its SVG present)
+and every formula typeset. It uses the bundled model with the longest context (the
+prompt is cut to exactly 128 tokens of the bundled corpus, or to the context if that is
+shorter). Targets (issue 5): ≤ 300 ms per warm run with the default model; ≤ 1.5 s for
+the Attention page.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 import time
 import urllib.parse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -42,6 +45,9 @@ from tests.helpers import (  # noqa: E402
     wait_until_healthy,
 )
 
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
+
 CORPUS = ROOT / "assets" / "corpora" / "mathematics.txt"
 DRAWN = """(charts) => {
     const app = document.querySelector('[data-testid="stApp"]');
@@ -53,22 +59,45 @@ DRAWN = """(charts) => {
 }"""  # script finished, every plotly chart drawn, formulas typeset
 
 
+def warm_runs(sessions: dict[str, AppTest], reps: int) -> dict[str, tuple[float, float]]:
+    """{label: (cold run s, median warm run ms)}: each AppTest session run once (cold), then
+    ``reps`` more times, the sessions interleaved run by run so that all of them see the
+    same machine load. No run may raise."""
+    def seconds(at: AppTest) -> float:
+        t = time.perf_counter()
+        at.run()
+        assert not at.exception, at.exception
+        return time.perf_counter() - t
+
+    cold = {label: seconds(at) for label, at in sessions.items()}
+    warm: dict[str, list[float]] = {label: [] for label in sessions}
+    for _ in range(reps):
+        for label, at in sessions.items():
+            warm[label].append(seconds(at) * 1e3)
+    return {label: (cold[label], statistics.median(warm[label])) for label in sessions}
+
+
+def warm_runs_args(doc: str) -> tuple[int, list[str]]:
+    """The command line of a benchmark of warm runs, ``[--reps 7] [--model NAME ...]``:
+    (reps, the models named, else every bundled one). Torch then uses one thread, as the
+    tests do (shared cores)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--model", action="append", help="a bundled model (default: all)")
+    args = p.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    return args.reps, args.model or sorted(bundled_models())
+
+
 def warm_apptest(model: str, reps: int) -> list[tuple[str, str, float, float]]:
     """(page, view, cold s, median warm ms) for every view of every page."""
     rows = []
     for page, views in MODEL_PAGE_VIEWS.items():
-        for view in views:
-            at = app_test(page, timeout=300, model=model, view=view)
-            t = time.perf_counter()
-            at.run()
-            cold = time.perf_counter() - t
-            assert not at.exception, at.exception
-            times = []
-            for _ in range(reps):
-                t = time.perf_counter()
-                at.run()
-                times.append((time.perf_counter() - t) * 1e3)
-            rows.append((page, view, cold, statistics.median(times)))
+        runs = warm_runs({v: app_test(page, timeout=300, model=model, view=v) for v in views},
+                         reps)
+        rows += [(page, view, cold, warm) for view, (cold, warm) in runs.items()]
     return rows
 
 

@@ -1,7 +1,7 @@
 """The Learning page's microscope view in Chromium beside a bare one-line Streamlit page,
 measured in the same run.
 
-    python benchmarks/learning.py [--reps 5]
+    python benchmarks/learning.py [--reps 5] [--moves 10]
 
 The method is benchmarks/pages.py's: two servers side by side on loopback (``streamlit run
 app.py`` and a bare ``st.write("hello")`` page), each load in a **new browser context** (a
@@ -20,6 +20,13 @@ Before the browser, the server's part alone: the page script run by AppTest (as 
 server runs it, without a browser), cold (caches cleared: encoding, gradient, gᵀHg and
 every η's step) and warm (a rerun, as after moving the η slider).
 
+Last, the Training replay's step slider on induction-2layer (it ships snapshots), in one
+tab: the time from a key press on the slider to the settled redraw of the new step (its
+embedding figure's title names the step; then the page has settled as above). A first
+pass visits every step once, each step's figures computed (cold); then ``--moves`` moves
+between steps already seen (warm). Beside it, in the same run, the bare page's button
+clicked to settled (``benchmarks.pages.clicks``).
+
 Target (issue 14): the microscope view settled in ≤ 1.5 s.
 """
 
@@ -30,29 +37,40 @@ import itertools
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.pages import BARE, load, serve  # noqa: E402
-from gptviz.checkpoints import DEFAULT_MODEL  # noqa: E402
-from tests.helpers import CHROMIUM, CHROMIUM_ARGS, app_test  # noqa: E402
+from benchmarks.pages import (  # noqa: E402
+    bare_and_app,
+    clicks,
+    interleaved_loads,
+    report_loads,
+    seconds_to_settle,
+    timed,
+)
+from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
+from gptviz.replay import replay_steps  # noqa: E402
+from tests.helpers import app_test  # noqa: E402
 
 TARGET_S = 1.5
 CHAR_MODEL = "mathematics-char"
+REPLAY_MODEL = "induction-2layer"
+REDRAWN = """step => [...document.querySelectorAll('.st-key-replay_pca .gtitle')]
+    .some(e => e.textContent.includes(`at step ${step} on`))"""  # the new step's figure
 
 
 def cases() -> dict[str, object]:
-    """Case label -> its path, or a function of the load's number giving a new path."""
+    """Case label -> its path, or a function giving a new path at each load."""
+    count = itertools.count()
     return {
         f"microscope, default window, cached ({DEFAULT_MODEL})": "/learning",
         f"microscope, a new window each load ({DEFAULT_MODEL})":
-            lambda k: f"/learning?start={1000 + 37 * k}",
+            lambda: f"/learning?start={1000 + 37 * next(count)}",
         f"microscope, a new window each load ({CHAR_MODEL})":
-            lambda k: f"/learning?model={CHAR_MODEL}&start={1000 + 37 * k}",
+            lambda: f"/learning?model={CHAR_MODEL}&start={1000 + 37 * next(count)}",
     }
 
 
@@ -78,55 +96,63 @@ def server_side(reps: int) -> None:
     print()
 
 
+def replay_moves(browser, app: str, moves: int) -> tuple[list[float], list[float]]:
+    """Seconds from a key press on the replay's step slider to the settled redraw: the first
+    pass over every step (cold), then ``moves`` moves to steps already seen (warm)."""
+    steps = replay_steps(load_checkpoint(bundled_models()[REPLAY_MODEL]))
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    page.goto(f"{app}/learning?model={REPLAY_MODEL}&view=Training+replay")
+    seconds_to_settle(page, time.perf_counter())
+    slider = page.locator(".st-key-replay_step").get_by_role("slider")
+    at = len(steps) - 1  # the slider starts at the checkpoint's own step
+
+    def move(to: int) -> float:
+        nonlocal at
+        key = "Home" if to == 0 else "ArrowRight" if to > at else "ArrowLeft"
+        seconds = timed(page, lambda: slider.press(key), REDRAWN, steps[to])
+        at = 0 if key == "Home" else to
+        return seconds
+
+    cold = [move(0)] + [move(i) for i in range(1, len(steps) - 1)]  # the last is cached
+    warm, step = [], -1
+    for _ in range(moves):  # back and forth over the steps, one at a time
+        if not 0 <= at + step < len(steps):
+            step = -step
+        warm.append(move(at + step))
+    context.close()
+    return cold, warm
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--moves", type=int, default=10)
     args = p.parse_args()
-    from playwright.sync_api import sync_playwright
-
     print(f"# Learning page, server side (AppTest, {args.reps} runs each); load average "
           f"{os.getloadavg()[0]:.1f}\n")
     app_test("learning").run()  # imports and the first model load, not counted
     server_side(args.reps)
-
-    targets = cases()
-    count = itertools.count()
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "bare.py").write_text(BARE)
-        bare_proc, bare = serve(Path(tmp), "bare.py")
-        app_proc, app = serve(ROOT, "app.py")
-        try:
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                times: dict[str, list[float]] = {name: [] for name in ["bare", *targets]}
-                for rep in range(args.reps + 1):
-                    for name, path in targets.items():
-                        url = app + (path(next(count)) if callable(path) else path)
-                        pair = [("bare", bare + "/"), (name, url)]
-                        for label, u in pair if rep % 2 else pair[::-1]:
-                            seconds = load(browser, u)
-                            if rep:
-                                times[label].append(seconds)
-                browser.close()
-        finally:
-            for proc in (bare_proc, app_proc):
-                proc.terminate()
-                proc.wait(timeout=10)
-    report(times)
+    with bare_and_app() as (browser, bare, app):
+        times = interleaved_loads(browser, bare, app, cases(), args.reps)
+        cold, warm = replay_moves(browser, app, args.moves)
+        floor = clicks(browser, bare + "/", "Again", args.moves)
+    report_loads(times, "Learning page", "case", TARGET_S)
+    report_moves(cold, warm, floor)
 
 
-def report(times: dict[str, list[float]]) -> None:
-    floor = statistics.median(times["bare"])
-    reps = len(next(iter(list(times.values())[1:])))
-    print(f"# Learning page in Chromium, each load a new context; {reps} loads of each case "
-          f"after a warm-up round; load average {os.getloadavg()[0]:.1f}\n")
-    print(f"Bare one-line page (same run, loaded before or after each case): median "
-          f"**{floor:.2f} s** of {len(times['bare'])} loads.\n")
-    print(f"| case | median (s) | max (s) | × bare page | ≤ {TARGET_S} s |\n|---|---|---|---|---|")
-    for name, ts in list(times.items())[1:]:
+def report_moves(cold: list[float], warm: list[float], floor: list[float]) -> None:
+    print(f"\n## Training replay ({REPLAY_MODEL}): step slider, key press to settled redraw; "
+          f"load average {os.getloadavg()[0]:.1f}\n")
+    print("| what | moves | median (ms) | max (ms) | × bare page's button |\n"
+          "|---|---|---|---|---|")
+    base = statistics.median(floor)
+    for name, ts in [("first pass, each step computed (cold)", cold),
+                     ("steps already seen (warm)", warm),
+                     ("bare one-line page, button click (same run)", floor)]:
         med = statistics.median(ts)
-        print(f"| {name} | {med:.2f} | {max(ts):.2f} | {med / floor:.2f}× | "
-              f"{'yes' if med <= TARGET_S else 'no'} |")
+        print(f"| {name} | {len(ts)} | {med * 1e3:.0f} | {max(ts) * 1e3:.0f} | "
+              f"{med / base:.2f}× |")
 
 
 if __name__ == "__main__":

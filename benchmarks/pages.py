@@ -19,6 +19,7 @@ in one session, beside a bare page's button click (``st.button`` and a rerun). T
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +38,9 @@ from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, load_checkpoint  #
 from tests.helpers import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
+    SETTLED,  # noqa: F401 (benchmarks/lesson.py takes it from here)
     free_port,
+    settle,
     start_streamlit,
     wait_until_healthy,
 )
@@ -48,18 +52,6 @@ st.session_state.n = st.session_state.get("n", 0) + 1
 st.button("Again")
 st.caption(st.session_state.n)
 """  # a click changes the page (the count), so its rerun can be seen
-SETTLED = """(quietMs) => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-    if (document.querySelector('[data-testid="stSkeleton"]')) return false;
-    const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
-    for (const c of charts) if (!c.querySelector('.main-svg')) return false;
-    const html = app.innerHTML;
-    if (window.__gvLast !== html) { window.__gvLast = html; window.__gvSince = performance.now(); }
-    return performance.now() - window.__gvSince >= quietMs;
-}"""
-
-
 WATCH = """() => {
     window.__gvRan = false;
     const app = document.querySelector('[data-testid="stApp"]');
@@ -87,8 +79,9 @@ def pages(model: str) -> dict[str, str]:
     }
 
 
-def settle(page, started: float) -> float:
-    page.wait_for_function(SETTLED, arg=QUIET_MS, timeout=180_000, polling=20)
+def seconds_to_settle(page, started: float) -> float:
+    """Seconds from ``started`` (a ``time.perf_counter()``) until the page settled."""
+    settle(page, QUIET_MS, timeout_ms=180_000, polling_ms=20)
     return time.perf_counter() - started - QUIET_MS / 1000
 
 
@@ -98,9 +91,19 @@ def load(browser, url: str) -> float:
     page = context.new_page()
     t = time.perf_counter()
     page.goto(url)
-    seconds = settle(page, t)
+    seconds = seconds_to_settle(page, t)
     context.close()
     return seconds
+
+
+def timed(page, action: Callable[[], object], until: str = RAN, arg: object = None) -> float:
+    """Seconds from ``action()`` (a click, a key press) to a settled page that satisfies
+    ``until`` (JavaScript called with ``arg``; by default: the rerun it started has shown)."""
+    page.evaluate(WATCH)
+    t = time.perf_counter()
+    action()
+    page.wait_for_function(until, arg=arg, timeout=60_000, polling=5)
+    return seconds_to_settle(page, t)
 
 
 def clicks(browser, url: str, label: str, n: int) -> list[float]:
@@ -108,19 +111,11 @@ def clicks(browser, url: str, label: str, n: int) -> list[float]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.goto(url)
-    settle(page, time.perf_counter())
+    seconds_to_settle(page, time.perf_counter())
     button = page.get_by_role("button", name=label, exact=True).first
-    times = []
-    for i in range(n + 2):  # two clicks to warm up
-        page.evaluate(WATCH)
-        t = time.perf_counter()
-        button.click()
-        page.wait_for_function(RAN, timeout=30_000, polling=5)
-        seconds = settle(page, t)
-        if i >= 2:
-            times.append(seconds)
+    times = [timed(page, button.click) for _ in range(n + 2)]
     context.close()
-    return times
+    return times[2:]  # two clicks to warm up
 
 
 def serve(script_dir: Path, script: str) -> tuple[subprocess.Popen, str]:
@@ -134,16 +129,12 @@ def serve(script_dir: Path, script: str) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--clicks", type=int, default=10)
-    args = p.parse_args()
+@contextlib.contextmanager
+def bare_and_app() -> Iterator[tuple[object, str, str]]:
+    """Chromium, the bare page's URL and the app's, both servers on loopback; all stopped
+    afterwards."""
     from playwright.sync_api import sync_playwright
 
-    models = bundled_models()
-    longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
-    targets = pages(longest)
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "bare.py").write_text(BARE)
         bare_proc, bare = serve(Path(tmp), "bare.py")
@@ -151,37 +142,63 @@ def main() -> None:
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                times: dict[str, list[float]] = {name: [] for name in ["bare", *targets]}
-                for rep in range(args.reps + 1):
-                    for name, path in targets.items():
-                        pair = [("bare", bare + "/"), (name, app + path)]
-                        for label, url in pair if rep % 2 else pair[::-1]:
-                            seconds = load(browser, url)
-                            if rep:
-                                times[label].append(seconds)
-                report_pages(times)
-                gen = clicks(browser, f"{app}/generation?model={DEFAULT_MODEL}", "Next token",
-                             args.clicks)
-                floor_click = clicks(browser, bare + "/", "Again", args.clicks)
+                yield browser, bare, app
                 browser.close()
         finally:
             for proc in (bare_proc, app_proc):
                 proc.terminate()
                 proc.wait(timeout=10)
+
+
+def interleaved_loads(browser, bare: str, app: str, targets: dict[str, str | Callable[[], str]],
+                      reps: int) -> dict[str, list[float]]:
+    """Seconds to a settled page: ``reps`` loads of each target (a path of the app, or a
+    function giving a new path at each load), each beside a load of the bare page, in
+    alternating order, after a first round that is not counted. Keys: "bare", then targets."""
+    times: dict[str, list[float]] = {name: [] for name in ["bare", *targets]}
+    for rep in range(reps + 1):
+        for name, path in targets.items():
+            pair = [("bare", bare + "/"), (name, app + (path() if callable(path) else path))]
+            for label, url in pair if rep % 2 else pair[::-1]:
+                seconds = load(browser, url)
+                if rep:
+                    times[label].append(seconds)
+    return times
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--clicks", type=int, default=10)
+    args = p.parse_args()
+    models = bundled_models()
+    longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
+    with bare_and_app() as (browser, bare, app):
+        times = interleaved_loads(browser, bare, app, pages(longest), args.reps)
+        report_loads(times, "Pages", "page")
+        gen = clicks(browser, f"{app}/generation?model={DEFAULT_MODEL}", "Next token",
+                     args.clicks)
+        floor_click = clicks(browser, bare + "/", "Again", args.clicks)
     report_clicks(gen, floor_click)
 
 
-def report_pages(times: dict[str, list[float]]) -> None:
+def report_loads(times: dict[str, list[float]], title: str, what: str,
+                 target_s: float | None = None) -> None:
+    """The table of ``interleaved_loads``: each target's median and max, and its median over
+    the bare page's; with ``target_s``, whether the median meets it."""
     floor = statistics.median(times["bare"])
     reps = len(next(iter(list(times.values())[1:])))
-    print(f"# Pages in Chromium, each load a new context; {reps} loads of each page after a "
-          f"warm-up round; load average {os.getloadavg()[0]:.1f}\n")
-    print(f"Bare one-line page (same run, loaded before or after each page): median "
+    print(f"# {title} in Chromium, each load a new context; {reps} loads of each {what} after "
+          f"a warm-up round; load average {os.getloadavg()[0]:.1f}\n")
+    print(f"Bare one-line page (same run, loaded before or after each {what}): median "
           f"**{floor:.2f} s** of {len(times['bare'])} loads.\n")
-    print("| page | median (s) | max (s) | × bare page |\n|---|---|---|---|")
+    target = f" ≤ {target_s} s |" if target_s else ""
+    print(f"| {what} | median (s) | max (s) | × bare page |{target}\n"
+          f"|---|---|---|---|{'---|' if target_s else ''}")
     for name, ts in list(times.items())[1:]:
         med = statistics.median(ts)
-        print(f"| {name} | {med:.2f} | {max(ts):.2f} | {med / floor:.2f}× |")
+        ok = f" {'yes' if med <= target_s else 'no'} |" if target_s else ""
+        print(f"| {name} | {med:.2f} | {max(ts):.2f} | {med / floor:.2f}× |{ok}")
 
 
 def report_clicks(gen: list[float], floor_click: list[float]) -> None:

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, running_app
+from tests.helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, running_app, visit
 
 _browser_used = False  # set by the browser fixtures: only then is ARTIFACTS worth naming
 
@@ -98,6 +98,16 @@ def page(browser):
     yield p
     context.close()
     assert not outside, f"the page asked another host for: {outside[:5]}"
+
+
+@pytest.fixture
+def from_home(page, app_url):
+    """``page`` in a tall window (most of a view in one screenshot), on the app's root
+    first, as a user arriving from Home does. A test module asks for it with
+    ``pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("from_home")]``."""
+    page.set_viewport_size({"width": 1400, "height": 2400})
+    visit(page, app_url)
+    return page
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

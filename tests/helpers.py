@@ -44,8 +44,9 @@ ARTIFACTS = Path(os.environ.get("GPTVIZ_ARTIFACTS")
 SCREENSHOTS = ARTIFACTS / "screenshots"
 CHROMIUM = os.environ.get("GPTVIZ_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHART = '[data-testid="stPlotlyChart"]:has(.main-svg)'  # a plotly chart that has drawn
+MAIN = '[data-testid="stMainBlockContainer"]'  # the main column: no sidebar, no toolbar
 
 # The views of each model page, as its view picker names them.
 MODEL_PAGE_VIEWS = {
@@ -53,11 +54,9 @@ MODEL_PAGE_VIEWS = {
     "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt",
                    "Order without positions", "Four encodings compared"],
     "attention": ["All heads", "Steps of one head", "Masks and the SDPA check", "Head ablation",
-                  "Circuits of a head", "OV circuit", "Head taxonomy",
-                  "Summed heads", "Rollout"],
+                  "Circuits of a head", "OV circuit", "Head taxonomy", "Summed heads", "Rollout"],
     "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
-              "Residual stream and logit lens", "Direct logit attribution",
-              "Commitment layer"],
+              "Residual stream and logit lens", "Direct logit attribution", "Commitment layer"],
 }
 
 
@@ -245,11 +244,9 @@ def eventually(condition: Callable[[], Any], timeout_s: float = 20.0,
     drawing when the script state first reads "notRunning"); returns its last value."""
     deadline = time.time() + timeout_s
     while True:
-        try:
+        with contextlib.suppress(Exception):  # an element replaced mid-read: try again
             if condition():
                 return True
-        except Exception:  # an element replaced mid-read: try again
-            pass
         if time.time() > deadline:
             return bool(condition())
         time.sleep(every_s)
@@ -266,3 +263,38 @@ def screenshot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+SETTLED = """(quietMs) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (document.querySelector('[data-testid="stSkeleton"], [data-stale="true"]')) return false;
+    for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]'))
+        if (!c.querySelector('.main-svg')) return false;
+    const html = app.innerHTML;
+    if (window.__gvLast !== html) { window.__gvLast = html; window.__gvSince = performance.now(); }
+    return performance.now() - window.__gvSince >= quietMs;
+}"""  # script finished, nothing loading or stale, every chart drawn, quiet for quietMs
+
+
+def settle(page, quiet_ms: int = 300, timeout_ms: int = 120_000, polling_ms: int = 50) -> None:
+    """Wait until the page has settled (``SETTLED``), however long that takes."""
+    page.wait_for_function(SETTLED, arg=quiet_ms, timeout=timeout_ms, polling=polling_ms)
+
+
+def drawn(page, where: str, charts: int = 1, text: str | None = None,
+          timeout_ms: int = 120_000) -> None:
+    """Wait until the main column shows ``text`` (what marks the awaited redraw), the open tab
+    has ``charts`` drawn charts and the page has settled; an exception shown fails at once."""
+    main, error = page.locator(MAIN), page.get_by_test_id("stException")
+    chart = main.get_by_role("tabpanel").first.locator(CHART).nth(charts - 1)  # the open tab
+    for awaited in ([main.get_by_text(text).first] if text else []) + [chart]:
+        awaited.or_(error).first.wait_for(timeout=timeout_ms)  # an exception ends the wait
+    settle(page, timeout_ms=timeout_ms)
+    check_no_exception(page, where)
+
+
+def open_tab(page, label: str, charts: int = 1) -> None:
+    """Click the view tab ``label`` (not the open one) and wait until its view is drawn."""
+    page.get_by_role("tab", name=label, exact=True).click()
+    drawn(page, label, charts)

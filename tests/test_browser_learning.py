@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import check_no_exception, eventually, screenshot, visit, wait_for_app
+from tests.helpers import (
+    MAIN,
+    check_no_exception,
+    drawn,
+    eventually,
+    screenshot,
+    visit,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.browser
-
-CHART = '[data-testid="stPlotlyChart"] .main-svg'
-
-
-def main(page):
-    return page.get_by_test_id("stMainBlockContainer")
 
 
 def metric_value(page, label: str) -> str:
@@ -22,23 +24,20 @@ def metric_value(page, label: str) -> str:
     return box.get_by_test_id("stMetricValue").inner_text()
 
 
-def drawn(page, charts: int) -> bool:
-    return page.locator(CHART).count() >= charts and page.locator(".katex").count() > 3
-
-
 def test_the_microscope_and_the_gradient_check(page, app_url):
     page.set_viewport_size({"width": 1400, "height": 4400})  # the whole view in one shot
     visit(page, app_url)  # the root first, as a user arriving from Home
+    main = page.locator(MAIN)
     page.get_by_role("link", name="Learning").first.click()
     wait_for_app(page, timeout_ms=120_000)  # the first, cold load encodes the corpus too
-    check_no_exception(page, "learning")
-    assert eventually(lambda: drawn(page, 3))
-    assert main(page).get_by_text("equals autograd's ∂L/∂z on all").is_visible()
-    assert main(page).get_by_text("A small step").is_visible()
+    drawn(page, "learning", charts=3)  # then the page has settled: no fixed wait
+    assert main.locator(".katex").count() > 3
+    assert main.get_by_text("equals autograd's ∂L/∂z on all").is_visible()
+    assert main.get_by_text("A small step").is_visible()
     before = metric_value(page, "P(y) after")
     screenshot(page, "learning-microscope")
 
-    thumb = main(page).get_by_role("slider").first  # the η slider, at 1e-04
+    thumb = main.get_by_role("slider").first  # the η slider, at 1e-04
     thumb.focus()
     for _ in range(2):
         thumb.press("ArrowRight")
@@ -46,7 +45,7 @@ def test_the_microscope_and_the_gradient_check(page, app_url):
     assert eventually(lambda: metric_value(page, "P(y) after") != before)
     thumb.press("End")  # η = 1e+20
     wait_for_app(page)
-    assert eventually(lambda: main(page).get_by_text("the step overflows").is_visible())
+    assert eventually(lambda: main.get_by_text("the step overflows").is_visible())
     check_no_exception(page, "learning with a huge η")
     screenshot(page, "learning-nan")
 
@@ -54,7 +53,7 @@ def test_the_microscope_and_the_gradient_check(page, app_url):
     box.fill("99")
     box.press("Enter")
     wait_for_app(page)
-    assert eventually(lambda: main(page).get_by_text("target position 99 is out of range")
+    assert eventually(lambda: main.get_by_text("target position 99 is out of range")
                       .is_visible())
     box.fill("30")
     box.press("Enter")
@@ -62,5 +61,5 @@ def test_the_microscope_and_the_gradient_check(page, app_url):
     page.get_by_role("tab", name="Gradient check", exact=True).click()
     wait_for_app(page)
     check_no_exception(page, "gradient check")
-    assert eventually(lambda: main(page).get_by_text("Autograd passes").is_visible(), 60)
+    assert eventually(lambda: main.get_by_text("Autograd passes").is_visible(), 60)
     screenshot(page, "learning-gradient-check")

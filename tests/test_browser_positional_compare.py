@@ -11,60 +11,45 @@ import pytest
 
 from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
 from tests.helpers import (
+    CHART,
+    MAIN,
     check_no_exception,
     eventually,
+    open_tab,
     screenshot,
     tiny_gpt,
     visit,
     wait_for_app,
 )
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("from_home")]
 
-CHART = '[data-testid="stPlotlyChart"] .main-svg'  # a plotly chart that has drawn
 VIEW = "Four encodings compared"
 
 
-@pytest.fixture(autouse=True)
-def _router_first(page, app_url):
-    """Open the app's root first, as a user arriving from Home does."""
-    page.set_viewport_size({"width": 1400, "height": 2400})
-    visit(page, app_url)
-
-
-def main(page):
-    return page.get_by_test_id("stMainBlockContainer")
-
-
-def open_tab(page, label: str) -> None:
-    page.get_by_role("tab", name=label, exact=True).click()
-    wait_for_app(page)
-
-
 def charts(page) -> int:
-    return main(page).locator(CHART).count()
+    return page.locator(MAIN).locator(CHART).count()
 
 
 def test_the_comparison_draws_and_retraining_starts_and_stops(page, app_url):
     visit(page, f"{app_url}/positional")
-    open_tab(page, VIEW)
-    check_no_exception(page, VIEW)
-    assert eventually(lambda: charts(page) >= 2)
-    assert main(page).get_by_text("What the figures show").is_visible()
-    assert main(page).get_by_text("RoPE's lead over the learned table").is_visible()
+    open_tab(page, VIEW, charts=2)
+    main = page.locator(MAIN)
+    assert main.get_by_text("What the figures show").is_visible()
+    assert main.get_by_text("RoPE's lead over the learned table").is_visible()
     screenshot(page, "positional-compare")
-    main(page).get_by_role("button", name="Retrain them here").click()
-    assert eventually(lambda: main(page).get_by_text("Training the").first.is_visible()
-                      or main(page).get_by_text("Waiting for the trainer").is_visible(), 60)
+    main.get_by_role("button", name="Retrain them here").click()
+    assert eventually(lambda: main.get_by_text("Training the").first.is_visible()
+                      or main.get_by_text("Waiting for the trainer").is_visible(), 60)
     check_no_exception(page, "retraining")
     screenshot(page, "positional-compare-retraining")
-    main(page).get_by_role("button", name="Stop").click()
-    assert eventually(lambda: main(page).get_by_text(
+    main.get_by_role("button", name="Stop").click()
+    assert eventually(lambda: main.get_by_text(
         "The figures above still show the shipped runs").is_visible(), 120)
     wait_for_app(page)
     check_no_exception(page, "stopped")
     assert charts(page) >= 2
-    assert main(page).get_by_role("button", name="Retrain them here").is_enabled()
+    assert main.get_by_role("button", name="Retrain them here").is_enabled()
     screenshot(page, "positional-compare-stopped")
 
 
@@ -79,14 +64,11 @@ def test_an_uploaded_rope_model_shows_its_angles_and_rotations(page, app_url, tm
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(zip_path))
     wait_for_app(page)
     assert eventually(lambda: page.get_by_text("Loaded 'spinning'").first.is_visible())
-    open_tab(page, "This model's positions")
-    check_no_exception(page, "RoPE positions")
-    assert eventually(lambda: charts(page) >= 2)  # the angles and q_i · k_j
-    assert main(page).get_by_text("rotary positions (RoPE)").first.is_visible()
-    assert main(page).get_by_text("The score depends only on i − j").first.is_visible()
+    open_tab(page, "This model's positions", charts=2)  # the angles and q_i · k_j
+    main = page.locator(MAIN)
+    assert main.get_by_text("rotary positions (RoPE)").first.is_visible()
+    assert main.get_by_text("The score depends only on i − j").first.is_visible()
     screenshot(page, "positional-rope-positions")
     open_tab(page, "X + PE for the prompt")
-    check_no_exception(page, "RoPE X + PE")
-    assert eventually(lambda: charts(page) >= 1)
-    assert main(page).get_by_text("adds nothing to the token embeddings").first.is_visible()
+    assert main.get_by_text("adds nothing to the token embeddings").first.is_visible()
     screenshot(page, "positional-rope-x-plus-pe")

@@ -111,6 +111,10 @@ def from_home(page, app_url):
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """Name the artifacts folder once, so that a developer can open the screenshots."""
-    if _browser_used:
+    """Name the artifacts folder once, so that a developer can open the screenshots. Under
+    pytest-xdist the browsers ran in the workers, so the controller looks for reports of
+    tests marked ``browser``."""
+    ran = any("browser" in r.keywords for key in ("passed", "failed")
+              for r in terminalreporter.stats.get(key, []) if r.when == "call")
+    if _browser_used or ran:
         terminalreporter.write_line(f"browser screenshots and server logs: {ARTIFACTS}")

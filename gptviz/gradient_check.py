@@ -7,12 +7,17 @@ calculus at all: nudge one parameter by ±ε, run the model twice, and take the 
 
 whose error is O(ε²) from the curvature plus about (machine ε) · L / ε from rounding.
 In float64 (machine ε ≈ 1.1e-16) with ε = 1e-6 both are tiny, so the two agree to many
-digits when autograd is right. Runs on a float64 copy; the model itself is untouched.
+digits when autograd is right. Only the checked tensors are copied to float64; every other
+parameter is converted one part of the model at a time as the pass reaches it, and the
+backward pass converts again rather than keep those copies (``_recomputed``): GPT-2 small
+in float64 would be 1 GB. The model itself is untouched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,9 +32,16 @@ from gptviz.learning import (
     group_part,
     parameter_groups,
     position_losses,
-    trainable_copy,
+    private_twin,
+    swapped,
+    units,
 )
 from gptviz.model import GPT
+
+# Entries of the tensors one checked group copies to float64 (64 MB, and as much again for
+# their gradient). GPT-2's E (38.6M entries) is over it: with the two uses of a tied E, its
+# float64 gradient alone took three times 309 MB.
+CHECK_ENTRIES = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -57,14 +69,22 @@ class CheckRow:
         return self.abs_error / scale if scale else 0.0
 
 
-def default_check_groups(groups: Sequence[Group]) -> list[str]:
-    """A few groups spread over the model: E, P, W_Q and W_K of the first block, W_V and
-    W_O of the last, W₁ first, W₂ last, the first LN₁, the last block's biases, LN_f."""
+def default_check_groups(groups: Sequence[Group], few: bool = False) -> list[str]:
+    """Groups spread over the model, those of ``groups`` among: E, P, W_Q and W_K of the
+    first block, W_V and W_O of the last, W₁ first, W₂ last, the first LN₁, the last
+    block's biases, LN_f; ``few``: E, the first W_Q, the last W₂, LN_f."""
     last = max((g.layer for g in groups if g.layer is not None), default=0)
-    wanted = ["E", "P", "L0 W_Q", "L0 W_K", f"L{last} W_V", f"L{last} W_O", "L0 W₁",
-              f"L{last} W₂", "L0 LN₁", f"L{last} biases", "LN_f"]
+    wanted = (["E", "L0 W_Q", f"L{last} W₂", "LN_f"] if few else
+              ["E", "P", "L0 W_Q", "L0 W_K", f"L{last} W_V", f"L{last} W_O", "L0 W₁",
+               f"L{last} W₂", "L0 LN₁", f"L{last} biases", "LN_f"])
     labels = [g.label for g in groups]
     return [w for w in dict.fromkeys(wanted) if w in labels]
+
+
+def copied_entries(model: GPT, group: Group) -> int:
+    """Entries of the tensors the check copies for ``group`` (W_Q's is all of W_QKV)."""
+    named = dict(model.named_parameters())
+    return sum(named[n].numel() for n in dict.fromkeys(n for n, _ in group.parts))
 
 
 def _entry(grads: dict[str, Tensor], group: Group, pick: str, rng: np.random.Generator
@@ -97,6 +117,28 @@ def _full_index(tensor: Tensor, rows: slice | None, flat: int) -> tuple[int, ...
     return tuple(idx)
 
 
+@contextlib.contextmanager
+def _recomputed(made: dict[int, tuple[weakref.ref, Tensor]]) -> Iterator[None]:
+    """While the graph is built, a float64 conversion the backward pass needs is saved as
+    its float32 source and converted again when used. ``made`` maps a conversion's storage
+    address to (a weak reference to it, its source); a dead reference means the address now
+    holds another tensor."""
+    def pack(t: Tensor) -> object:
+        ref, source = made.get(t.untyped_storage().data_ptr(), (None, None))
+        if ref is None or ref() is None:
+            return t
+        return source, t.size(), t.stride(), t.storage_offset()
+
+    def unpack(saved: object) -> Tensor:
+        if isinstance(saved, Tensor):
+            return saved
+        source, size, stride, offset = saved
+        return source.double().as_strided(size, stride, offset)
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        yield
+
+
 def gradient_check(model: GPT, window: Window, position: int, labels: Sequence[str],
                    eps: float = 1e-6, pick: str = "largest", seed: int = 0) -> list[CheckRow]:
     """Autograd against central differences, in float64, on one entry of each group named
@@ -107,26 +149,56 @@ def gradient_check(model: GPT, window: Window, position: int, labels: Sequence[s
     check_position(position, window)
     if not eps > 0:
         raise LearningError(f"ε must be > 0, got {eps}.")
-    twin = trainable_copy(model, torch.float64)
-    x, y = window.x[:position + 1], window.y[:position + 1]
-    named = dict(twin.named_parameters())
-    loss = position_losses(twin, x, y)[1][position]
-    grads = dict(zip(named, torch.autograd.grad(loss, list(named.values())), strict=True))
+    twin = private_twin(model)
     by_label = {g.label: g for g in parameter_groups(twin)}
     unknown = [lab for lab in labels if lab not in by_label]
     if unknown:
         raise LearningError(f"no parameter group named {unknown[0]!r}; the groups are "
                             f"{', '.join(by_label)}.")
+    for lab in labels:
+        if (n := copied_entries(twin, by_label[lab])) > CHECK_ENTRIES:
+            raise LearningError(f"{lab} has {n:,} entries to copy to float64, more than the "
+                                f"{CHECK_ENTRIES:,} a check may take; choose smaller groups.")
+    named = dict(twin.named_parameters())
+    checked = {n: named[n].detach().double().requires_grad_()  # float64 copies of these only
+               for lab in labels for n, _ in by_label[lab].parts}
+    leaf = {id(named[n]): t for n, t in checked.items()}
+    made: dict[int, tuple[weakref.ref, Tensor]] = {}
+    # The finite differences keep nothing: their conversions go in one reused buffer.
+    scratch = torch.empty(max(sum(p.numel() for p in u.parameters()) for u in units(twin)),
+                          dtype=torch.float64)
+
+    def f64(ps: list[Tensor]) -> list[Tensor]:
+        out, at = [leaf.get(id(p)) for p in ps], 0
+        for i, p in enumerate(ps):
+            if out[i] is not None:
+                continue
+            if torch.is_grad_enabled():  # building the graph: see _recomputed
+                out[i] = p.detach().double()
+                made[out[i].untyped_storage().data_ptr()] = (weakref.ref(out[i]), p.detach())
+            else:
+                out[i] = scratch[at:at + p.numel()].view_as(p).copy_(p)
+                at += p.numel()
+        return out
+
+    def loss() -> Tensor:
+        with swapped(twin, f64):
+            return position_losses(twin, window.x[:position + 1], window.y[:position + 1]
+                                   )[1][position]
+
+    with _recomputed(made):
+        grads = dict(zip(checked, torch.autograd.grad(loss(), list(checked.values())),
+                         strict=True))
     rng = np.random.default_rng(seed)
     rows = []
     with torch.no_grad():
         for label in labels:
             name, idx = _entry(grads, by_label[label], pick, rng)
-            p, original = named[name], float(named[name][idx])
+            p, original = checked[name], float(checked[name][idx])
             shifted = []
             for sign in (1.0, -1.0):
                 p[idx] = original + sign * eps
-                shifted.append(float(position_losses(twin, x, y)[1][position]))
+                shifted.append(float(loss()))
             p[idx] = original
             rows.append(CheckRow(label, name, idx, float(grads[name][idx]),
                                  (shifted[0] - shifted[1]) / (2 * eps)))

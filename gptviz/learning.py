@@ -1,38 +1,31 @@
-"""One gradient step under the microscope, and the gradient checked by finite differences.
+"""One gradient step under the microscope: the loss L = −ln P(y) of one prediction, its
+gradient P − e_y at the logits beside autograd's, the gradient's norm per parameter group,
+and L after one SGD step θ − η g for several η beside −η‖g‖² and −η‖g‖² + ½η² gᵀHg.
 
-Training repeats one move: read a window of text, measure how badly the model predicts
-the next tokens (the loss), find how every parameter should move to lower it (the
-gradient, by back-propagation), and move a little: θ ← θ − η g. Here that move is made
-once, for the prediction at one position t of one window, and every number on the way
-is returned:
-
-- the loss L = −ln P(y), y being the token that really follows x_0 … x_t;
-- its gradient with respect to the logits z, which is P − e_y, beside autograd's;
-- the gradient's norm for every parameter group (layer × component);
-- L after one SGD step θ − η g for several η, beside the first-order prediction
-  ΔL ≈ −η‖g‖² and the second-order one, −η‖g‖² + ½η² gᵀHg;
-- (in ``gradient_check``) autograd against central finite differences, in float64.
-
-Every function works on a copy of the model (``copy.deepcopy``): a model shared by
-several sessions is never changed, given gradients or put in training mode. The copy
-runs the explicit path (the formulas the other pages show, not the fused kernels),
-whose backward can itself be differentiated (for gᵀHg), in eval mode (no dropout).
+Everything runs on a private twin of the model (``private_twin``: its own modules over the
+model's storage), so a model shared by several sessions is never changed or given
+gradients, and GPT-2 small's 500 MB are not copied; on the explicit path (the formulas
+the other pages show), in eval mode (no dropout).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
+from torch.func import functional_call, jvp
 
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
+
+CHUNK = 1 << 20  # entries summed in float64 at a time (E of GPT-2 in float64 is 300 MB)
 
 
 class LearningError(ValueError):
@@ -76,8 +69,6 @@ def check_position(position: int, window: Window) -> None:
                             f"positions 0 to {n - 1} (position t predicts the token after "
                             f"x_t). Choose a position from 0 to {n - 1}.")
 
-
-# ---- parameter groups ---------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Group:
@@ -134,11 +125,15 @@ def group_part(tensors: dict[str, Tensor], name: str, rows: slice | None) -> Ten
 
 def group_norms(grads: dict[str, Tensor], groups: Sequence[Group]) -> np.ndarray:
     """‖∂L/∂θ‖ of each group (float64): the square root of its parts' summed squares."""
-    return np.array([math.sqrt(sum(float(group_part(grads, n, r).double().pow(2).sum())
+    return np.array([math.sqrt(sum(dot64(part := group_part(grads, n, r), part)
                                    for n, r in g.parts)) for g in groups])
 
 
-# ---- the step -----------------------------------------------------------------------------
+def dot64(a: Tensor, b: Tensor) -> float:
+    """Σ a_i b_i in float64, ``CHUNK`` entries at a time: dot64(t, t) is ‖t‖²."""
+    pairs = zip(a.reshape(-1).split(CHUNK), b.reshape(-1).split(CHUNK), strict=True)
+    return math.fsum(float(torch.dot(x.double(), y.double())) for x, y in pairs)
+
 
 @dataclass(frozen=True)
 class Step:
@@ -188,15 +183,40 @@ class Microscope:
         return next(s for s in self.steps if s.eta == eta)
 
 
-def trainable_copy(model: GPT, dtype: torch.dtype | None = None) -> GPT:
-    """A private copy of ``model`` whose parameters take gradients, in eval mode."""
-    twin = copy.deepcopy(model)
-    if dtype is not None:
-        twin = twin.to(dtype)
-    twin.eval()
-    for p in twin.parameters():
-        p.requires_grad_(True)
-    return twin
+def private_twin(model: GPT) -> GPT:
+    """A twin of ``model`` in eval mode whose parameters take gradients: its own modules and
+    ``nn.Parameter``s over the model's storage (nothing copied; never write them in place)."""
+    memo: dict[int, object] = {id(b): b for b in model.buffers()}
+    memo |= {id(p): nn.Parameter(p.detach()) for p in model.parameters()}
+    return copy.deepcopy(model, memo).eval()
+
+
+def units(twin: GPT) -> list[nn.Module]:
+    """The parts the forward pass runs in turn: E, P, each block, LN_f, W_U, hook points."""
+    return [m for m in (*twin.children(), *twin.blocks) if m is not twin.blocks]
+
+
+@contextlib.contextmanager
+def swapped(twin: GPT, new: Callable[[list[Tensor]], list[Tensor]]) -> Iterator[None]:
+    """Run ``twin`` with ``new(ps)`` in place of each part's parameters ps, made when the
+    part starts and put back when it ends: one part's new tensors are needed at a time,
+    not a second model. (P's part returns a view of P, added to E[ids] at once.)"""
+    def put(slots: list, tensors: Sequence[Tensor]) -> None:
+        for (m, k, _), q in zip(slots, tensors, strict=True):
+            m._parameters[k] = q
+
+    every = [(u, [(m, k, p) for m in u.modules() for k, p in m._parameters.items()
+                  if p is not None]) for u in units(twin)]
+    handles = [h for unit, slots in every if slots for h in (
+        unit.register_forward_pre_hook(lambda *_, s=slots: put(s, new([p for *_, p in s]))),
+        unit.register_forward_hook(lambda *_, s=slots: put(s, [p for *_, p in s])))]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+        for _, slots in every:
+            put(slots, [p for *_, p in slots])
 
 
 def position_losses(model: GPT, x: Sequence[int], y: Sequence[int]) -> tuple[Tensor, Tensor]:
@@ -213,16 +233,6 @@ def window_losses(model: GPT, window: Window) -> np.ndarray:
     return position_losses(model, window.x, window.y)[1].numpy()
 
 
-def typical_position(losses: np.ndarray) -> int:
-    """The position of the median loss (the lower middle one for an even count): a
-    typical prediction of the window.
-
-    >>> typical_position(np.array([0.1, 3.0, 1.2, 0.9, 5.0, 2.0]))
-    2
-    """
-    return int(np.argsort(losses, kind="stable")[(len(losses) - 1) // 2])
-
-
 def _rest(losses: Tensor, position: int) -> float:
     """Mean loss of every position but ``position`` (nan for a one-token window)."""
     others = torch.cat((losses[:position], losses[position + 1:]))
@@ -231,47 +241,60 @@ def _rest(losses: Tensor, position: int) -> float:
 
 def microscope(model: GPT, window: Window, position: int, etas: Sequence[float]
                ) -> Microscope:
-    """The loss at ``position``, its gradients, and one SGD step for each η in ``etas``."""
+    """The loss at ``position``, its gradients, and one SGD step for each η in ``etas``.
+    Besides the model it holds one parameter-sized set of tensors: the gradient g."""
     check_position(position, window)
-    twin = trainable_copy(model)
+    twin = private_twin(model)
     names, params = zip(*twin.named_parameters(), strict=True)
     logits, losses = position_losses(twin, window.x, window.y)
-    loss = losses[position]
-    dz, *grads = torch.autograd.grad(loss, (logits, *params), create_graph=True)
-    g = [gi.detach() for gi in grads]
-    # Σ g(θ)·c with c = g held fixed has gradient H c: a Hessian-vector product.
-    hg = torch.autograd.grad(sum((gi * ci).sum() for gi, ci in zip(grads, g, strict=True)),
-                             params, allow_unused=True)  # None: that row of H g is 0
+    dz, *g = torch.autograd.grad(losses[position], (logits, *params))
+    z, losses = logits[position].detach(), losses.detach()  # z: (|V|,)
     groups = parameter_groups(twin)
-    norms = group_norms(dict(zip(names, g, strict=True)), groups)
-    z = logits[position].detach()  # (|V|,)
-    out = dict(position=position, target=window.y[position], loss=float(loss.detach()),
-               logits=z.float().numpy(), probs=torch.softmax(z.double(), -1).numpy(),
-               dz=dz[position].detach().double().numpy(), groups=tuple(groups), norms=norms,
-               grad_sq=float(sum(gi.double().pow(2).sum() for gi in g)),
-               curvature=float(sum((h.double() * gi.double()).sum()
-                                   for h, gi in zip(hg, g, strict=True) if h is not None)),
-               rest_loss=_rest(losses.detach(), position))
-    return Microscope(**out, steps=tuple(sgd_steps(twin, window, position, g, etas)))
+    return Microscope(
+        position=position, target=window.y[position], loss=float(losses[position]),
+        logits=z.float().numpy(), probs=torch.softmax(z.double(), -1).numpy(),
+        dz=dz[position].double().numpy(), groups=tuple(groups),
+        norms=group_norms(dict(zip(names, g, strict=True)), groups),
+        grad_sq=math.fsum(dot64(gi, gi) for gi in g),
+        curvature=curvature(twin, dict(zip(names, g, strict=True)), window, position),
+        rest_loss=_rest(losses, position),
+        steps=tuple(sgd_steps(twin, window, position, g, etas)))
+
+
+def curvature(twin: GPT, g: dict[str, Tensor], window: Window, position: int) -> float:
+    """gᵀHg = d²/dη² L(θ + η g) at η = 0: forward-mode differentiation along g, twice
+    (a ``jvp`` of a ``jvp``), over x_0 … x_t. No Hessian-vector product H g is held."""
+    x, y = torch.tensor([window.x[:position + 1]]), torch.tensor(window.y[position])
+
+    def loss(params: dict[str, Tensor]) -> Tensor:
+        with hooks(twin, []):
+            z = functional_call(twin, params, (x,))[0, -1]  # (|V|,) at t
+        return F.cross_entropy(z.to(torch.float64), y)
+
+    theta = {n: p.detach() for n, p in twin.named_parameters()}
+    return float(jvp(lambda ps: jvp(loss, (ps,), (g,))[1], (theta,), (g,))[1])
 
 
 @torch.no_grad()
 def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor],
               etas: Sequence[float]) -> list[Step]:
-    """The window after θ − η g, for each η; ``twin`` is changed and put back after."""
-    params = list(twin.parameters())
-    theta = [p.detach().clone() for p in params]
-    out = []
+    """The window after θ − η g, for each η. Each part's θ − η g is written in one scratch
+    buffer (the largest part's size) just before the part runs; the twin is never written."""
+    step = {id(p): g for p, g in zip(twin.parameters(), grads, strict=True)}
+    size = max(sum(p.numel() for p in u.parameters()) for u in units(twin))
+    scratch, out = torch.empty(size, dtype=grads[0].dtype), []
     for eta in etas:
-        for p, t, g in zip(params, theta, grads, strict=True):
-            p.copy_(t - eta * g)
-        logits, losses = position_losses(twin, window.x, window.y)
-        loss = float(losses[position])
-        row = logits[position]
+        def stepped(ps: list[Tensor], eta: float = eta) -> list[Tensor]:
+            qs = scratch[:sum(p.numel() for p in ps)].split([p.numel() for p in ps])
+            qs = [q.view_as(p) for q, p in zip(qs, ps, strict=True)]
+            for p, q in zip(ps, qs, strict=True):  # q = θ − η g, rounded as θ − (η g)
+                torch.sub(p, torch.mul(step[id(p)], eta, out=q), out=q)
+            return qs
+
+        with swapped(twin, stepped):
+            logits, losses = position_losses(twin, window.x, window.y)
+        loss, row = float(losses[position]), logits[position]
         top = int(row.argmax()) if bool(torch.isfinite(row).all()) else -1
         out.append(Step(float(eta), loss, math.exp(-loss) if math.isfinite(loss) else math.nan,
                         _rest(losses, position), top))
-    for p, t in zip(params, theta, strict=True):
-        p.copy_(t)
     return out
-

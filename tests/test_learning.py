@@ -11,6 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from gptviz import gradient_check as gc
+from gptviz.app.learning.controls import median_position
 from gptviz.checkpoints import bundled_models, freeze, load_checkpoint
 from gptviz.gradient_check import CheckRow, default_check_groups, gradient_check
 from gptviz.learning import (
@@ -18,8 +20,9 @@ from gptviz.learning import (
     check_position,
     microscope,
     parameter_groups,
+    private_twin,
+    swapped,
     take_window,
-    typical_position,
     window_losses,
 )
 from tests.helpers import tiny_gpt
@@ -212,5 +215,33 @@ def test_window_losses_and_the_typical_position():
                                  torch.tensor(window.y), reduction="none")
     torch.testing.assert_close(torch.from_numpy(window_losses(model, window)), losses,
                                atol=1e-5, rtol=0)
-    t = typical_position(losses.numpy())
+    t = median_position(losses.numpy())
     assert int((losses < losses[t]).sum()) == 3  # the lower median of 8: 3 below it
+
+
+def test_the_twin_shares_the_model_s_storage_and_swaps_tensors_in_only_while_it_runs():
+    model = tiny_gpt(10, n_layer=2)
+    twin = private_twin(model)
+    assert [p.data_ptr() for p in twin.parameters()] == [p.data_ptr() for p in
+                                                         model.parameters()]  # no copy
+    assert twin.unembed.weight is twin.embed.weight and twin is not model
+    ids = torch.tensor([IDS[:8]])
+    with torch.no_grad(), swapped(twin, lambda ps: [torch.zeros_like(p) for p in ps]):
+        inside = twin(ids)  # every parameter 0: LN_f's λ = 0 makes every logit 0
+    assert not inside.any()
+    with torch.no_grad():
+        torch.testing.assert_close(twin(ids), model(ids), atol=0, rtol=0)
+    assert all(isinstance(p, torch.nn.Parameter) for p in twin.parameters())
+
+
+def test_the_check_takes_a_few_groups_and_refuses_one_too_big_to_copy(monkeypatch):
+    model = tiny_gpt(10, n_layer=2)
+    groups = parameter_groups(model)
+    assert default_check_groups(groups, few=True) == ["E", "L0 W_Q", "L1 W₂", "LN_f"]
+    monkeypatch.setattr(gc, "CHECK_ENTRIES", 100)
+    assert gc.copied_entries(model, groups[0]) == 160  # E: 10 × 16
+    window = take_window(IDS, 0, 8)
+    with pytest.raises(LearningError, match="E has 160 entries to copy to float64, more than "
+                                            "the 100 a check may take"):
+        gradient_check(model, window, 3, ["LN_f", "E"])
+    assert max(r.rel_error for r in gradient_check(model, window, 3, ["LN_f"])) < 1e-5

@@ -2,7 +2,8 @@
 
 The text is the corpus the model was trained on when its card names one we have (a
 bundled corpus, or a synthetic task of the Training page), or a text the user pastes.
-It is encoded once and cut into the trainer's windows: N inputs, then the next token.
+It is encoded once and cut into the trainer's windows: N inputs, then the next token,
+N being the model's context, or less for a long context (``window_length``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gptviz.app.shared.widgets import cap_text, problem
 from gptviz.checkpoints import Checkpoint
 from gptviz.data import CorpusError, bundled_corpora, read_corpus
 from gptviz.learning import LearningError, Window, check_position, take_window
+from gptviz.model import GPT
 from gptviz.model.config import TrainConfig
 from gptviz.tokenizers import TokenizerError
 from gptviz.tokenizers.specials import UNK
@@ -30,6 +32,28 @@ from gptviz.train.plan import SYNTHETIC_TASKS, synthetic_text
 PASTE = "paste"  # the text source "a text the user pastes"
 SYNTHETIC = "synthetic-"  # how the Training page names a synthetic corpus on the card
 PASTE_LIMIT = 20_000  # characters of a pasted text (cap_text says so when it cuts)
+# Each η of the step slider costs a forward pass over the window with every parameter stepped
+# (at 1,024 tokens GPT-2 small's microscope took 8 minutes and 11 GB); the loss at t reads
+# x_0 … x_t only (the causal mask), so a shorter window changes no number at t.
+WINDOW_TOKENS = 128  # the longest window: the largest bundled context
+BIG_MODEL, BIG_WINDOW = 10_000_000, 32  # parameters above which windows are BIG_WINDOW long
+
+
+def window_length(model: GPT) -> int:
+    """N of the page's windows: the context, at most WINDOW_TOKENS (BIG_WINDOW for a model
+    of more than BIG_MODEL parameters)."""
+    cap = BIG_WINDOW if model.num_params() > BIG_MODEL else WINDOW_TOKENS
+    return min(model.config.context_length, cap)
+
+
+def median_position(losses: np.ndarray) -> int:
+    """The position of the median loss (the lower middle one for an even count): a
+    typical prediction of the window, the page's default target.
+
+    >>> median_position(np.array([0.1, 3.0, 1.2, 0.9, 5.0, 2.0]))
+    2
+    """
+    return int(np.argsort(losses, kind="stable")[(len(losses) - 1) // 2])
 
 
 @dataclass(frozen=True)
@@ -125,8 +149,8 @@ def source_or_stop(picked: Picked) -> Source:
                                  else "", help="The window is cut from this text."),
                     PASTE_LIMIT)
     if not text.strip():
-        problem("The text is empty: paste a few sentences (at least the model's context "
-                f"length, {ckpt.config.context_length} tokens, plus one).")
+        problem("The text is empty: paste a few sentences (at least the window's length, "
+                f"{window_length(ckpt.model)} tokens, plus one).")
         st.stop()
     try:
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -152,32 +176,50 @@ def _url_note(raw: str | None, what: str, value: int | None) -> None:
 
 def window_or_stop(picked: Picked, source: Source) -> Window:
     """The window start (a token offset, ``?start=``), checked; the window drawn as chips."""
-    n_ctx = picked.checkpoint.config.context_length
-    last = len(source.ids) - n_ctx - 1
+    n = window_length(picked.checkpoint.model)
+    last = len(source.ids) - n - 1
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     raw = st.query_params.get("start")
     start = left.number_input(
         "Window start (a token offset in the text)", min_value=0, value=0, step=1, key="start",
         bind="query-params",
-        help=f"The window is the N = {n_ctx} tokens from here, and the token after them.")
+        help=f"The window is the N = {n} tokens from here, and the token after them.")
     right.button("Random window", icon=":material/casino:", on_click=_random_start,
                  args=(last,), disabled=last < 0)
     _url_note(raw, "window start", start)
+    _window_note(picked.checkpoint.model, n)
     try:
-        window = take_window(source.ids, int(start), n_ctx)
+        window = take_window(source.ids, int(start), n)
     except LearningError as exc:
         problem(f"Cannot cut a window: {exc}")
         st.stop()
     where = ""
     if source.val_from is not None:
         where = (" It lies in the part of the corpus the model was trained on."
-                 if window.start + n_ctx < source.val_from else
+                 if window.start + n < source.val_from else
                  f" It reaches into the held-out validation tail (tokens {source.val_from:,} "
                  "on), which training never used.")
     st.caption(f"Window {window.start:,} of {last + 1:,} (tokens {window.start:,} to "
-               f"{window.start + n_ctx:,} of {len(source.ids):,}).{where}")
+               f"{window.start + n:,} of {len(source.ids):,}).{where}")
     _unknown_note(picked, window)
     return window
+
+
+def _window_note(model: GPT, n: int) -> None:
+    """Say so when the window is shorter than the model's context, and why."""
+    n_ctx, params = model.config.context_length, model.num_params()
+    if n >= n_ctx:
+        return
+    cap = (f"a model of more than {BIG_MODEL:,} parameters gets windows of {BIG_WINDOW}"
+           if params > BIG_MODEL else
+           f"windows are at most {WINDOW_TOKENS} tokens, the longest bundled context")
+    st.info(f"Windows here are N = {n} tokens, not this model's full context of {n_ctx:,}: "
+            "every η of the step slider runs the model over the whole window with all "
+            f"{params:,} parameters moved, so {cap}. The numbers at position t do not depend "
+            "on it: L at t reads x_0 … x_t only (the causal mask), so they are what a "
+            f"{n_ctx:,}-token window from the same start gives. Only the mean loss of the "
+            f"“other positions” covers fewer: the other {n - 1} of this window.",
+            icon=":material/crop:")
 
 
 def _unknown_note(picked: Picked, window: Window) -> None:

@@ -120,19 +120,21 @@ def replay_view(picked: Picked, window: Window) -> None:
     ckpt = picked.checkpoint
     evals = [e for e in ckpt.card.get("evals") or [] if isinstance(e, dict) and "step" in e]
     final = replay.final_step(ckpt.card)
+    steps = replay.replay_steps(ckpt)
+    if len(steps) == 1:
+        st.info("Nothing to replay: this model's card records no training steps and it has no "
+                "snapshots (a model trained elsewhere, such as GPT-2 from Hugging Face, comes "
+                "with its final weights only). The other pages show the model as it is. To "
+                "replay a run, train a model on the **Training** page: runs trained there "
+                "keep snapshots.", icon=":material/history:")
+        return
     if not ckpt.snapshots:
         st.info("This checkpoint has no snapshots of its training, so only its start (step 0, "
                 f"the seed's initialisation) and its end (step {final:,}) can be compared. "
                 "To replay a run, train a model on the **Training** page: runs trained there "
                 "keep snapshots.", icon=":material/history:")
-    steps = replay.replay_steps(ckpt)
-    if len(steps) > 1:
-        step = st.select_slider("Training step", steps, value=steps[-1], key="replay_step",
-                                format_func=lambda s: f"{s:,}")
-    else:
-        step = steps[0]
-        st.caption("The card does not say how many steps this model was trained, so only "
-                   "its own weights are shown.")
+    step = st.select_slider("Training step", steps, value=steps[-1], key="replay_step",
+                            format_func=lambda s: f"{s:,}")
     where = ("the seed's initialisation, before any step" if step == 0 and final != 0 else
              "the checkpoint's own weights" if step == final else
              "a snapshot kept during training (float16)")

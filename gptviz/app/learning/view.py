@@ -1,6 +1,6 @@
 """The sections of the Learning page; each takes plain values and draws.
 
-The computations run on a private copy of the model (``gptviz.learning``), so the model
+The computations run on a private twin of the model (``gptviz.learning``), so the model
 other sessions see never changes; their results are cached per (model, window, position).
 """
 
@@ -19,25 +19,32 @@ import torch
 from gptviz import learning
 from gptviz.app.learning import figures as fg
 from gptviz.app.learning import formulas as tex
+from gptviz.app.learning.controls import BIG_MODEL, median_position
 from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, step_section
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download
-from gptviz.gradient_check import default_check_groups, gradient_check
-from gptviz.learning import Microscope, Window
+from gptviz.gradient_check import (
+    CHECK_ENTRIES,
+    copied_entries,
+    default_check_groups,
+    gradient_check,
+)
+from gptviz.learning import Group, Microscope, Window
+from gptviz.model import GPT
 
 DZ_TOLERANCE = 1e-5  # |(P − e_y) − autograd| above this would be a bug, not rounding
 CHECK_TOLERANCE = 1e-5  # relative error of the finite-difference check that passes
 EPSILONS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 
 
-@st.cache_data(max_entries=32, show_spinner="Back-propagating on a copy of the model…")
+@st.cache_data(max_entries=32, show_spinner="Back-propagating through one prediction…")
 def _shared(what: str, model_key: str, args: tuple, _compute: Callable[[], Any]) -> Any:
     return _compute()
 
 
-@st.cache_data(max_entries=4, show_spinner="Back-propagating on a copy of the model…",
+@st.cache_data(max_entries=4, show_spinner="Back-propagating through one prediction…",
                scope="session")
 def _private(what: str, model_key: str, args: tuple, _compute: Callable[[], Any]) -> Any:
     return _compute()
@@ -69,7 +76,7 @@ def typical_position(picked: Picked, window: Window) -> int:
     model = picked.checkpoint.model
     losses = cached(picked, "losses", (window.x, window.y),
                     lambda: learning.window_losses(model, window))
-    return learning.typical_position(losses)
+    return median_position(losses)
 
 
 def page_microscope(picked: Picked, window: Window, position: int) -> Microscope:
@@ -96,7 +103,7 @@ def loss_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
     cols = st.columns(4)
     cols[0].metric("P(y)", f"{m.p_target:.4f}")
     cols[1].metric("L = −ln P(y)", f"{m.loss:.4f}")
-    cols[2].metric("rank of y", f"{rank:,} of {len(m.probs):,}")
+    cols[2].metric(f"rank of y among {len(m.probs):,}", f"{rank:,}")
     cols[3].metric("a uniform guess: ln |V|", f"{math.log(len(m.probs)):.4f}")
     dropout = picked.checkpoint.config.dropout
     st.caption("L is 0 when the model gives y probability 1 and grows without bound as P(y) "
@@ -175,11 +182,14 @@ def gradient_check_view(picked: Picked, window: Window, position: int) -> None:
     """Autograd against central finite differences on a few parameter entries, float64."""
     st.markdown("Autograd applies the chain rule mechanically. To check it with no calculus, "
                 "nudge one parameter by ±ε, run the model twice and take the slope:")
-    groups = learning.parameter_groups(picked.checkpoint.model)
-    labels = [g.label for g in groups]
+    model = picked.checkpoint.model
+    groups = learning.parameter_groups(model)
+    labels = [g.label for g in groups if copied_entries(model, g) <= CHECK_ENTRIES]
     left, mid, right = st.columns([3, 2, 2])
-    chosen = left.multiselect("Parameter groups (one entry each)", labels,
-                              default=default_check_groups(groups), key="check_groups")
+    chosen = left.multiselect("Parameter groups (one entry each)", labels, key="check_groups",
+                              default=default_check_groups(
+                                  [g for g in groups if g.label in labels],
+                                  few=model.num_params() > BIG_MODEL))
     eps = mid.select_slider("ε", EPSILONS, value=1e-6, key="check_eps",
                             format_func=lambda v: f"{v:.0e}")
     pick = right.radio("Which entry", ["largest", "random"], key="check_pick", horizontal=True,
@@ -188,7 +198,6 @@ def gradient_check_view(picked: Picked, window: Window, position: int) -> None:
     if not chosen:
         st.info("Choose at least one parameter group to check.", icon=":material/tune:")
         return
-    model = picked.checkpoint.model
     rows = cached(picked, "check", (window.x, window.y, position, tuple(chosen), eps, pick),
                   lambda: gradient_check(model, window, position, chosen, eps, pick))
     df = pd.DataFrame({"group": [r.group for r in rows], "tensor": [r.parameter for r in rows],
@@ -212,10 +221,23 @@ def gradient_check_view(picked: Picked, window: Window, position: int) -> None:
                    "expected: too large an ε measures the curvature too, too small a one "
                    "drowns in rounding. ε = 1e-6 balances the two in float64.",
                    icon=":material/warning:")
-    st.caption("Both columns are computed on a float64 copy of the model (the page's other "
-               "numbers are float32), on x_0 … x_t only: the causal mask makes L at position "
-               "t blind to later tokens. Relative error = |Δ| / max(|autograd|, |finite "
-               "difference|). The nudges are made on that copy: the model never changes.")
+    st.caption("Both columns are computed in float64 (the page's other numbers are float32), "
+               "on x_0 … x_t only: the causal mask makes L at position t blind to later "
+               "tokens. Relative error = |Δ| / max(|autograd|, |finite difference|). The "
+               "nudges are made on float64 copies of the checked tensors: the model never "
+               "changes." + _left_out_note(model, groups, labels))
+
+
+def _left_out_note(model: GPT, groups: list[Group], labels: list[str]) -> str:
+    """Name the groups too big to check, and why; "" when there are none."""
+    big = [g for g in groups if g.label not in labels]
+    if not big:
+        return ""
+    names = ", ".join(f"{g.label} ({copied_entries(model, g):,} entries)" for g in big[:3])
+    return (f" Not offered: {names}{' …' if len(big) > 3 else ''}. A check copies a group's "
+            "tensors to float64 (8 bytes an entry) and holds their gradient beside them: past "
+            f"{CHECK_ENTRIES:,} entries ({8 * CHECK_ENTRIES // 10**6} MB) that is too much "
+            "for a shared server.")
 
 
 VIEWS = {"One step under the microscope": microscope, "Gradient check": gradient_check_view,

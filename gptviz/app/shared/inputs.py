@@ -16,9 +16,19 @@ import streamlit as st
 from gptviz.app.shared.chips import prompt_chips_html, token_label
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, set_linked_text
 from gptviz.checkpoints import Checkpoint
+from gptviz.model import GPTConfig
 from gptviz.tokenizers import TokenizerError
 from gptviz.tokenizers.base import TokenInfo
 from gptviz.tokenizers.specials import UNK
+
+# The most tokens of a prompt the pages read, for a model whose context is longer (GPT-2's is
+# 1,024). Every page runs the model on the whole prompt for every visitor and keeps what it
+# captured, and attention maps grow with T²: GPT-2 small's 144 heads hold 9.4 MB of pattern
+# at T = 128, 38 MB at 256, 600 MB at 1,024. Measured on its Attention page with a long
+# prompt: 0.8 s warm and +264 MB at 128; 4.9 s (one pass no longer fits the 64 MB result
+# cache) and +640 MB at 256; 84 s and +8.3 GB uncapped. 128 is also the largest bundled
+# context, so the bundled models never meet the cap and every figure was drawn at this size.
+PAGE_TOKENS = 128
 
 # A prompt each kind of bundled corpus makes sense of (the card names the corpus).
 EXAMPLES = {
@@ -30,11 +40,11 @@ EXAMPLES = {
 
 @dataclass(frozen=True)
 class Prompt:
-    """The prompt as the model reads it: the last ``context_length`` tokens."""
+    """The prompt as the pages read it: its last ``page_tokens(config)`` tokens."""
 
     text: str
     all_tokens: list[TokenInfo]  # every token of the text
-    dropped: int  # tokens cut from the front to fit the context window
+    dropped: int  # tokens cut from the front: over the context window, or PAGE_TOKENS
 
     @property
     def tokens(self) -> list[TokenInfo]:
@@ -48,6 +58,16 @@ class Prompt:
     def labels(self) -> list[str]:
         """What axes show for each token, e.g. ['The', '·Steen', 'rod']."""
         return [token_label(t) for t in self.tokens]
+
+
+def page_tokens(config: GPTConfig) -> int:
+    """How many tokens of a prompt the pages read: the context, at most PAGE_TOKENS.
+
+    >>> page_tokens(GPTConfig(vocab_size=9, context_length=1024, d_model=8, n_layer=1,
+    ...                       n_head=1)), page_tokens(model.config)
+    (128, 8)
+    """
+    return min(config.context_length, PAGE_TOKENS)
 
 
 def example_prompt(ckpt: Checkpoint) -> str:
@@ -83,10 +103,9 @@ def encode(ckpt: Checkpoint, text: str) -> Prompt | None:
     except TokenizerError as exc:
         problem(f"This model's tokenizer cannot read the prompt: {exc}")
         return None
-    n_ctx = ckpt.config.context_length
-    prompt = Prompt(text, tokens, max(0, len(tokens) - n_ctx))
+    prompt = Prompt(text, tokens, max(0, len(tokens) - page_tokens(ckpt.config)))
     st.html(prompt_chips_html(tokens, text, prompt.dropped))
-    _notes(prompt, n_ctx, ckpt)
+    _notes(prompt, ckpt)
     return prompt
 
 
@@ -98,8 +117,18 @@ def prompt_or_stop(ckpt: Checkpoint) -> Prompt:
     return prompt
 
 
-def _notes(prompt: Prompt, n_ctx: int, ckpt: Checkpoint) -> None:
-    if prompt.dropped:
+def _notes(prompt: Prompt, ckpt: Checkpoint) -> None:
+    n_ctx, reads = ckpt.config.context_length, page_tokens(ckpt.config)
+    if prompt.dropped and reads < n_ctx:
+        st.warning(f"The prompt has {len(prompt.all_tokens):,} tokens; the pages read its last "
+                   f"{reads}: the first {prompt.dropped:,} are cut (faded above). This model "
+                   f"could read {n_ctx:,} (its context window), but every page runs the model "
+                   "on the whole prompt for every visitor and keeps its attention maps, which "
+                   f"grow with the square of the length: {n_ctx:,} tokens would take "
+                   f"{(n_ctx / reads) ** 2:.0f} times the memory of {reads}. The Generation "
+                   "page reads up to the full window.",
+                   icon=":material/content_cut:")
+    elif prompt.dropped:
         how = ("generation slides its window the same way, keeping the rotated keys it "
                "already cached" if ckpt.config.positional == "rope"
                else "as generation would cut them")

@@ -18,8 +18,13 @@ from tests.helpers import app_test, array_of, figure, rerun, run_page, texts, ti
 REPLAY = "Training replay"
 
 
-def direct_projection(final_E: torch.Tensor, E: torch.Tensor) -> np.ndarray:
-    """E's rows on the top two principal axes of final_E (by SVD; largest loading > 0)."""
+def direct_projection(final_E: torch.Tensor, E: torch.Tensor, tokenizer) -> np.ndarray:
+    """E's rows on the top two principal axes of final_E (by SVD; largest loading > 0),
+    both without the four special tokens training never feeds (the page leaves them out)."""
+    unused = {tokenizer.special_tokens[t] for t in ("<|BOS|>", "<|EOS|>", "<|UNK|>", "<|PAD|>")
+              if t in tokenizer.special_tokens}
+    keep = [i for i in range(final_E.shape[0]) if i not in unused]
+    final_E, E = final_E[keep], E[keep]
     centred = final_E.double() - final_E.double().mean(0)
     _, _, vh = torch.linalg.svd(centred, full_matrices=False)
     axes = vh[:2].T  # (d, 2)
@@ -41,13 +46,14 @@ def test_the_slider_replays_the_bundled_snapshot_on_fixed_axes():
     assert list(slider.options) == ["0", "800", "1,500"] and slider.value == 1500
     final_xy, final_layout = points(at, 1500)
     final_E = ckpt.model.embed.weight.detach()
-    np.testing.assert_allclose(final_xy, direct_projection(final_E, final_E), atol=2e-4)
+    np.testing.assert_allclose(final_xy, direct_projection(final_E, final_E, ckpt.tokenizer),
+                               atol=2e-4)
 
     slider.set_value(800)
     rerun(at)
     xy, layout = points(at, 800)
     snap_E = ckpt.snapshots.states[0]["embed.weight"].float()
-    np.testing.assert_allclose(xy, direct_projection(final_E, snap_E), atol=2e-4)
+    np.testing.assert_allclose(xy, direct_projection(final_E, snap_E, ckpt.tokenizer), atol=2e-4)
     assert np.abs(xy - final_xy).max() > 0.1  # the embeddings did move between the steps
     for axis in ("xaxis", "yaxis"):  # the same axes at every step
         assert layout[axis]["range"] == final_layout[axis]["range"]
@@ -96,5 +102,5 @@ def test_a_model_without_snapshots_says_so_and_compares_start_and_end():
     assert figure(at, "Loss over training")["layout"]["shapes"][0]["x0"] == 0
     xy, _ = points(at, 0)
     start_E = initial_model(mine.config, 5).embed.weight.detach()
-    np.testing.assert_allclose(xy, direct_projection(mine.embed.weight.detach(), start_E),
+    np.testing.assert_allclose(xy, direct_projection(mine.embed.weight.detach(), start_E, tok),
                                atol=2e-4)

@@ -66,7 +66,8 @@ class Direct:
         return snaps.model_at(snaps.steps.index(step), self.ckpt.model)
 
     def points(self, step: int) -> np.ndarray:
-        return direct_projection(self.final_E, self.model(step).embed.weight.detach())
+        return direct_projection(self.final_E, self.model(step).embed.weight.detach(),
+                                 self.ckpt.tokenizer)
 
     def patterns(self, step: int) -> np.ndarray:
         names = [act_name("pattern", ly) for ly in range(self.ckpt.config.n_layer)]

@@ -32,11 +32,16 @@ PAD = 0.05  # share of each axis's span added around the points of every step
 
 @per_model
 def _paths(ckpt: Checkpoint) -> tuple[np.ndarray, tuple[int, ...], np.ndarray]:
-    """Explained-variance ratios (2,), the steps, and E of each step on the final basis
-    (S, |V|, 2)."""
+    """Explained-variance ratios (2,), the steps, and E's ordinary rows at each step on the
+    final basis (S, rows, 2)."""
     basis, paths = replay.embedding_paths(ckpt)
     steps = tuple(paths)
     return basis.ratio.astype(np.float32), steps, np.stack([paths[s] for s in steps])
+
+
+@per_model
+def _rows(ckpt: Checkpoint) -> np.ndarray:
+    return replay.ordinary_rows(ckpt)
 
 
 @per_model
@@ -159,15 +164,19 @@ def _frame_view(picked: Picked, window: Window, step: int) -> None:
     ckpt = picked.checkpoint
     labels = vocab_labels(picked)
     ratio, steps, paths = _paths(picked)
-    coords = paths[steps.index(step)]  # (|V|, 2)
-    shown = sorted(set(window.x))
-    chart(embedding_figure(coords, labels, shown, fixed_ranges(paths), ratio, step),
-          key="replay_pca")
+    rows = _rows(picked)
+    coords = paths[steps.index(step)]  # (rows, 2): row r of coords is token rows[r]
+    row_of = {int(i): r for r, i in enumerate(rows)}
+    shown = sorted({row_of[i] for i in window.x if i in row_of})
+    chart(embedding_figure(coords, [labels[i] for i in rows], shown, fixed_ranges(paths),
+                           ratio, step), key="replay_pca")
     st.caption(
         "Each point is a row of E (one token). The two axes are fitted once, on the final "
         "model's E, and every step's E is projected on them with the same centring and "
         "fixed ranges: a point that moves between steps moved in the model. Red points are "
-        "the tokens of the window. At step 0 E is random, so the points sit in a cloud.")
+        "the tokens of the window. At step 0 E is random, so the points sit in a cloud. The "
+        "special tokens (BOS, EOS, UNK, PAD) are left out: training never feeds them, so "
+        "their rows only drift, together, far from the rest.")
     patterns, sample = _frame(picked, step, tuple(window.x))
     st.markdown("**Every head's attention on the window** (layers down, heads across; "
                 "rows are queries, columns the keys they read)")

@@ -9,9 +9,9 @@ A first round walks every step and reveals every question, which fills the cache
 forward pass, the continuation, the figures); the next ``--rounds`` rounds are timed: →
 (Next) to settled for every step, and R (reveal) to settled where there is a question. A
 page has settled when its script has finished, no skeleton is left, every plotly chart has
-drawn and nothing changed for 250 ms (``benchmarks.pages.SETTLED``). The reference is a
-click on the bare page's button, to settled, in the same tab's browser. Target (issue 13):
-each step ≤ 1 s warm.
+drawn and nothing changed for 250 ms (``benchmarks.pages.timed``, ``tests.helpers.SETTLED``).
+The reference is a click on the bare page's button, to settled, in the same tab's browser.
+Target (issue 13): each step ≤ 1 s warm.
 
 Handout: ``lesson_handout`` for the default prompt, cold (nothing cached: every figure built
 and the model run, as for a model trained in the session) and warm (a bundled model's
@@ -25,30 +25,17 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.pages import BARE, RAN, SETTLED, WATCH, serve  # noqa: E402
+from benchmarks.pages import bare_and_app, seconds_to_settle, timed  # noqa: E402
 from gptviz.checkpoints import DEFAULT_MODEL  # noqa: E402
-from tests.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
-QUIET_MS = 250
 N_STEPS = 14
 REVEAL = ".st-key-lesson_reveal button"
-
-
-def timed(page, action) -> float:
-    """Seconds from ``action()`` (a key press or a click) to a settled page."""
-    page.evaluate(WATCH)
-    t = time.perf_counter()
-    action()
-    page.wait_for_function(RAN, timeout=60_000, polling=5)
-    page.wait_for_function(SETTLED, arg=QUIET_MS, timeout=180_000, polling=20)
-    return time.perf_counter() - t - QUIET_MS / 1000
 
 
 def key(page, name: str):
@@ -61,7 +48,7 @@ def key(page, name: str):
 def walk(page, url: str) -> dict[str, float]:
     """One pass over the lesson from step 1: {"3 →": s, "3 R": s, …}."""
     page.goto(url)
-    page.wait_for_function(SETTLED, arg=QUIET_MS, timeout=180_000, polling=20)
+    seconds_to_settle(page, time.perf_counter())
     out = {}
     for step in range(1, N_STEPS + 1):
         if step > 1:
@@ -72,34 +59,23 @@ def walk(page, url: str) -> dict[str, float]:
 
 
 def browser_rounds(model: str, rounds: int) -> tuple[dict[str, list[float]], list[float]]:
-    from playwright.sync_api import sync_playwright
-
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "bare.py").write_text(BARE)
-        bare_proc, bare = serve(Path(tmp), "bare.py")
-        app_proc, app = serve(ROOT, "app.py")
-        try:
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                context = browser.new_context(viewport={"width": 1280, "height": 720})
-                page = context.new_page()
-                url = f"{app}/lesson?presenter=true&model={model}"
-                walk(page, url)  # cold: fills the caches, not counted
-                steps: dict[str, list[float]] = {}
-                floor: list[float] = []
-                bare_page = context.new_page()
-                bare_page.goto(bare + "/")
-                bare_page.wait_for_function(SETTLED, arg=QUIET_MS, timeout=60_000)
-                button = bare_page.get_by_role("button", name="Again", exact=True)
-                for _ in range(rounds):
-                    for name, s in walk(page, url).items():
-                        steps.setdefault(name, []).append(s)
-                    floor += [timed(bare_page, button.click) for _ in range(5)]
-                browser.close()
-        finally:
-            for proc in (bare_proc, app_proc):
-                proc.terminate()
-                proc.wait(timeout=10)
+    """The lesson's timed moves ({"3 →": [s, …], …}, one per round) and the bare page's
+    button clicks, five a round, in the same browser context."""
+    with bare_and_app() as (browser, bare, app):
+        context = browser.new_context(viewport={"width": 1280, "height": 720})
+        page = context.new_page()
+        url = f"{app}/lesson?presenter=true&model={model}"
+        walk(page, url)  # cold: fills the caches, not counted
+        steps: dict[str, list[float]] = {}
+        floor: list[float] = []
+        bare_page = context.new_page()
+        bare_page.goto(bare + "/")
+        seconds_to_settle(bare_page, time.perf_counter())
+        button = bare_page.get_by_role("button", name="Again", exact=True)
+        for _ in range(rounds):
+            for name, s in walk(page, url).items():
+                steps.setdefault(name, []).append(s)
+            floor += [timed(bare_page, button.click) for _ in range(5)]
     return steps, floor
 
 

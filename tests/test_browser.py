@@ -13,6 +13,7 @@ from tests.helpers import (
     eventually,
     running_app,
     screenshot,
+    settle,
     visit,
     wait_for_app,
 )
@@ -67,10 +68,10 @@ def test_tokenizers_page_reacts(page, app_url):
     assert eventually(lambda: page.locator(".gv-chip.partial").count() > 0)  # emoji bytes
     screenshot(page, "tokenizers-gpt2-hard-text")
     page.get_by_role("tab", name="BPE merges").click()
-    page.wait_for_timeout(300)
+    settle(page)
     screenshot(page, "tokenizers-bpe-merges")
     page.get_by_role("tab", name="Compare").click()
-    page.wait_for_timeout(300)
+    settle(page)
     assert eventually(lambda: page.get_by_text("the same ids").first.is_visible())
     screenshot(page, "tokenizers-compare")
 

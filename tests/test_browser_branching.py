@@ -1,6 +1,7 @@
 """The Generation page's branches and beam search in a real browser: branch at a step,
 click a node of the tree to go back to it, open the page's link in a new tab and find the
-same tree, run beam search, and read the messages of bad links.
+same tree, and run beam search. The messages of bad links (branches, beam, min-p among
+them) are checked in tests/test_browser_generation.py.
 
 Screenshots land in the artifacts folder as branching-*.png (see tests/helpers.py).
 """
@@ -11,38 +12,12 @@ import re
 
 import pytest
 
-from tests.helpers import check_no_exception, eventually, screenshot, visit, wait_for_app
+from tests.helpers import check_no_exception, eventually, open_tab, screenshot, visit, wait_for_app
+from tests.test_browser_generation import generate_n, generated
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("from_home")]
 
 TREE = ".st-key-gen_tree"  # the tree of branches (its chart's key)
-
-
-@pytest.fixture(autouse=True)
-def _router_first(page, app_url):
-    """Open the app's root first, as a user arriving from Home does."""
-    page.set_viewport_size({"width": 1400, "height": 2000})
-    visit(page, app_url)
-
-
-def generated(page) -> int:
-    text = page.get_by_text(re.compile(r"generated · .* tokens in all")).first.inner_text()
-    return int(text.split()[0].replace(",", ""))
-
-
-def open_tab(page, label: str) -> None:
-    page.get_by_role("tab", name=label, exact=True).click()
-    wait_for_app(page)
-
-
-def generate_n(page, n: int) -> None:
-    box = page.get_by_label("n", exact=True)
-    box.fill(str(n))
-    box.press("Enter")
-    wait_for_app(page)
-    page.get_by_role("button", name="Generate n").click()
-    page.get_by_text(f"Generated {n} tokens").first.wait_for(timeout=60_000)
-    wait_for_app(page)
 
 
 def tree_nodes(page) -> list:
@@ -121,18 +96,3 @@ def test_beam_search_beside_greedy_and_sampled(page, app_url):
     open_tab(page, "This step")
     assert page.locator(".katex").filter(has_text="min").count() > 0  # S_min, min-p's set
     screenshot(page, "branching-min-p")
-
-
-@pytest.mark.parametrize("query, message", [
-    ("branches=000000_1.2.3", "grown from another prompt or another model"),
-    ("branches=oops", "does not start with the six-digit tag"),
-    ("min_p=7", "not a number from 0 to 1"),
-    ("view=Beam+search&beam=99", "not a whole number from 1 to 8"),
-])
-def test_bad_links_are_explained(page, app_url, query, message):
-    visit(page, f"{app_url}/generation?{query}")
-    assert page.get_by_text(message).first.is_visible()
-    page.get_by_role("button", name="Next token").click()
-    wait_for_app(page)
-    check_no_exception(page, query)
-    assert eventually(lambda: generated(page) == 1, timeout_s=60)  # a loaded server redraws late

@@ -1,4 +1,6 @@
-"""The Generation page in a real browser: stepping, streaming, Stop, fast clicks, every view.
+"""The Generation page in a real browser: stepping, streaming, Stop, fast clicks, every view,
+and the messages of bad links. ``generated`` and ``generate_n`` serve
+tests/test_browser_branching.py too.
 
 Screenshots land in the artifacts folder as generation-*.png (see tests/helpers.py).
 """
@@ -9,16 +11,17 @@ import re
 
 import pytest
 
-from tests.helpers import check_no_exception, eventually, screenshot, visit, wait_for_app
+from tests.helpers import (
+    MAIN,
+    check_no_exception,
+    eventually,
+    screenshot,
+    settle,
+    visit,
+    wait_for_app,
+)
 
-pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(autouse=True)
-def _router_first(page, app_url):
-    """Open the app's root first, as a user arriving from Home does (direct links on a
-    fresh server are checked in tests/test_browser.py)."""
-    visit(page, app_url)
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("from_home")]
 
 
 def generated(page) -> int:
@@ -31,10 +34,6 @@ def new_chips(page) -> int:
     return page.locator(".gv-chip.gv-new").count()
 
 
-def main(page):
-    return page.get_by_test_id("stMainBlockContainer")
-
-
 def set_n(page, n: int) -> None:
     box = page.get_by_label("n", exact=True)
     box.fill(str(n))
@@ -42,8 +41,15 @@ def set_n(page, n: int) -> None:
     wait_for_app(page)
 
 
+def generate_n(page, n: int) -> None:
+    """Set n, press "Generate n" and wait until the page says it generated them."""
+    set_n(page, n)
+    page.get_by_role("button", name="Generate n").click()
+    page.get_by_text(f"Generated {n} tokens").first.wait_for(timeout=60_000)
+    wait_for_app(page)
+
+
 def test_step_generate_and_every_view(page, app_url):
-    page.set_viewport_size({"width": 1400, "height": 1800})
     visit(page, f"{app_url}/generation?temperature=0.8", name="generation-start")
     assert page.locator(".gv-chip").count() > 5 and new_chips(page) == 0
     page.get_by_role("button", name="Next token").click()
@@ -53,9 +59,7 @@ def test_step_generate_and_every_view(page, app_url):
         (new_chips(page), generated(page))
     assert page.locator(".katex").filter(has_text="↦").count() > 0  # the seeds' display
     screenshot(page, "generation-one-step")
-    set_n(page, 40)
-    page.get_by_role("button", name="Generate n").click()
-    wait_for_app(page)
+    generate_n(page, 40)
     check_no_exception(page, "after Generate n")
     assert eventually(lambda: new_chips(page) == generated(page) == 41), \
         (new_chips(page), generated(page))
@@ -79,7 +83,7 @@ def test_step_generate_and_every_view(page, app_url):
 def test_stop_mid_generate_keeps_every_token(page, app_url):
     visit(page, f"{app_url}/generation")
     set_n(page, 500)
-    stop = main(page).get_by_role("button", name="Stop").bounding_box()  # not the header's
+    stop = page.locator(MAIN).get_by_role("button", name="Stop").bounding_box()  # not the header's
     page.get_by_role("button", name="Generate n").click()
     page.get_by_text("Generating:").first.wait_for(timeout=30_000)  # tokens are arriving
     # Click where a user would: Playwright's own click waits for the page to settle.
@@ -101,9 +105,7 @@ def test_fast_clicks_stay_consistent(page, app_url):
     for _ in range(6):  # as fast as a mouse can: no waiting for the page in between
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_timeout(20)
-    wait_for_app(page)
-    page.wait_for_timeout(500)
-    wait_for_app(page)
+    settle(page, quiet_ms=500)  # the merged reruns have all ended
     check_no_exception(page, "after fast clicks")
     n = generated(page)
     assert n == 6 and new_chips(page) == 6  # one click, one token, even when reruns merge
@@ -116,24 +118,24 @@ def test_fast_clicks_stay_consistent(page, app_url):
     ("temperature=0", "Greedy decoding"),
     ("temperature=abc", "is not a number"),
     ("prompt=", "The prompt is empty"),
+    ("branches=000000_1.2.3", "grown from another prompt or another model"),
+    ("branches=oops", "does not start with the six-digit tag"),
+    ("min_p=7", "not a number from 0 to 1"),
+    ("view=Beam+search&beam=99", "not a whole number from 1 to 8"),
 ])
-def test_bad_urls_are_explained(page, app_url, query, message):
+def test_bad_links_are_explained(page, app_url, query, message):
     visit(page, f"{app_url}/generation?{query}")
     assert page.get_by_text(message).first.is_visible()
     page.get_by_role("button", name="Next token").click()
     wait_for_app(page)
     check_no_exception(page, query)
-    assert generated(page) == 1
+    assert eventually(lambda: generated(page) == 1, timeout_s=60)  # a loaded server redraws late
 
 
 @pytest.mark.parametrize("name", ["induction-2layer", "mathematics-char"])
 def test_other_bundled_models(page, app_url, name):
-    page.set_viewport_size({"width": 1400, "height": 1800})
     visit(page, f"{app_url}/generation?model={name}&temperature=0&view=Attention&layer=1")
-    set_n(page, 30)
-    page.get_by_role("button", name="Generate n").click()
-    page.get_by_text("Generated 30 tokens").first.wait_for(timeout=60_000)
-    wait_for_app(page)
+    generate_n(page, 30)
     check_no_exception(page, name)
     assert eventually(lambda: new_chips(page) == generated(page) == 30), \
         (new_chips(page), generated(page))

@@ -11,28 +11,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import check_no_exception, eventually, screenshot, visit, wait_for_app
+from tests.helpers import drawn, eventually, open_tab, screenshot, visit
 
-pytestmark = pytest.mark.browser
-
-CHART = '[data-testid="stPlotlyChart"] .main-svg'
-
-
-@pytest.fixture(autouse=True)
-def _router_first(page, app_url):
-    """Open the app's root first, as a user arriving from Home does."""
-    page.set_viewport_size({"width": 1400, "height": 2600})
-    visit(page, app_url)
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("from_home")]
 
 
 def open_languages(page, app_url):
     visit(page, f"{app_url}/tokenizers")
-    page.get_by_role("tab", name="Across languages", exact=True).click()
-    wait_for_app(page)
-    check_no_exception(page, "tokenizers / Across languages")
-    panel = page.get_by_role("tabpanel")  # the open tab only: hidden panels are not listed
-    panel.locator(CHART).first.wait_for(state="visible", timeout=20_000)
-    return panel
+    open_tab(page, "Across languages")
+    return page.get_by_role("tabpanel")  # the open tab only: hidden panels are not listed
 
 
 def test_the_language_chart_draws_with_cl100k(page, app_url):
@@ -49,9 +36,8 @@ def test_a_passage_shows_partial_tokens_as_bytes(page, app_url):
     panel = open_languages(page, app_url)
     panel.locator(".st-key-lang [data-testid='stSelectbox']").click()
     page.get_by_role("option", name="Hindi", exact=True).click()
-    wait_for_app(page)
-    check_no_exception(page, "Hindi passage")
-    assert eventually(lambda: panel.get_by_text("आर्लेन नाम का").first.is_visible())
+    drawn(page, "Hindi passage", text="आर्लेन नाम का")
+    assert panel.get_by_text("आर्लेन नाम का").first.is_visible()
     partial = panel.locator(".gv-chip.partial")
     assert eventually(lambda: partial.count() > 0)
     assert partial.first.inner_text().startswith("‹")
@@ -63,9 +49,8 @@ def test_a_passage_shows_partial_tokens_as_bytes(page, app_url):
 def test_the_measure_pills_redraw_the_chart(page, app_url):
     panel = open_languages(page, app_url)
     panel.locator(".st-key-lang_measure button", has_text="tokens per word").click()
-    wait_for_app(page)
-    check_no_exception(page, "tokens per word")
     assert eventually(lambda: panel.locator(".gtitle").first.text_content().endswith(
         "tokens per word"))
+    drawn(page, "tokens per word")
     assert panel.locator(".ytitle").first.text_content() == "tokens ÷ words"
     screenshot(page, "tokenizers-languages-per-word")

@@ -10,14 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import (
-    SCREENSHOTS,
-    check_no_exception,
-    eventually,
-    screenshot,
-    visit,
-    wait_for_app,
-)
+from tests.helpers import check_no_exception, eventually, screenshot, settle, visit, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -28,8 +21,6 @@ NO_OVERFLOW = """() => {
     const doc = document.documentElement, main = document.querySelector('[data-testid="stMain"]');
     return doc.scrollWidth <= doc.clientWidth && (!main || main.scrollWidth <= main.clientWidth);
 }"""
-DRAWN = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
-    .every(c => c.querySelector('.main-svg'))"""
 
 
 def heading(page, step: int):
@@ -57,7 +48,7 @@ def test_presenter_mode_by_keyboard_at_1280x720(page, app_url):
             page.keyboard.press("r")
             wait_for_app(page)
             assert eventually(lambda: page.locator(REVEAL).count() == 0), f"R at step {step}"
-        assert eventually(lambda: page.evaluate(DRAWN))
+        settle(page)  # every chart drawn, nothing stale
         check_no_exception(page, f"lesson step {step}")
         assert page.evaluate(NO_OVERFLOW), f"step {step} scrolls sideways"
         screenshot(page, f"lesson-{step:02d}")  # the window: what the room sees
@@ -106,7 +97,6 @@ def _check_handout(browser, path) -> None:
         arg=figures.count(), timeout=60_000)
     assert offline.locator("section").count() == N
     assert offline.locator("math").count() >= N
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    offline.screenshot(path=str(SCREENSHOTS / "lesson-handout.png"), full_page=True)
+    screenshot(offline, "lesson-handout")
     context.close()
     assert not asked, f"the handout asked the network for {asked[:3]}"

@@ -2,7 +2,9 @@
 Attention and Transformer block draws its figures and formulas without an exception,
 the layer and head pills redraw the figures, and bad URLs get a message.
 
-Screenshots land in the artifacts folder as model-*.png (see tests/helpers.py).
+Direct links on a fresh server are checked in tests/test_browser.py; here each test opens
+Home first (``from_home``). Screenshots land in the artifacts folder as model-*.png (see
+tests/helpers.py).
 """
 
 from __future__ import annotations
@@ -10,40 +12,31 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import (
+    CHART,
+    MAIN,
     MODEL_PAGE_VIEWS,
     check_no_exception,
+    drawn,
     eventually,
+    open_tab,
     screenshot,
+    settle,
     visit,
     wait_for_app,
 )
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("from_home")]
 
-CHART = '[data-testid="stPlotlyChart"] .main-svg'  # a plotly chart that has drawn
 MATH = ".katex"
 
 
-@pytest.fixture(autouse=True)
-def _router_first(page, app_url):
-    """Open the app's root first, as a user arriving from Home does (direct links on a
-    fresh server are checked in tests/test_browser.py)."""
-    page.set_viewport_size({"width": 1400, "height": 2400})  # most of a view in one shot
-    visit(page, app_url)
-
-
-def main(page):
-    return page.get_by_test_id("stMainBlockContainer")
-
-
-def open_tab(page, label: str) -> None:
-    page.get_by_role("tab", name=label, exact=True).click()
-    wait_for_app(page)
-
-
-def drawn(page, where: str) -> None:
+def view_drawn(page, where: str) -> None:
+    """Wait until the open view shows a drawn chart or, in a view without one ("Order
+    without positions"), a formula, and the page has settled; an exception fails at once."""
+    shown = page.locator(MAIN).get_by_role("tabpanel").first.locator(f"{CHART}, {MATH}")
+    shown.first.or_(page.get_by_test_id("stException")).first.wait_for(timeout=120_000)
+    settle(page)
     check_no_exception(page, where)
-    page.locator(f"{CHART}, {MATH}").first.wait_for(state="visible", timeout=20_000)
 
 
 @pytest.mark.parametrize("path", list(MODEL_PAGE_VIEWS))
@@ -51,8 +44,8 @@ def test_every_view_draws(page, app_url, path):
     visit(page, f"{app_url}/{path}")
     for n, label in enumerate(MODEL_PAGE_VIEWS[path]):
         if n:
-            open_tab(page, label)
-        drawn(page, f"{path} / {label}")
+            page.get_by_role("tab", name=label, exact=True).click()
+        view_drawn(page, f"{path} / {label}")
         assert page.get_by_role("tab", name=label, exact=True).get_attribute(
             "aria-selected") == "true"
         screenshot(page, f"model-{path}-{n}-{label.split()[0].lower()}")
@@ -60,28 +53,28 @@ def test_every_view_draws(page, app_url, path):
 
 def test_attention_pills_redraw_the_head(page, app_url):
     visit(page, f"{app_url}/attention?layer=1&head=2")
-    assert main(page).get_by_text("layer 1, head 2: W_attn").first.is_visible()
+    main = page.locator(MAIN)
+    assert main.get_by_text("layer 1, head 2: W_attn").first.is_visible()
     page.locator(".st-key-head button", has_text="0").click()
-    wait_for_app(page)
-    check_no_exception(page, "attention after choosing head 0")
-    assert eventually(lambda: main(page).get_by_text("layer 1, head 0: W_attn").first.is_visible())
+    drawn(page, "attention after choosing head 0", text="layer 1, head 0: W_attn")
+    assert main.get_by_text("layer 1, head 0: W_attn").first.is_visible()
     assert "head=" not in page.url  # head 0 is the default: the URL stays clean
     open_tab(page, "Head ablation")
-    drawn(page, "ablation")
-    assert main(page).get_by_text("L1 H0").first.is_visible()  # the current head, switched off
+    assert main.get_by_text("L1 H0").first.is_visible()  # the current head, switched off
     screenshot(page, "model-attention-ablation-L1H0")
 
 
 def test_bad_url_and_long_prompt_get_messages(page, app_url):
     long = "The Steenrod problem asks which classes are images of manifolds. " * 30
     visit(page, f"{app_url}/attention?layer=99&head=abc&prompt={long}")
-    assert main(page).get_by_text("The link asks for layer “99”").is_visible()
-    assert main(page).get_by_text("The link asks for head “abc”").is_visible()
-    assert main(page).get_by_text("cut here").first.is_visible()
+    main = page.locator(MAIN)
+    assert main.get_by_text("The link asks for layer “99”").is_visible()
+    assert main.get_by_text("The link asks for head “abc”").is_visible()
+    assert main.get_by_text("cut here").first.is_visible()
     drawn(page, "attention with a bad URL")
     screenshot(page, "model-attention-bad-url-long-prompt")
     visit(page, f"{app_url}/block?prompt=")
-    assert main(page).get_by_text("The prompt is empty").is_visible()
+    assert main.get_by_text("The prompt is empty").is_visible()
 
 
 def test_the_prompt_follows_the_student_from_page_to_page(page, app_url):

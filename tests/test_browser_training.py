@@ -13,7 +13,7 @@ import time
 import pytest
 
 from gptviz.checkpoints import load_checkpoint_zip
-from tests.helpers import check_no_exception, screenshot, visit, wait_for_app
+from tests.helpers import CHART, MAIN, check_no_exception, screenshot, visit, wait_for_app
 
 pytestmark = pytest.mark.browser
 TALL = {"width": 1400, "height": 3600}  # Streamlit scrolls inside the page: a tall viewport
@@ -44,7 +44,7 @@ def wait_for_steps(page, timeout_s: float = 60) -> None:
 def stop(page) -> float:
     """Press Stop; returns the seconds until the page says it stopped."""
     t0 = time.monotonic()
-    main = page.get_by_test_id("stMainBlockContainer")  # not the toolbar's own "Stop"
+    main = page.locator(MAIN)  # not the toolbar's own "Stop"
     main.get_by_role("button", name="Stop").click()
     page.get_by_text("Stopped after").first.wait_for(timeout=15_000)
     elapsed = time.monotonic() - t0
@@ -70,7 +70,7 @@ def test_train_stop_download_then_explore_on_the_attention_page(page, app_url, t
     start(page)
     wait_for_steps(page)
     page.get_by_text("Sample at step").first.wait_for()
-    page.wait_for_timeout(1500)
+    page.locator(MAIN).locator(CHART).first.wait_for()  # the curves, for the screenshot
     screenshot(page, "training-running")
     # the thread stops within ~1 s (tests/test_training_job.py); add a 0.5 s redraw, the
     # network, and a loaded 2-core CI machine that also runs Chromium

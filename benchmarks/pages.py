@@ -38,7 +38,6 @@ from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, load_checkpoint  #
 from tests.helpers import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
-    SETTLED,  # noqa: F401 (benchmarks/lesson.py takes it from here)
     free_port,
     settle,
     start_streamlit,

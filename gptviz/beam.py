@@ -19,11 +19,20 @@ choice (it matters only when beams that stopped at an end token compete with lon
 The k beams run as one batch, one forward pass per step, over a KV cache whose rows
 follow the beams that survive (``KVCache.kv`` re-indexed by each beam's parent). The
 context window is handled as ``generate.generate`` handles it, so width 1 reproduces it.
+
+Nothing here holds a |V|-sized array per position: a pass over many positions is fed to the
+cache in pieces whose logits fit ``LOGIT_BYTES`` (GPT-2's logits for one 1,024-token window
+alone take 206 MB), and the cache holds only the positions the search can reach. When k
+rows of that cache would pass ``KV_BYTES`` (GPT-2 small: 74 kB a position, so 8 beams of a
+1,000-token text take 600 MB; 3 beams fit a whole window, 8 about 440 positions), the beams
+share one row and each step runs every beam's window through it in turn: k passes over the
+text instead of k new positions, the price of fitting a server a class shares (a RoPE
+model keeps its k rolling rows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -33,6 +42,8 @@ from gptviz.generate import _context
 from gptviz.model import GPT, KVCache
 
 MAX_WIDTH = 8  # the widest search the app offers (any width up to |V| works here)
+LOGIT_BYTES = 32 * 2**20  # float32 logits one forward pass may make (see the module's note)
+KV_BYTES = 256 * 2**20  # keys and values the k beams may cache (see the module's note)
 
 
 @dataclass(frozen=True)
@@ -111,19 +122,20 @@ def beam_search(model: GPT, ids: Sequence[int], max_new_tokens: int, width: int)
     prompt = tuple(int(i) for i in ids)
     rope, n_ctx = model.config.positional == "rope", model.config.context_length
     seqs = torch.tensor([prompt], dtype=torch.long, device=model.device)  # (1, L)
-    cache = model.new_cache()  # one row for the prompt; k rows after the first step
+    cache = _cache(model, len(prompt) + max_new_tokens)  # one row now; k after the first step
     if rope:  # as generate: the first window at once, then one token at a time (it rolls)
         logits = _last(model, seqs[:, :n_ctx], cache)
         for j in range(n_ctx, seqs.shape[1]):
             logits = _last(model, seqs[:, j: j + 1], cache)
     else:
         logits = _last(model, seqs[:, -n_ctx:], cache)  # (1, |V|)
+    one_row = not rope and width * cache.kv.nbytes > KV_BYTES  # k rows would not fit
     scores = torch.zeros(1, dtype=torch.float64)  # (B,) log P of each beam's text so far
     steps = []
     for i in range(max_new_tokens):
         logp = torch.log_softmax(logits, dim=-1)  # (B, |V|) log P(i | x, beam b)
         cand = (scores[:, None] + logp).flatten()  # (B·|V|,) every beam × every token
-        best = cand.sort(descending=True, stable=True).indices[:width]  # (k,) ties: low index
+        best = top_indices(cand, width)  # (k,) ties: the lower index
         parents, tokens = best // logp.shape[1], best % logp.shape[1]  # (k,), (k,)
         scores = cand[best]
         steps.append(BeamStep(tuple(tokens.tolist()), tuple(parents.tolist()),
@@ -131,6 +143,9 @@ def beam_search(model: GPT, ids: Sequence[int], max_new_tokens: int, width: int)
         if i == max_new_tokens - 1:
             break
         seqs = torch.cat([seqs[parents], tokens[:, None].to(seqs.device)], dim=1)  # (k, L+1)
+        if one_row:  # each beam's window through the one row, in turn
+            logits = torch.cat([_window(model, seq, cache) for seq in seqs])  # (k, |V|)
+            continue
         _follow(cache, parents)
         if rope or cache.length < n_ctx:
             logits = _last(model, seqs[:, -1:], cache)  # one new position per beam
@@ -140,31 +155,87 @@ def beam_search(model: GPT, ids: Sequence[int], max_new_tokens: int, width: int)
     return Beams(prompt, width, tuple(steps))
 
 
+def _window(model: GPT, seq: Tensor, cache: KVCache) -> Tensor:
+    """y_N (1, |V|) after the last context_length ids of one beam's text (L,), run through
+    the one-row ``cache`` from empty: a beam at a time when k rows would not fit."""
+    cache.reset()
+    return _last(model, seq[None, -model.config.context_length:], cache)
+
+
 def _follow(cache: KVCache, parents: Tensor) -> None:
     """Row b of the cache becomes the row of beam b's parent (rows may repeat)."""
     parents = parents.to(cache.kv.device)
     if cache.kv.shape[2] != len(parents):  # after the first step: k rows from the prompt's one
         cache.kv = cache.kv.index_select(2, parents)  # (L, 2, k, h, N, d_head)
     elif not torch.equal(parents, torch.arange(len(parents), device=parents.device)):
-        filled = cache.kv[:, :, :, :, : cache.length]  # (L, 2, k, h, T, d_head)
-        filled.copy_(filled.index_select(2, parents))
+        for layer in cache.kv:  # a layer at a time: the copy in flight is 1/L of the cache
+            filled = layer[:, :, :, : cache.length]  # (2, k, h, T, d_head)
+            filled.copy_(filled.index_select(1, parents))
 
 
-def _last(model: GPT, ids: Tensor, cache: KVCache | None) -> Tensor:
-    return model._forward(ids, cache)[:, -1].double().cpu()  # (B, |V|) float64
+def top_indices(x: Tensor, k: int) -> Tensor:
+    """The indices of the k largest entries of x (1-D), largest first, ties to the lower
+    index: the first k of a stable descending sort, without sorting all of x.
+
+    >>> top_indices(torch.tensor([1.0, 3.0, 2.0, 3.0, 0.0]), 3).tolist()
+    [1, 3, 2]
+    """
+    kth = torch.topk(x, k).values[-1]
+    above = (x > kth).nonzero().flatten()  # (a,) a < k
+    chosen = torch.cat([above, (x == kth).nonzero().flatten()[: k - len(above)]]).sort().values
+    if len(chosen) < k:  # NaNs: fall back to the full sort
+        return x.sort(descending=True, stable=True).indices[:k]
+    return chosen[x[chosen].sort(descending=True, stable=True).indices]  # (k,)
 
 
-@torch.no_grad()
+def _cache(model: GPT, total: int) -> KVCache:
+    """A one-row cache for a text of ``total`` tokens: no more positions than it can use."""
+    c = model.config
+    capacity = min(c.context_length, total)  # past the window: a full (or rolling) window
+    return KVCache(c.n_layer, 1, c.n_head, capacity, c.d_head, device=model.device,
+                   dtype=model.embed.weight.dtype, rolling=c.positional == "rope")
+
+
+def _pieces(model: GPT, batch: int) -> int:
+    """Positions per forward pass so that batch × positions × |V| logits fit LOGIT_BYTES."""
+    return max(1, LOGIT_BYTES // (4 * batch * model.config.vocab_size))
+
+
+def _feed(model: GPT, ids: Tensor, cache: KVCache) -> Iterator[tuple[int, Tensor]]:
+    """Run ids (B, T) through the cache a few positions at a time; yield (first position,
+    logits (B, t, |V|)) of each piece."""
+    n = _pieces(model, ids.shape[0])
+    for s in range(0, ids.shape[1], n):
+        yield s, model._forward(ids[:, s: s + n], cache)
+
+
+def _last(model: GPT, ids: Tensor, cache: KVCache) -> Tensor:
+    """y_N (B, |V|) float64 after feeding ids (B, T) to the cache."""
+    last = None
+    for _, logits in _feed(model, ids, cache):
+        last = logits[:, -1].clone()  # (B, |V|): the piece itself can go
+    return last.double().cpu()
+
+
 def prefix_logits(model: GPT, prompt: Sequence[int], tokens: Sequence[int]) -> Tensor:
     """y_N before each of ``tokens`` after ``prompt`` (teacher forcing), as generation
     computes it: each token's context is cropped to the window (a RoPE model slides over
-    the whole text, as ``generate`` does). Shape (len(tokens), |V|), float32.
+    the whole text, as ``generate`` does). Shape (len(tokens), |V|), float32; for a long
+    text, ``prefix_rows`` gives the same rows a block at a time.
 
     >>> prefix_logits(model, [1, 2], [3, 4]).shape
     torch.Size([2, 10])
     >>> torch.allclose(prefix_logits(model, [1, 2], [3])[0], model([1, 2])[0, -1], atol=1e-6)
     True
     """
+    rows = list(prefix_rows(model, prompt, tokens))
+    return torch.cat(rows) if rows else torch.zeros(0, model.config.vocab_size)
+
+
+@torch.no_grad()
+def prefix_rows(model: GPT, prompt: Sequence[int], tokens: Sequence[int]
+                ) -> Iterator[Tensor]:
+    """``prefix_logits`` in order, as blocks (r, |V|) float32 of at most ~LOGIT_BYTES."""
     seq = [int(i) for i in prompt] + [int(t) for t in tokens]
     n_p, n_ctx = len(prompt), model.config.context_length
     _context(model, prompt)  # an empty prompt is an error
@@ -173,24 +244,46 @@ def prefix_logits(model: GPT, prompt: Sequence[int], tokens: Sequence[int]) -> T
         raise ValueError(f"token id {bad[0]} is outside the vocabulary: valid ids are 0 to "
                          f"{vocab - 1}.")
     if not tokens:
-        return torch.zeros(0, vocab)
-    ends = range(n_p, len(seq))  # token s is read after the ids seq[:end], end = n_p + s
-    x = torch.tensor([seq[:-1]], dtype=torch.long)  # (1, L-1)
-    if model.config.positional == "rope":  # one window at once, then token by token
-        cache = model.new_cache()
-        rows = list(model(x[:, :n_ctx], cache)[0])  # position j's logits predict token j+1
-        rows += [model(x[:, j: j + 1], cache)[0, -1] for j in range(n_ctx, x.shape[1])]
-        return torch.stack(rows[n_p - 1:]).float().cpu()  # (len(tokens), |V|)
-    rows = []
-    first = [e for e in ends if e <= n_ctx]  # contexts inside the first window: one pass
-    if first:
-        out = model(x[:, : first[-1]])[0]  # (T, |V|)
-        rows += [out[e - 1] for e in first]
-    later = [e for e in ends if e > n_ctx]  # one full window each, batched
-    for k in range(0, len(later), 64):
-        windows = torch.tensor([seq[e - n_ctx: e] for e in later[k: k + 64]])  # (B, N)
-        rows += list(model(windows)[:, -1])
-    return torch.stack(rows).float().cpu()  # (len(tokens), |V|)
+        return
+    x = torch.tensor([seq[:-1]], dtype=torch.long, device=model.device)  # (1, L-1)
+    rope = model.config.positional == "rope"
+    cache = model.new_cache()
+    # the first window: position j's logits predict token j + 1; keep those after the prompt
+    for s, logits in _feed(model, x[:, :n_ctx], cache):
+        keep = logits[0, max(0, n_p - 1 - s):]  # (t, |V|)
+        if len(keep):
+            yield keep.float().cpu()
+    if rope:  # the cache rolls: every later token goes through it, one at a time
+        for j in range(n_ctx, x.shape[1]):
+            row = model._forward(x[:, j: j + 1], cache)[0]  # (1, |V|)
+            if j >= n_p - 1:
+                yield row.float().cpu()
+        return
+    later = range(max(n_ctx, n_p - 1), x.shape[1])  # positions past the first window
+    batch = LOGIT_BYTES // (4 * n_ctx * vocab)  # whole windows whose logits fit at once
+    if not batch:  # a big vocabulary: one window at a time, through the cache in pieces
+        for j in later:
+            cache.reset()
+            yield _last(model, x[:, j + 1 - n_ctx: j + 1], cache).float()  # (1, |V|)
+        return
+    for k in range(0, len(later), min(batch, 64)):
+        windows = torch.stack([x[0, j + 1 - n_ctx: j + 1] for j in later[k: k + min(batch, 64)]])
+        yield model(windows)[:, -1].float().cpu()  # (B, |V|)
+
+
+def next_logits(model: GPT, ids: Sequence[int]) -> Tensor:
+    """y_N after ``ids`` (|V|,) float32, as ``generate.step`` computes it (the last
+    context_length ids), with no more than ~LOGIT_BYTES of logits at once.
+
+    >>> torch.allclose(next_logits(model, [1, 2]), model([1, 2])[0, -1], atol=1e-6)
+    True
+    """
+    context, _ = _context(model, ids)
+    x = model.check_ids(context)  # (1, T)
+    with torch.no_grad():
+        if x.shape[1] <= _pieces(model, 1):  # one pass, exactly as generate.step runs it
+            return model(x)[0, -1].float().cpu()
+        return _last(model, x, model.new_cache())[0].float()
 
 
 def token_logprobs(model: GPT, prompt: Sequence[int], tokens: Sequence[int]) -> Tensor:

@@ -16,6 +16,7 @@ TERM_TEX = {
     "xWx": r"\hat x_i W_{QK}\, \hat x_j^\top", "xWb": r"\hat x_i W_Q\, b_K^\top",
     "bWx": r"b_Q W_K^\top\, \hat x_j^\top", "bb": r"b_Q\, b_K^\top",
 }
+TERMS_PER_LINE = 8  # heads' weights on one line of the summed entry
 
 
 def circuit_shapes(d: int, d_k: int, layer: int, head: int) -> str:
@@ -102,12 +103,17 @@ def summed_formula(layer: int, n_head: int, i: int, j: int, weights: Sequence[fl
 
     >>> "= 0.750" in summed_formula(0, 2, 1, 0, [0.5, 0.25])
     True
+    >>> summed_formula(0, 12, 1, 0, [0.1] * 12).count(r"\\")  # 12 heads: 8, then 4
+    2
     """
-    heads = " + ".join(num(w, sci=False) for w in weights)
-    return (
-        rf"S^{{({layer})}} = \sum_{{h=0}}^{{{n_head - 1}}} A^{{({layer},h)}},\quad "
-        rf"\textstyle\sum_j S^{{({layer})}}_{{ij}} = H = {n_head};\qquad "
-        rf"S^{{({layer})}}_{{{i},{j}}} = {heads} = {num(sum(weights), sci=False)}"
+    terms = [num(w, sci=False) for w in weights]
+    heads = r" \\ &\quad + ".join(" + ".join(terms[k: k + TERMS_PER_LINE])
+                                 for k in range(0, len(terms), TERMS_PER_LINE))
+    return (  # the sum on its own lines: GPT-2 small has 12 heads, GPT-2 XL 25
+        rf"\begin{{aligned}}S^{{({layer})}} &= \sum_{{h=0}}^{{{n_head - 1}}} "
+        rf"A^{{({layer},h)}},\quad \textstyle\sum_j S^{{({layer})}}_{{ij}} = H = {n_head};"
+        rf"\qquad\\ S^{{({layer})}}_{{{i},{j}}} &= {heads} = {num(sum(weights), sci=False)}"
+        r"\end{aligned}"
     )
 
 

@@ -52,7 +52,7 @@ def summed_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: i
     st.latex(cm.summed_formula(layer, c.n_head, i, j, patterns[layer, :, i, j].tolist()))
     st.caption(f"The entry written out is the last query (position {i}) and the key it reads "
                f"most in layer {layer} (position {j}), head by head from head 0. Choose the "
-               "layer with the Layer pills.")
+               "layer with Layer above.")
     fig = cached_figure(picked, "summed", (prompt.ids,), lambda: cf.layer_panels(
         summed, prompt.labels, float(c.n_head), f"Σ over the {c.n_head} heads of each layer "
         f"(colour scale 0 … {c.n_head})", [f"layer {ly}" for ly in range(c.n_layer)]))

@@ -105,7 +105,8 @@ def masking_equality(delta_renorm: float, delta_head: float, layer: int, head: i
         r"{\sum_{j'} \big[\mathrm{softmax}(S) \odot \mathrm{tril}(\mathbf 1)\big]_{ij'}}"
         r" &= \frac{e^{S_{ij}}\,[j \le i]}{\sum_{j' \le i} e^{S_{ij'}}}"
         r" = \mathrm{softmax}(S + M)_{ij} \\"
-        rf"\max|\Delta| &= {num(delta_renorm)}\ \ (S = XX^\top),\qquad {num(delta_head)}\ \ "
+        rf"\max|\Delta| &= {num(delta_renorm)}\ \ (S = XX^\top),\\"  # one per line: they
+        rf"\max|\Delta| &= {num(delta_head)}\ \ "  # are long in scientific notation
         rf"(S = QK^\top/\sqrt{{d_k}},\ \text{{layer {layer}, head {head}}})"
         r"\end{aligned}"
     )

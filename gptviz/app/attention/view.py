@@ -68,7 +68,7 @@ def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
     st.plotly_chart(grid, width="stretch")
     st.caption(f"All {c.n_layer * c.n_head} heads: layers down, heads across; row i of a "
                "thumbnail is how token i spreads its attention over tokens 0..i. The framed "
-               "head is shown large below. Choose another with the Layer and Head pills.")
+               "head is shown large below. Choose another with Layer and Head above.")
     steps = am.head_tensors(cache, layer, head)
     left, right = st.columns([3, 2])
     large = cached_figure(picked, "attention-pattern", key, lambda: title_room(

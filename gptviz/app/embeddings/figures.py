@@ -12,6 +12,7 @@ from gptviz.app.shared.heatmaps import as_float32, axis_labels, heatmap
 HIGHLIGHT, BACKGROUND = "#d62728", "rgba(110, 120, 140, 0.5)"
 WEBGL_ABOVE = 5000  # points; WebGL keeps big vocabularies responsive
 MAX_POINTS = 5000  # vocabulary rows drawn; a bigger vocabulary is sampled (see drawn_rows)
+LONG_ID_TICKS = 10  # id labels of four digits or more that fit across the one-hot panel
 
 
 def drawn_rows(n: int, most: int = MAX_POINTS) -> np.ndarray:
@@ -42,12 +43,20 @@ def one_hot_figure(one_hot, tokens: Sequence[str], ids: Sequence[int]) -> go.Fig
 
     >>> one_hot_figure(np.eye(3)[[2, 0]], ["c", "a"], [2, 0]).layout.xaxis.ticktext
     ('0', '2')
+    >>> ids = list(range(10_000, 10_021))  # 21 five-digit ids: every third is labelled
+    >>> one_hot_figure(np.ones((21, 10_021)), ["t"] * 21, ids).layout.xaxis.ticktext[:2]
+    ('10000', '10003')
     """
     used = sorted(set(int(i) for i in ids))
     oh = as_float32(one_hot)[:, used]  # (T, n_used)
-    return heatmap(oh, [str(i) for i in used], tokens, kind="prob",
-                   title="one-hot rows OH (columns: the ids used)", x_title="token id",
-                   y_title="token")
+    long = len(str(used[-1])) >= 4  # GPT-2's ids: turned on end, they need the title's room
+    fig = heatmap(oh, [str(i) for i in used], tokens, kind="prob",
+                  title="one-hot rows OH (columns: the ids used)",
+                  x_title="" if long else "token id", y_title="token")
+    if long and len(used) > LONG_ID_TICKS:  # every k-th id (hover names every column)
+        step, axis = -(-len(used) // LONG_ID_TICKS), fig.layout.xaxis
+        fig.update_xaxes(tickvals=axis.tickvals[::step], ticktext=axis.ticktext[::step])
+    return fig
 
 
 def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),

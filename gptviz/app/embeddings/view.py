@@ -9,14 +9,9 @@ import streamlit as st
 from gptviz import analysis
 from gptviz.app.embeddings import figures as ve
 from gptviz.app.embeddings import formulas as emb_tex
+from gptviz.app.embeddings.fresh import trained_vs_fresh
 from gptviz.app.shared import tex as tx
-from gptviz.app.shared.cache import (
-    cached_figure,
-    untrained_twin,
-    untrained_vocab_pca,
-    vocab_labels,
-    vocab_pca,
-)
+from gptviz.app.shared.cache import cached_figure, vocab_labels, vocab_pca
 from gptviz.app.shared.heatmaps import legend_on_top, thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
@@ -116,38 +111,6 @@ def neighbours(picked: Picked, prompt: Prompt, pos: int, labels: list[str]) -> N
     right.dataframe(df, hide_index=True, width="stretch")
     with right:
         csv_download(df, f"neighbours-{picked.name}-{token_id}.csv")
-
-
-def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
-    """The trained E beside the same model's E at initialisation."""
-    config = picked.checkpoint.config
-    fresh = analysis.to_numpy(untrained_twin(picked).embed.weight)  # (|V|, d)
-    labels = vocab_labels(picked)
-    if note := sampled_note(config.vocab_size):
-        st.caption(note.strip())
-    st.markdown("At initialisation every entry of E is drawn on its own from N(0, 0.02²), so "
-                "each row is a random vector; random vectors in "
-                f"{config.d_model} dimensions are nearly orthogonal, so no token is closer to "
-                "one than to another. Training moves tokens that are used alike towards each "
-                "other. Left the trained matrix, right the same shapes freshly initialised.")
-    left, right = st.columns(2)
-    for col, (name, (coords, ratio)) in zip(
-            (left, right), [("trained", vocab_pca(picked, 2)),
-                            ("freshly initialised", untrained_vocab_pca(picked, 2))], strict=True):
-        col.plotly_chart(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
-                                                      title=f"E {name}")),
-                         width="stretch", key=f"pca-{name}")
-    token_id, label = prompt.ids[pos], prompt.labels[pos]
-    rows = {}
-    for name, matrix in [("trained", embedding_matrix(picked)), ("fresh", fresh)]:
-        ids, sims = analysis.nearest_neighbours(matrix, token_id, 8)
-        rows[f"{name}: token"] = [labels[i] for i in ids]
-        rows[f"{name}: cosine"] = sims
-    df = pd.DataFrame(rows)
-    df.insert(0, "rank", range(1, len(df) + 1))
-    st.markdown(f"Nearest neighbours of **{label!r}** (id {token_id}) by cosine similarity:")
-    st.dataframe(df, hide_index=True, width="stretch")
-    csv_download(df, f"neighbours-trained-vs-fresh-{picked.name}-{token_id}.csv")
 
 
 VIEWS = {"One-hot × E": lookup, "The vocabulary (PCA)": vocabulary,

@@ -14,6 +14,7 @@ import streamlit as st
 
 from gptviz.app.generation import tree
 from gptviz.app.generation.controls import STEP
+from gptviz.app.generation.figures import share
 from gptviz.app.generation.search_figures import branch_tree
 from gptviz.app.generation.state import History, Path, Viewed
 from gptviz.app.shared.cache import vocab_labels
@@ -99,7 +100,7 @@ def branch_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) ->
           "Pick another step with *Replay a step* above.")
     a, b, c = st.columns([3, 1, 1.4], vertical_alignment="bottom")
     a.selectbox("Token", options, key=TOKEN,
-                format_func=lambda j: f"{labels[j]}   ·  P = {probs[j]:.2%}  (id {j})",
+                format_func=lambda j: f"{labels[j]}   ·  P = {share(probs[j])}  (id {j})",
                 help="P is the model's own probability of the token at this step "
                      "(T = 1, no filter), the number on the tree's edges.")
     args = (hist, i, hist.path[:i], picked.checkpoint.model, sampling, labels)
@@ -124,7 +125,7 @@ def _tree(hist: History, labels: list[str]) -> None:
     """The figure, the menu of forks and leaves, and the table of branches."""
     nodes = hist.nodes
     xy = tree.layout(nodes)
-    logp = {p: tree.logprob(turn) for p, turn in nodes.items()}
+    logp = {p: turn.logp for p, turn in nodes.items()}  # log P(token | before), T = 1
     st.plotly_chart(branch_tree(
         xy, {p: labels[p[-1]] for p in nodes}, {p: float(np.exp(lp)) for p, lp in logp.items()},
         hist.path, {p: _key(p) for p in xy},

@@ -27,6 +27,7 @@ from gptviz.app.shared.tex import percent
 from gptviz.tokenizers.base import TokenInfo
 
 BAR, CHOSEN, SAMPLED = "#4c78a8", "#f58518", "#54a24b"
+TICK_CHARS = 16  # characters of a token a tick label shows
 
 
 
@@ -44,6 +45,36 @@ def top_ids(probs, k: int) -> np.ndarray:
     return np.argsort(-p, kind="stable")[: max(1, min(k, p.size))]
 
 
+def tick_names(labels: Sequence[str], ids) -> list[str]:
+    """The tokens ``ids`` as tick labels, cut to ``TICK_CHARS`` (GPT-2 has a token of 64
+    dashes: whole, it would take the chart's width).
+
+    >>> tick_names(["a b", "-" * 64], [1, 0])
+    ['----------------…', 'a·b']
+    """
+    names = axis_labels([labels[i] for i in ids], len(ids))
+    return [n if len(n) <= TICK_CHARS else n[:TICK_CHARS] + "…" for n in names]
+
+
+def share(p: float) -> str:
+    """A probability in percent, with the digits a tiny one needs.
+
+    >>> share(0.2931), share(3.4e-05), share(0.0)
+    ('29.3%', '0.0034%', '0.0%')
+    """
+    return f"{p:.1%}" if p >= 0.001 or p == 0 else f"{100 * p:.2g}%"
+
+
+def percent_ticks(right: float) -> str:
+    """A tick format for a probability axis from 0 to ``right``: whole percents repeat
+    (0%, 1%, 1%, 2%) on an axis that ends below 10 %.
+
+    >>> percent_ticks(0.8), percent_ticks(0.02)
+    ('.0%', '.1%')
+    """
+    return ".0%" if right >= 0.1 else ".1%"
+
+
 def topk_bars(labels: Sequence[str], probs, chosen: int | None = None, logits=None,
               k: int = 10, title: str = "") -> go.Figure:
     """The k most probable next tokens as bars with percentages; ``chosen`` in orange.
@@ -58,7 +89,7 @@ def topk_bars(labels: Sequence[str], probs, chosen: int | None = None, logits=No
     ids = list(top_ids(p, k))
     if chosen is not None and chosen not in ids:
         ids.append(int(chosen))
-    names = axis_labels([labels[i] for i in ids], len(ids))
+    names = tick_names(labels, ids)
     ticks = [f"{n} ◀ chosen" if i == chosen else n for i, n in zip(ids, names, strict=True)]
     y = as_float32(logits)[ids] if logits is not None else np.full(len(ids), np.nan)
     pos = np.arange(len(ids))
@@ -72,8 +103,8 @@ def topk_bars(labels: Sequence[str], probs, chosen: int | None = None, logits=No
                       "<br>P = %{x:.4f}<extra></extra>"))
     fig.update_yaxes(tickmode="array", tickvals=pos, ticktext=ticks, autorange="reversed",
                      tickfont=dict(family="monospace", size=13))
-    fig.update_xaxes(title="probability", range=[0, min(1.0, float(p[ids].max()) * 1.25 + .02)],
-                     tickformat=".0%")
+    right = min(1.0, float(p[ids].max()) * 1.25 + .02)
+    fig.update_xaxes(title="probability", range=[0, right], tickformat=percent_ticks(right))
     fig.update_layout(title=title, height=70 + 30 * len(ids), margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
@@ -88,7 +119,7 @@ def temperature_panels(labels: Sequence[str], panels: Sequence[tuple[float, np.n
     ['T = 0.5 · H = 0.330 nats', 'T = 2.0 · H = 0.670 nats']
     """
     ids = top_ids(as_float32(logits), k)
-    names = axis_labels([labels[i] for i in ids], len(ids))
+    names = tick_names(labels, ids)
     pos = np.arange(len(ids))
     titles = [f"{'T = 0 (greedy)' if t == 0 else f'T = {t:.1f}'} · H = {abs(h):.3f} nats"
               for t, _, h in panels]  # abs: a one-hot P_T has H = -0.0
@@ -102,7 +133,8 @@ def temperature_panels(labels: Sequence[str], panels: Sequence[tuple[float, np.n
                              customdata=np.array(names, dtype=object),
                              hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"),
                       row=1, col=col)
-        fig.update_xaxes(range=[0, min(1.0, 1.15 * top)], tickformat=".0%", row=1, col=col)
+        fig.update_xaxes(range=[0, min(1.0, 1.15 * top)],
+                         tickformat=percent_ticks(min(1.0, 1.15 * top)), row=1, col=col)
     fig.update_yaxes(tickmode="array", tickvals=pos, ticktext=names, autorange="reversed",
                      tickfont=dict(family="monospace", size=13))
     fig.update_annotations(font_size=13)
@@ -135,7 +167,7 @@ def sample_histogram(labels: Sequence[str], counts, probs, k: int = 10,
     ids = top_ids(p, k)
     rest = np.ones(p.size, bool)
     rest[ids] = False
-    names = axis_labels([labels[i] for i in ids], len(ids))
+    names = tick_names(labels, ids)
     shown_p, shown_c = list(p[ids]), list(c[ids])
     if rest.any():
         names.append("all others")

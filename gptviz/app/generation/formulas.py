@@ -27,13 +27,16 @@ def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,
     window = list(pieces[cropped:])
     new = window.pop() if boxed and window else None
     body = "".join(window)
+    # Long tokens (GPT-2's) leave less of the line to the text: the whole line must fit.
+    widest = max((min(len(c), 16) for c, _ in candidates), default=0)
+    room = max(24, WINDOW_CHARS - widest - (min(len(new), 16) if new else 0) + 2)
     # The seeds write the text before the window plainly; here only when the window is short.
-    before = "".join(pieces[:cropped]) if len(body) < WINDOW_CHARS - 8 else ""
-    head = tex_running(before, WINDOW_CHARS - len(body)) if before else ""
+    before = "".join(pieces[:cropped]) if len(body) < room - 8 else ""
+    head = tex_running(before, room - len(body)) if before else ""
     box = (r"\,\fbox{" + tex_text(new, 16) + "}") if new is not None else ""
     cases = r" \\ ".join(tex_text(c, 16) + " & " + percent_tex(p) for c, p in candidates)
     return ((r"\implies " if continued else "") + head + r"\underline{"
-            + (tex_running(body, WINDOW_CHARS) if body else "") + box + "}"
+            + (tex_running(body, room) if body else "") + box + "}"
             + r" \mapsto \begin{cases} " + cases + r" \end{cases}")
 
 
@@ -68,12 +71,12 @@ def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: f
                r"\frac{e^{y_{N,i}/T}}{\sum_{j\in V} e^{y_{N,j}/T}}")
     a = y / temperature
     if kept >= vocab_size or log_z_all is None:
-        return (
-            r"\begin{aligned}" + softmax + rf",\qquad |V| = {grouped(vocab_size)}\\"
+        return (  # short lines: the formula sits in the narrower of two columns
+            r"\begin{aligned}" + softmax + r"\\"
             rf"P_{{{t}}}({tok}) &= \frac{{e^{{{num(y)}/{t}}}}}"
             rf"{{\sum_{{j\in V}} e^{{y_{{N,j}}/{t}}}}} = \frac{{e^{{{num(a)}}}}}"
-            rf"{{e^{{{num(log_z)}}}}} = e^{{{num(a - log_z)}}} = {num(prob, 4)}"
-            r"\end{aligned}")
+            rf"{{e^{{{num(log_z)}}}}}\\ &= e^{{{num(a - log_z)}}} = {num(prob, 4)}"
+            r"\end{aligned}")  # |V| is in the bar chart's title, beside it
     mass = math.exp(log_z - log_z_all)  # m_S = Σ_{j∈S} P_T(j)
     return (  # short lines: the formula sits in the narrower of two columns
         r"\begin{aligned}" + softmax + r"\\"
@@ -104,9 +107,12 @@ def entropy_formula(h: float, symbol: str = "P_T") -> str:
     True
     >>> "H(P')" in entropy_formula(0.6931, "P'")
     True
+    >>> "50{,}011" in entropy_formula(10.82)  # e^10.82: near GPT-2's 50,257, nearly uniform
+    True
     """
     return (rf"\begin{{aligned}}H({symbol}) &= -\sum_{{i\in V}} {symbol}(i)\,\log {symbol}(i) = "
-            + num(abs(h)) + r"\ \text{nats}\\ e^{H} &= " + f"{math.exp(h):.2f}"
+            + num(abs(h)) + r"\ \text{nats}\\ e^{H} &= "
+            + grouped(math.exp(h), 2 if h < math.log(1000) else 0)
             + r"\ \text{equally likely tokens}"
             r"\end{aligned}")
 
@@ -157,16 +163,16 @@ def greedy_vs_beam(greedy: float, beam: float, width: int, pruned_at: int | None
     gap = beam - greedy
     if gap > 5e-4:
         factor = rf" \approx {grouped(math.exp(gap), 1)}" if gap < 20 else ""
-        verdict = (rf"\text{{: the beams' text is }} e^{{{num(gap)}}}{factor}\times"
+        verdict = (rf"\text{{the beams' text is }} e^{{{num(gap)}}}{factor}\times"
                    r"\text{ more probable}")
     elif gap >= -5e-4:
-        verdict = r"\text{: here both find the same probability}"
+        verdict = r"\text{here both find the same probability}"
     else:  # a beam can prune greedy's prefix early: wider is not always better
-        verdict = (r"\text{: here greedy's text is more probable}\\&\text{(its prefix left "
+        verdict = (r"\text{here greedy's text is more probable}\\&\text{(its prefix left "
                    rf"the {width} beams at step {pruned_at}; the texts kept then ended worse)}}")
     relation = r"\ \ge\ " if gap >= -5e-4 else r"\ <\ "
     return (r"\begin{aligned}&\arg\max_{y} \prod_{t=1}^{n} p(y_t \mid y_{<t}, x) \;\ne\; "
             r"\prod_{t=1}^{n} \arg\max_{y} p(y_t \mid y_{<t}, x)\\"
             rf"&\log P(y^{{\text{{beam}},k={width}}} \mid x) = {num(beam)}" + relation +
-            rf"\log P(y^{{\text{{greedy}}}} \mid x) = {num(greedy)}" + verdict +
+            rf"\log P(y^{{\text{{greedy}}}} \mid x) = {num(greedy)}:\\&" + verdict +
             r"\end{aligned}")

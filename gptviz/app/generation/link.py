@@ -3,7 +3,7 @@
 
 The page writes the link at the end of every run, so a shared link holds the model, the
 prompt, the whole tree and the current text. Opening it in a new session rebuilds the
-same tree (each token's logits recomputed from its ids) and makes the same node the text.
+same tree (each token's numbers recomputed from its ids) and makes the same node the text.
 A link whose branches were grown from another prompt or model, or one that was mangled,
 is explained and not applied: the text starts from the prompt.
 """

@@ -23,31 +23,21 @@ the run (``claim``); Stop, Undo, Reset or a newer loop take that ownership away.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
-import numpy as np
-import torch
+from torch import Tensor
 
 from gptviz import generate as gen
+from gptviz.app.generation.turn import N_TOP, Turn
+from gptviz.beam import next_logits
 from gptviz.generate import Sampling
 from gptviz.model import GPT
 
-MAX_TOKENS = 1000  # generated tokens in one text (each keeps its logits: |V| floats)
+MAX_TOKENS = 1000  # generated tokens in one text
 MAX_NODES = 2000  # tokens in the whole tree of branches
-N_TOP = 10  # candidates a Step lists
+RECENT = 4  # recomputed steps' logits a History keeps (|V| floats each)
 Path = tuple[int, ...]  # a node of the tree: the ids chosen after the prompt, in order
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One generated token and what it was drawn from (probabilities are derived)."""
-
-    chosen: int  # the appended id
-    logits: np.ndarray  # (|V|,) float32: y_N at this step
-    sampling: Sampling  # the settings in force when it was drawn
-    cropped: int  # ids dropped from the front to fit the context window
-    entropy: float  # H(P_T) in nats
-    origin: str = "drawn"  # "drawn" from P_T; "picked" by hand (a branch); "link" (rebuilt)
 
 
 @dataclass
@@ -67,6 +57,8 @@ class History:
     owner: int = 0  # the "Generate n" loop allowed to advance (see ``claim``)
     clicks_seen: int = 0  # "Next token" clicks already turned into tokens (see ``catch_up``)
     nodes: dict[Path, Turn] = field(default_factory=dict)  # the tree: every token kept
+    model: GPT | None = field(default=None, repr=False, compare=False)  # set by ``preview``
+    recent: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @property
@@ -90,8 +82,7 @@ class History:
                                  f"in a text and {MAX_NODES:,} in the tree: undo or reset to "
                                  "go on.")
             s = self.preview(model, sampling)
-            turn = Turn(s.chosen, s.logits.numpy().astype(np.float32), sampling, s.cropped,
-                        s.entropy)
+            turn = Turn.of(s.logits, s.chosen, sampling, s.cropped)
             self.turns.append(turn)
             self.nodes[self.path] = turn
             return turn
@@ -101,12 +92,13 @@ class History:
         """Step i (from 0) takes ``token`` instead: the text becomes the path before step i,
         then ``token``. ``expected`` is that path as the caller saw it; if the text has
         changed since (undone, reset, another branch), nothing happens and ValueError says so.
-        At i = len(turns) the next token is chosen by hand (``model`` and ``sampling`` give
-        its distribution).
+        At i = len(turns) the next token is chosen by hand (``sampling`` gives its
+        distribution); ``model`` recomputes the step's logits (the history's own if None).
 
-        >>> h = History(("m", ""), [3]); h.turns = [Turn(5, np.zeros(9), Sampling(), 0, 0.0)]
-        >>> h.branch(0, 7, ()).chosen, h.path
-        (7, (7,))
+        >>> h = History(("m", ""), [3]); h.advance(model, Sampling(seed=1)).chosen
+        1
+        >>> h.branch(0, 7, (), model).chosen, h.path, round(h.turns[0].p_chosen, 4)  # P(7 | 3)
+        (7, (7,), 0.1051)
         >>> h.branch(1, 2, (9,))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -125,12 +117,11 @@ class History:
             self.stop()
             if i < len(self.turns):
                 old = self.turns[i]
-                turn = Turn(int(token), old.logits, old.sampling, old.cropped, old.entropy,
-                            "picked")
+                turn = Turn.of(self.logits(i, model), int(token), old.sampling, old.cropped,
+                               "picked")
             else:
                 s = self.preview(model, sampling)
-                turn = Turn(int(token), s.logits.numpy().astype(np.float32), sampling,
-                            s.cropped, s.entropy, "picked")
+                turn = Turn.of(s.logits, int(token), sampling, s.cropped, "picked")
             turn = self.nodes.setdefault(path, turn)  # a node that exists stays as it was
             self.turns[i:] = [turn]
             return turn
@@ -226,21 +217,41 @@ class History:
                 return None
             return self.stop()
 
-    def step(self, i: int, n_ctx: int) -> gen.Step:
-        """Turn i as a ``generate.Step``: its context window, P_T, top candidates, choice."""
+    def logits(self, i: int, model: GPT | None = None) -> Tensor:
+        """y_N of step i (|V|,), recomputed from the ids before it by ``model`` (the
+        history's own if None); the last ``RECENT`` are kept, so a replayed step costs one
+        forward pass once."""
+        with self.lock:
+            ids = tuple(self.ids[: len(self.prompt_ids) + i])
+            hit = self.recent.get(ids)
+            model = model or self.model
+        if hit is not None:
+            return hit
+        if model is None:
+            raise ValueError("no model to recompute the step with: take a step first.")
+        y = next_logits(model, ids)  # (|V|,)
+        with self.lock:
+            self.recent[ids] = y
+            while len(self.recent) > RECENT:
+                self.recent.popitem(last=False)
+        return y
+
+    def step(self, i: int, n_ctx: int, model: GPT | None = None) -> gen.Step:
+        """Turn i as a ``generate.Step``: its context window, P_T, top candidates, choice
+        (its logits recomputed, see ``logits``)."""
         turn = self.turns[i]
         ids = self.ids[: len(self.prompt_ids) + i]
         cropped = max(0, len(ids) - n_ctx)
         s = turn.sampling
-        logits = torch.from_numpy(turn.logits)  # (|V|,)
+        logits = self.logits(i, model)  # (|V|,)
         probs = gen.next_token_probs(logits, s.temperature, s.top_k, s.top_p,
                                      s.min_p)  # (|V|,)
-        best = torch.topk(probs, min(N_TOP, probs.numel()))
-        top = [(int(j), float(p)) for p, j in zip(best.values, best.indices, strict=True)]
-        return gen.Step(ids[cropped:], cropped, logits, probs, top, turn.chosen, turn.entropy)
+        return gen.Step(ids[cropped:], cropped, logits, probs, list(turn.top), turn.chosen,
+                        turn.entropy)
 
     def preview(self, model: GPT, sampling: Sampling) -> gen.Step:
         """The step "Next token" would take now (same seed, so the same choice)."""
+        self.model = model
         return gen.step(model, self.ids, sampling.temperature, sampling.top_k, sampling.top_p,
                         sampling.generator(len(self.turns)), n_top=N_TOP,
                         min_p=sampling.min_p)

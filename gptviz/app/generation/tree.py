@@ -21,11 +21,8 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
-from gptviz import generate as gen
 from gptviz.app.generation.state import MAX_NODES, MAX_TOKENS, Path, Turn
-from gptviz.beam import prefix_logits
+from gptviz.beam import prefix_rows
 from gptviz.generate import Sampling
 from gptviz.model import GPT
 
@@ -168,8 +165,8 @@ def nodes_of(leaf_paths: Sequence[Path]) -> list[Path]:
 
 def rebuild(model: GPT, prompt_ids: Sequence[int], leaf_paths: Sequence[Path],
             sampling: Sampling) -> dict[Path, Turn]:
-    """Every node of a tree given by its leaves, with its logits recomputed from the ids
-    (each Turn's origin is "link"); ValueError for a tree the page cannot hold."""
+    """Every node of a tree given by its leaves, each Turn recomputed from the ids (its
+    origin is "link"); ValueError for a tree the page cannot hold."""
     paths = nodes_of(leaf_paths)
     deepest = max((len(p) for p in paths), default=0)
     if len(paths) > MAX_NODES or deepest > MAX_TOKENS:
@@ -180,22 +177,10 @@ def rebuild(model: GPT, prompt_ids: Sequence[int], leaf_paths: Sequence[Path],
         start = next((k for k in range(len(leaf)) if leaf[: k + 1] not in out), len(leaf))
         if start == len(leaf):
             continue
-        logits = prefix_logits(model, list(prompt_ids) + list(leaf[:start]), leaf[start:])
-        for k, row in enumerate(logits, start=start):  # row: (|V|,) y_N before token k
-            probs = gen.next_token_probs(row, sampling.temperature, sampling.top_k,
-                                         sampling.top_p, sampling.min_p)
-            cropped = max(0, len(prompt_ids) + k - n_ctx)
-            out[leaf[: k + 1]] = Turn(int(leaf[k]), row.numpy().astype(np.float32), sampling,
-                                      cropped, gen.entropy(probs), "link")
+        k = start
+        for block in prefix_rows(model, list(prompt_ids) + list(leaf[:start]), leaf[start:]):
+            for row in block:  # (|V|,) y_N before token k: kept only as a Turn's few numbers
+                cropped = max(0, len(prompt_ids) + k - n_ctx)
+                out[leaf[: k + 1]] = Turn.of(row, int(leaf[k]), sampling, cropped, "link")
+                k += 1
     return {p: out[p] for p in paths}
-
-
-def logprob(turn: Turn) -> float:
-    """log P(chosen | the text before it) under the model itself (T = 1, no filter).
-
-    >>> round(float(np.exp(logprob(Turn(0, np.log([0.5, 0.5]), Sampling(), 0, 0.0)))), 3)
-    0.5
-    """
-    y = turn.logits.astype(np.float64)  # (|V|,)
-    top = float(y.max())
-    return float(y[turn.chosen] - top - np.log(np.exp(y - top).sum()))

@@ -46,9 +46,11 @@ def viewed(hist: History, picked: Picked, sampling: Sampling) -> Viewed:
         st.session_state[STEP] = n
     i = n if n == 1 else st.select_slider(
         "Replay a step", list(range(1, n + 1)), key=STEP,
-        help="Every step keeps its context, its distribution, its choice and its entropy.")
+        help="Every step keeps its choice, its probability and its entropy; its "
+             "distribution is computed again from the text when you replay it.")
     turn = hist.turns[i - 1]
-    return Viewed(hist.step(i - 1, picked.checkpoint.config.context_length), turn.sampling, i,
+    model = picked.checkpoint.model
+    return Viewed(hist.step(i - 1, model.config.context_length, model), turn.sampling, i,
                   turn.origin)
 
 
@@ -62,7 +64,7 @@ def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> N
     if v.taken:
         st.markdown(f"**Step {v.index}** ({sampling_caption(v.sampling)}): the model read "
                     f"{len(step.context)} tokens " + how.format(
-                        c=chosen, p=f"{float(step.probs[step.chosen]):.1%}") + ".")
+                        c=chosen, p=figs.share(float(step.probs[step.chosen]))) + ".")
     else:
         st.markdown(f"**The next step** ({sampling_caption(v.sampling)}): press *Next token* to "
                     "append a token drawn from this distribution (with this seed: "
@@ -107,16 +109,19 @@ def chain(hist: History, picked: Picked, v: Viewed, sampling: Sampling,
           shown: int = 3) -> list[str]:
     """The seeds' lines "text ↦ {candidate: p%}": the viewed step, the one after it (its
     choice boxed), and the steps before it, ``shown`` lines in all."""
-    tok, n_ctx = picked.checkpoint.tokenizer, picked.checkpoint.config.context_length
+    tok = picked.checkpoint.tokenizer
     last = v.index if v.taken else len(hist.turns)  # 0-based: the step after the viewed one
     lines = []
     for row, j in enumerate(range(max(0, last - shown + 1), last + 1)):
-        step = (hist.step(j, n_ctx) if j < len(hist.turns) else
-                v.step if not v.taken else hist.preview(picked.checkpoint.model, sampling))
-        n_ids = step.cropped + len(step.context)
+        if j < len(hist.turns):  # a taken step: what its Turn kept is enough
+            turn = hist.turns[j]
+            n_ids, cropped, top = len(hist.prompt_ids) + j, turn.cropped, turn.top
+        else:
+            step = v.step if not v.taken else hist.preview(picked.checkpoint.model, sampling)
+            n_ids, cropped, top = step.cropped + len(step.context), step.cropped, step.top
         pieces = [tok.id_to_string(i) for i in hist.ids[:n_ids]]
-        cands = [(tok.id_to_string(i), p) for i, p in step.top[:4] if p > 0]
-        lines.append(tex.mapsto_line(pieces, step.cropped, n_ids > len(hist.prompt_ids), cands,
+        cands = [(tok.id_to_string(i), p) for i, p in top[:4] if p > 0]
+        lines.append(tex.mapsto_line(pieces, cropped, n_ids > len(hist.prompt_ids), cands,
                                      continued=row > 0))
     return lines
 
@@ -196,17 +201,17 @@ def history_view(hist: History, picked: Picked) -> None:
     if not hist.turns:
         st.info("No step yet: press *Next token* or *Generate n*.", icon=":material/history:")
         return
-    tok, n_ctx, labels = (picked.checkpoint.tokenizer, picked.checkpoint.config.context_length,
-                          vocab_labels(picked))
-    steps = [hist.step(i, n_ctx) for i in range(len(hist.turns))]
+    tok, labels, ids = picked.checkpoint.tokenizer, vocab_labels(picked), hist.ids
+    n_p, turns = len(hist.prompt_ids), hist.turns
+    contexts = [ids[t.cropped: n_p + i] for i, t in enumerate(turns)]  # what step i read
     df = figs.history_table(
-        [tok.id_to_string(s.context[-1]) if len(s.context) == 1 else
-         "".join(tok.id_to_string(j) for j in s.context[-12:]) for s in steps],
-        [labels[s.chosen] for s in steps], [float(s.probs[s.chosen]) for s in steps],
-        [s.entropy for s in steps],
+        [tok.id_to_string(c[-1]) if len(c) == 1 else
+         "".join(tok.id_to_string(j) for j in c[-12:]) for c in contexts],
+        [labels[t.chosen] for t in turns], [t.p_chosen for t in turns],
+        [t.entropy for t in turns],
         [{"picked": "branch: chosen by hand", "link": "from the link"}.get(
-            t.origin, sampling_caption(t.sampling)) for t in hist.turns],
-        [s.cropped for s in steps])
+            t.origin, sampling_caption(t.sampling)) for t in turns],
+        [t.cropped for t in turns])
     st.dataframe(df, hide_index=True, width="stretch")
     csv_download(df, "generation_history.csv")
     st.caption("Pick a step with *Replay a step* above to see its distribution again.")

@@ -1,0 +1,111 @@
+"""The "Trained vs untrained" view: the trained E beside E as the trainer initialised it.
+
+The untrained side draws only the rows it shows (``untrained.py``), never the untrained model:
+for GPT-2 small that is a few MB instead of ~500 MB on a server a class shares.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from gptviz import analysis
+from gptviz.app.embeddings import figures as ve
+from gptviz.app.embeddings.untrained import (
+    FreshEmbedding,
+    fresh_embedding,
+    fresh_neighbours,
+    fresh_rows,
+)
+from gptviz.app.shared.cache import vocab_labels, vocab_pca
+from gptviz.app.shared.heatmaps import legend_on_top
+from gptviz.app.shared.inputs import Prompt
+from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import csv_download
+from gptviz.checkpoints import training_seed
+from gptviz.model import GPTConfig
+
+NEIGHBOURS = 8
+
+
+@st.cache_resource(max_entries=4, show_spinner="Drawing the untrained embedding matrix…")
+def _located(config_json: str, seed: int) -> FreshEmbedding:
+    """Where E starts in the seeded stream (a few KB; no user data, so shared)."""
+    return fresh_embedding(GPTConfig.from_dict(json.loads(config_json)), seed)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _fresh_pca(config_json: str, seed: int, ids: tuple[int, ...], k: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    fe = _located(config_json, seed)
+    return untrained_pca(fe, ids, k)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _fresh_neighbours(config_json: str, seed: int, token_id: int, k: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    return fresh_neighbours(_located(config_json, seed), token_id, k)
+
+
+def untrained_pca(fe: FreshEmbedding, ids, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """PCA of the untrained rows a scatter shows (``drawn_rows`` and ``ids``): coordinates
+    (|V|, k), NaN for rows not drawn, and the explained-variance ratios (k,). A vocabulary of
+    at most ``ve.MAX_POINTS`` rows is drawn whole, so this is the PCA of the whole matrix."""
+    shown = np.union1d(ve.drawn_rows(fe.rows), np.asarray(ids, dtype=np.int64))  # sorted
+    coords, ratio = analysis.pca(fresh_rows(fe, shown), k)  # (n, k), (k,)
+    full = np.full((fe.rows, k), np.nan, dtype=np.float32)  # (|V|, k)
+    full[shown] = coords
+    return full, ratio
+
+
+def _key(picked: Picked) -> tuple[str, int]:
+    ckpt = picked.checkpoint
+    return json.dumps(ckpt.config.to_dict(), sort_keys=True), training_seed(ckpt.card)
+
+
+def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
+    """The trained E beside the same model's E at initialisation."""
+    config = picked.checkpoint.config
+    key = _key(picked)
+    try:
+        _located(*key)
+    except NotImplementedError as e:
+        st.info(f"The untrained matrix of this model cannot be drawn on its own ({e}).")
+        return
+    labels = vocab_labels(picked)
+    st.markdown("At initialisation every entry of E is drawn on its own from N(0, 0.02²), so "
+                "each row is a random vector; random vectors in "
+                f"{config.d_model} dimensions are nearly orthogonal, so no token is closer to "
+                "one than to another. Training moves tokens that are used alike towards each "
+                "other. Left the trained matrix, right the same shapes freshly initialised "
+                f"with the seed training starts from ({key[1]}).")
+    if config.vocab_size > ve.MAX_POINTS:
+        st.caption(f"Each scatter draws the same fixed random sample of {ve.MAX_POINTS:,} of "
+                   f"the {config.vocab_size:,} rows, plus the input tokens. The trained axes "
+                   "are computed from all rows; the untrained ones from the rows drawn, "
+                   "because only those rows of the untrained matrix are made (random rows "
+                   "have no preferred direction, so a sample shows the same cloud).")
+    left, right = st.columns(2)
+    for col, (name, (coords, ratio)) in zip(
+            (left, right), [("trained", vocab_pca(picked, 2)),
+                            ("freshly initialised", _fresh_pca(*key, tuple(prompt.ids), 2))],
+            strict=True):
+        col.plotly_chart(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
+                                                      title=f"E {name}")),
+                         width="stretch", key=f"pca-{name}")
+    token_id, label = prompt.ids[pos], prompt.labels[pos]
+    E = analysis.to_numpy(picked.checkpoint.model.embed.weight)  # (|V|, d)
+    rows = {}
+    for name, (ids, sims) in [("trained", analysis.nearest_neighbours(E, token_id, NEIGHBOURS)),
+                              ("fresh", _fresh_neighbours(*key, token_id, NEIGHBOURS))]:
+        rows[f"{name}: token"] = [labels[i] for i in ids]
+        rows[f"{name}: cosine"] = sims
+    df = pd.DataFrame(rows)
+    df.insert(0, "rank", range(1, len(df) + 1))
+    st.markdown(f"Nearest neighbours of **{label!r}** (id {token_id}) by cosine similarity, "
+                f"searched over all {config.vocab_size:,} rows on both sides:")
+    st.dataframe(df, hide_index=True, width="stretch")
+    csv_download(df, f"neighbours-trained-vs-fresh-{picked.name}-{token_id}.csv")

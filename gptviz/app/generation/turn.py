@@ -1,0 +1,48 @@
+"""What the Generation page keeps of one generated token: a few numbers, never an array of
+size |V| (a step's logits are recomputed from its ids when it is replayed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from gptviz import generate as gen
+from gptviz.generate import Sampling
+
+N_TOP = 10  # candidates a Step lists (and a Turn keeps)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One generated token and the few numbers the page shows of its step. Nothing here
+    grows with |V| (GPT-2's logits take 200 KB a token, 400 MB for a full tree): a
+    replayed step's logits are recomputed from its ids (``History.step``)."""
+
+    chosen: int  # the appended id
+    sampling: Sampling  # the settings in force when it was drawn
+    cropped: int  # ids dropped from the front to fit the context window
+    entropy: float  # H(P_T) in nats
+    p_chosen: float  # P_T(chosen) (after top-k / top-p / min-p): what it was drawn with
+    logp: float  # log P(chosen | the text before it) under the model itself (T = 1)
+    top: tuple[tuple[int, float], ...]  # the N_TOP most probable (id, P_T), best first
+    origin: str = "drawn"  # "drawn" from P_T; "picked" by hand (a branch); "link" (rebuilt)
+
+    @classmethod
+    def of(cls, logits: Tensor, chosen: int, sampling: Sampling, cropped: int,
+           origin: str = "drawn") -> Turn:
+        """What a Turn keeps of a step whose logits are ``logits`` (|V|,).
+
+        >>> t = Turn.of(torch.log(torch.tensor([0.5, 0.25, 0.25])), 1, Sampling(), 0)
+        >>> round(t.p_chosen, 3), round(t.logp, 3), t.top[0]
+        (0.25, -1.386, (0, 0.5))
+        """
+        s = sampling
+        probs = gen.next_token_probs(logits, s.temperature, s.top_k, s.top_p, s.min_p)  # (|V|,)
+        best = torch.topk(probs, min(N_TOP, probs.numel()))
+        logp = float(torch.log_softmax(logits.double(), -1)[chosen])
+        return cls(int(chosen), sampling, int(cropped), gen.entropy(probs),
+                   float(probs[chosen]), logp,
+                   tuple((int(j), float(p)) for p, j in zip(best.values, best.indices,
+                                                             strict=True)), origin)

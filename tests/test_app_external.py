@@ -65,6 +65,23 @@ def test_every_page_runs_with_a_gpt2_format_model(named):
             checks[page](at)
 
 
+@pytest.mark.parametrize("page", ["attention", "block", "generation"])
+def test_twelve_layers_and_heads_get_a_slider_bound_to_the_link(named, page):
+    """Pills for 0 … 11 cut "11" off at 12 heads: past 8 choices the pick is a slider,
+    still bound to ?layer= and ?head=, and a bad value still gets its message."""
+    view = {"view": "Attention"} if page == "generation" else {}  # its view with the picks
+    at = _page(page, model=NAME, layer="11", head="11", **view)
+    assert at.select_slider(key="layer").value == 11
+    assert at.select_slider(key="layer").label == "Layer (0 to 11)"
+    if page != "block":
+        assert at.select_slider(key="head").value == 11
+    assert not at.get("segmented_control") or all(
+        s.key not in ("layer", "head") for s in at.get("segmented_control"))
+    at = _page(page, model=NAME, layer="99", **view)
+    assert at.select_slider(key="layer").value == 0
+    assert "numbered 0 to 11" in texts(at, "warning")
+
+
 def _embeddings(at) -> None:
     at.session_state["view"] = "The vocabulary (PCA)"
     rerun(at)

@@ -147,12 +147,19 @@ def _notes(prompt: Prompt, ckpt: Checkpoint) -> None:
                 f"special id (this model's specials: {specials}).", icon=":material/info:")
 
 
+PILLS_UP_TO = 8  # choices that fit half the page as pills; more get a slider (GPT-2: 12)
+
+
 def _bound_choice(label: str, key: str, n: int, help: str) -> int:
-    """Pills 0 .. n-1 bound to ``?key=``; an invalid URL value gets a message, not a crash."""
+    """Pills 0 .. n-1 (a slider past ``PILLS_UP_TO``, so every label stays readable) bound
+    to ``?key=``; an invalid URL value gets a message, not a crash."""
     raw = st.query_params.get(key)
-    value = st.segmented_control(label, list(range(n)), default=0, required=True,
-                                 format_func=str, key=key, bind="query-params",
-                                 persist_state="session", help=help)
+    common = dict(format_func=str, key=key, bind="query-params", persist_state="session",
+                  help=help)
+    if n <= PILLS_UP_TO:
+        value = st.segmented_control(label, list(range(n)), default=0, required=True, **common)
+    else:
+        value = st.select_slider(f"{label} (0 to {n - 1})", list(range(n)), value=0, **common)
     value = 0 if value is None else int(value)
     if raw is not None and raw != str(value):
         st.warning(f"The link asks for {key} “{raw}”, but this model's {key}s are numbered "

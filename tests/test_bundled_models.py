@@ -31,7 +31,7 @@ NAMES = ["mathematics-char", "mathematics-bpe", "induction-2layer"]
 # Held-out loss per character each model must reach, on every token of the corpus's last
 # 10 % (gptviz.train.heldout; neither the model nor its tokenizer saw that part). Per
 # character, so that tokenizers compare. Issue 12's target is 1.45 for both.
-MAX_NATS_PER_CHAR = {"mathematics-char": 1.52, "mathematics-bpe": 1.45}
+MAX_NATS_PER_CHAR = {"mathematics-char": 1.45, "mathematics-bpe": 1.45}
 PROMPT = "The Steenrod problem for closed orientable"
 
 

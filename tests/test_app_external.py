@@ -22,13 +22,19 @@ NO_MODEL = {"tokenizers"}  # pages that show no model (no picker): nothing to ch
 PAGES = sorted(p.stem for p in (ROOT / "app_pages").glob("*.py") if p.stem not in NO_MODEL)
 
 
-@pytest.fixture(scope="module")
-def models_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
+def save_tiny_gpt2(root):
+    """A Hugging Face GPT-2 folder ``root/NAME``: GPT-2's 50,257 tokens and 12 × 12 heads,
+    d = 24, random weights (seed 0)."""
     torch.manual_seed(0)
     save_hf_gpt2(root / NAME, GPT(GPTConfig(
         vocab_size=50257, context_length=64, d_model=24, n_layer=12, n_head=12,
         activation="gelu_tanh")))
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    save_tiny_gpt2(root)
     (root / "llama").mkdir()
     (root / "llama" / "config.json").write_text(json.dumps({"model_type": "llama"}))
     return root

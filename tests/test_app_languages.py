@@ -128,26 +128,27 @@ def test_another_corpus_changes_our_bpe_only():
     assert after["BPE"] == pytest.approx(expected(direct("BPE", "sample"), "cost vs English"))
 
 
-def test_cl100k_is_offered_on_every_view():
-    at = run_page("tokenizers", tokenizer="cl100k")
-    assert at.segmented_control(key="tokenizer").value == "cl100k_base"
-    assert metric(at, "Vocabulary |V|") == "100,277"
+def offered_on_every_view(short: str, vocab: str, hello_world: str):
+    """The encoding picked by its link name on the Tokenizers page: its vocabulary, its
+    column in the comparison, and 'Hello world' decoded from its ids."""
+    at = run_page("tokenizers", tokenizer=short)
+    assert at.segmented_control(key="tokenizer").value == f"{short}_base"
+    assert metric(at, "Vocabulary |V|") == vocab
     comparison = next(d.value for d in at.dataframe if "chars per token" in d.value.columns)
-    assert "cl100k" in list(comparison["tokenizer"])
-    at.text_input(key="decode_ids").input("9906, 1917").run()
+    assert short in list(comparison["tokenizer"])
+    at.text_input(key="decode_ids").input(hello_world).run()
     assert any(c.value == "Hello world" for c in at.code)
+    return at
+
+
+def test_cl100k_is_offered_on_every_view():
+    at = offered_on_every_view("cl100k", "100,277", "9906, 1917")
     at.text_area(key=box_key("text")).input("Ελληνικά 🙂").run()
     assert "‹" in chips_html(at) and "\ufffd" not in chips_html(at)
 
 
 def test_o200k_is_offered_on_every_view():
-    at = run_page("tokenizers", tokenizer="o200k")
-    assert at.segmented_control(key="tokenizer").value == "o200k_base"
-    assert metric(at, "Vocabulary |V|") == "200,019"
-    comparison = next(d.value for d in at.dataframe if "chars per token" in d.value.columns)
-    assert "o200k" in list(comparison["tokenizer"])
-    at.text_input(key="decode_ids").input("13225, 2375").run()
-    assert any(c.value == "Hello world" for c in at.code)
+    at = offered_on_every_view("o200k", "200,019", "13225, 2375")
     at.text_input(key="decode_ids").input("199998").run()  # between the vocab and a special
     assert "not assigned" in texts(at, "error")
     at.text_area(key=box_key("text")).input("Ελληνικά 🙂").run()

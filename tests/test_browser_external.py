@@ -11,10 +11,7 @@ Screenshots land in the artifacts folder as external-*.png (see tests/helpers.py
 from __future__ import annotations
 
 import pytest
-import torch
 
-from gptviz.gpt2_weights import save_hf_gpt2
-from gptviz.model import GPT, GPTConfig
 from tests.helpers import (
     MODEL_PAGE_VIEWS,
     check_no_exception,
@@ -23,10 +20,10 @@ from tests.helpers import (
     screenshot,
     wait_for_app,
 )
+from tests.test_app_external import NAME, save_tiny_gpt2
 
 pytestmark = pytest.mark.browser
 
-NAME = "tiny-gpt2"
 SETTLE_MS = 240_000  # a first draw over 50,257 tokens on a loaded CI machine
 # sidebar link -> (url path, a text the page shows once it has drawn)
 PAGES = {
@@ -50,10 +47,7 @@ GENERATION_VIEWS = ["This step", "Three temperatures", "Sample N times", "Attent
 def url(tmp_path_factory):
     """``streamlit run app.py`` with GPTVIZ_MODELS naming a folder that holds the model."""
     root = tmp_path_factory.mktemp("models")
-    torch.manual_seed(0)
-    save_hf_gpt2(root / NAME, GPT(GPTConfig(
-        vocab_size=50257, context_length=64, d_model=24, n_layer=12, n_head=12,
-        activation="gelu_tanh")))
+    save_tiny_gpt2(root)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPTVIZ_MODELS", str(root))
         mp.setenv("GPTVIZ_HF_CACHE", "0")  # this machine's own cache stays out of it

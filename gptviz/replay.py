@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from gptviz import analysis
 from gptviz.checkpoints import Checkpoint, initial_model, training_seed
 from gptviz.model import GPT
-from gptviz.tokenizers.specials import SEED_SPECIALS
 
 EMBED = "embed.weight"  # E's name in a state dict
 
@@ -101,12 +101,8 @@ def embedding_at(ckpt: Checkpoint, step: int) -> np.ndarray:
 
 
 def ordinary_rows(ckpt: Checkpoint) -> np.ndarray:
-    """The rows of E a training text can reach: every id but the seeds' special tokens
-    (BOS, EOS, UNK, PAD), which our trainer never feeds. Never a target, their rows only
-    drift, together, far from the rest (in induction-2layer they make 61 % of E's variance),
-    so a PCA fitted on them shows that drift and squeezes every real token into a stripe."""
-    unused = {i for name, i in ckpt.tokenizer.special_tokens.items() if name in SEED_SPECIALS}
-    return np.array([i for i in range(ckpt.config.vocab_size) if i not in unused], dtype=np.int64)
+    """``analysis.ordinary_rows`` of the checkpoint's E: the seeds' special tokens left out."""
+    return analysis.ordinary_rows(ckpt.tokenizer.special_tokens, ckpt.config.vocab_size)
 
 
 def embedding_paths(ckpt: Checkpoint) -> tuple[PCABasis, dict[int, np.ndarray]]:

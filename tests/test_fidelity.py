@@ -57,7 +57,10 @@ def lookup(at, ckpt, ids, chk):
 
 def vocabulary(at, ckpt, ids, chk):
     E = weights(ckpt)["embed.weight"]
-    x = E - E.mean(0)
+    specials = ckpt.tokenizer.special_tokens
+    unused = {specials[t] for t in ("<|BOS|>", "<|EOS|>", "<|UNK|>", "<|PAD|>") if t in specials}
+    fitted = E[[i for i in range(E.shape[0]) if i not in unused]]  # the page leaves them out
+    x = fitted - fitted.mean(0)
     s = torch.linalg.svdvals(x) ** 2
     k, share = re.search(r"top (\d) principal axes keep ([\d.]+) %",
                          " ".join(c.value for c in at.caption)).groups()

@@ -74,16 +74,21 @@ def vocabulary(picked: Picked, prompt: Prompt, pos: int) -> None:
                              format_func=lambda n: f"{n}-D")
     coords, ratio = vocab_pca(picked, k)  # (|V|, k), (k,)
     labels = vocab_labels(picked)
+    left_out = int(np.isnan(coords[:, 0]).sum())  # the special tokens training never feeds
+    fitted = "all" if not left_out else f"{len(labels) - left_out:,} of the {len(labels):,}"
     st.plotly_chart(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
-                                                 title=f"all {len(labels):,} rows of E, PCA"
+                                                 title=f"{fitted} rows of E, PCA"
                                                  + (f" ({ve.MAX_POINTS:,} drawn)" if
                                                     sampled_note(len(labels)) else ""))),
                     width="stretch")
     st.caption(f"The top {k} principal axes keep {100 * float(ratio.sum()):.1f} % of the "
-               f"variance of E's {coords.shape[0]:,} rows in {picked.checkpoint.config.d_model}"
-               " dimensions: the picture is a shadow, and neighbours in it may be far apart "
-               "in the full space. The cosine neighbours below are measured in all dimensions."
-               + sampled_note(coords.shape[0]))
+               f"variance of E's {coords.shape[0] - left_out:,} rows in "
+               f"{picked.checkpoint.config.d_model} dimensions: the picture is a shadow, and "
+               "neighbours in it may be far apart in the full space. The cosine neighbours "
+               "below are measured in all dimensions." + sampled_note(coords.shape[0])
+               + (f" The {left_out} special tokens (BOS, EOS, UNK, PAD) are left out: "
+                  "training never feeds them, so their rows only drift, together, far from "
+                  "the rest." if left_out else ""))
     neighbours(picked, prompt, pos, labels)
 
 

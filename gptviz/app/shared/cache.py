@@ -89,11 +89,18 @@ def activations(picked: Picked, ids: Sequence[int], names: Sequence[str]
 
 @per_model
 def _vocab_pca(ckpt: Checkpoint, k: int) -> tuple[np.ndarray, np.ndarray]:
-    return analysis.pca(ckpt.model.embed.weight, k)  # (|V|, k), (k,)
+    E = ckpt.model.embed.weight.detach().float().numpy()
+    rows = analysis.ordinary_rows(ckpt.tokenizer.special_tokens, E.shape[0])
+    coords, ratio = analysis.pca(E, k, fit_rows=rows)  # (|V|, k), (k,)
+    left_out = np.setdiff1d(np.arange(E.shape[0]), rows)
+    coords[left_out] = np.nan  # not drawn
+    return coords, ratio
 
 
 def vocab_pca(picked: Picked, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """PCA of the embedding matrix E: coordinates (|V|, k) and explained-variance ratios (k,)."""
+    """PCA of the embedding matrix E on its ordinary rows (``analysis.ordinary_rows``):
+    coordinates (|V|, k), NaN for the special tokens left out, and explained-variance
+    ratios (k,)."""
     return _vocab_pca(picked, int(k))
 
 

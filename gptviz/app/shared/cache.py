@@ -161,15 +161,3 @@ def untrained_twin(picked: Picked) -> GPT:
     so it is exactly the trainer's step 0 (shared, read-only)."""
     ckpt = picked.checkpoint
     return _twin(json.dumps(ckpt.config.to_dict(), sort_keys=True), training_seed(ckpt.card))
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def _twin_pca(config_json: str, seed: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    return analysis.pca(_twin(config_json, seed).embed.weight, k)
-
-
-def untrained_vocab_pca(picked: Picked, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """PCA of the untrained twin's embedding matrix: (|V|, k), (k,)."""
-    ckpt = picked.checkpoint
-    return _twin_pca(json.dumps(ckpt.config.to_dict(), sort_keys=True),
-                     training_seed(ckpt.card), int(k))

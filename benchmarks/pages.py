@@ -10,6 +10,9 @@ interleaved bare/page so both see the same machine load, and the first round onl
 warms the server's caches and is not counted. A page has settled when its script has
 finished, no skeleton is left, every plotly chart has drawn its SVG and the page has not
 changed for ``QUIET_MS``. The result is each page's median over the bare page's median.
+A second reference, served by the bare page's server, adds one two-point plotly chart:
+Streamlit fetches and evaluates plotly.js (4.6 MB) only for a page that draws a chart,
+so this is the floor of every page with a figure; the last column divides by it.
 
 It also times the Generation page's "Next token", click to settled, ``--clicks`` in a row
 in one session, beside a bare page's button click (``st.button`` and a rerun). Targets
@@ -50,7 +53,11 @@ st.write("hello")
 st.session_state.n = st.session_state.get("n", 0) + 1
 st.button("Again")
 st.caption(st.session_state.n)
+if "plotly" in st.query_params:  # the plotly.js floor: the bare page and one tiny chart
+    st.plotly_chart({"data": [{"type": "scatter", "x": [0, 1], "y": [0, 1]}]})
 """  # a click changes the page (the count), so its rerun can be seen
+PLOTLY_FLOOR = "bare page + one 2-point plotly chart (reference)"
+PLOTLY_PATH = "/?plotly=1"  # on the bare page's server
 WATCH = """() => {
     window.__gvRan = false;
     const app = document.querySelector('[data-testid="stApp"]');
@@ -157,7 +164,8 @@ def interleaved_loads(browser, bare: str, app: str, targets: dict[str, str | Cal
     times: dict[str, list[float]] = {name: [] for name in ["bare", *targets]}
     for rep in range(reps + 1):
         for name, path in targets.items():
-            pair = [("bare", bare + "/"), (name, app + (path() if callable(path) else path))]
+            server = bare if name == PLOTLY_FLOOR else app
+            pair = [("bare", bare + "/"), (name, server + (path() if callable(path) else path))]
             for label, url in pair if rep % 2 else pair[::-1]:
                 seconds = load(browser, url)
                 if rep:
@@ -173,7 +181,8 @@ def main() -> None:
     models = bundled_models()
     longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
     with bare_and_app() as (browser, bare, app):
-        times = interleaved_loads(browser, bare, app, pages(longest), args.reps)
+        targets = {PLOTLY_FLOOR: PLOTLY_PATH, **pages(longest)}
+        times = interleaved_loads(browser, bare, app, targets, args.reps)
         report_loads(times, "Pages", "page")
         gen = clicks(browser, f"{app}/generation?model={DEFAULT_MODEL}", "Next token",
                      args.clicks)
@@ -192,12 +201,15 @@ def report_loads(times: dict[str, list[float]], title: str, what: str,
     print(f"Bare one-line page (same run, loaded before or after each {what}): median "
           f"**{floor:.2f} s** of {len(times['bare'])} loads.\n")
     target = f" ≤ {target_s} s |" if target_s else ""
-    print(f"| {what} | median (s) | max (s) | × bare page |{target}\n"
-          f"|---|---|---|---|{'---|' if target_s else ''}")
+    plotly = statistics.median(times[PLOTLY_FLOOR]) if PLOTLY_FLOOR in times else None
+    extra = " × bare + plotly chart |" if plotly else ""
+    print(f"| {what} | median (s) | max (s) | × bare page |{extra}{target}\n"
+          f"|---|---|---|---|{'---|' * (bool(plotly) + bool(target_s))}")
     for name, ts in list(times.items())[1:]:
         med = statistics.median(ts)
         ok = f" {'yes' if med <= target_s else 'no'} |" if target_s else ""
-        print(f"| {name} | {med:.2f} | {max(ts):.2f} | {med / floor:.2f}× |{ok}")
+        over = f" {med / plotly:.2f}× |" if plotly else ""
+        print(f"| {name} | {med:.2f} | {max(ts):.2f} | {med / floor:.2f}× |{over}{ok}")
 
 
 def report_clicks(gen: list[float], floor_click: list[float]) -> None:

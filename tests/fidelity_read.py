@@ -152,6 +152,16 @@ class Checks:
         assert self.count >= at_least, f"{self.where}: only {self.count} numbers compared"
 
 
+def opened(at, *keys: str):
+    """Open the on-demand expanders ``keys`` (``widgets.on_demand``) and run the page again:
+    closed, they draw nothing."""
+    for key in keys:
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
 def table(at, *columns: str):
     """The first table with all of ``columns``."""
     found = [d.value for d in at.dataframe if set(columns) <= set(d.value.columns)]

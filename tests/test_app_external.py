@@ -97,8 +97,10 @@ def _embeddings(at) -> None:
 
 
 def _attention(at) -> None:
-    grid = next(f for f in figures(at) if len(f["data"]) == 144)  # 12 × 12 thumbnails
-    assert grid["data"][-1]["name"] == "L11 H11"
+    grid = next(f for f in figures(at) if "grid" in f["layout"].get("meta", {}))
+    tiling = grid["layout"]["meta"]["grid"]
+    assert (tiling["layers"], tiling["heads"]) == (12, 12)  # 144 thumbnails in one trace
+    assert [a["text"] for a in grid["layout"]["annotations"]][-1] == "L11 H11"
     assert "All 144 heads" in texts(at, "caption")
 
 

@@ -101,7 +101,7 @@ def test_block_layer_changes_the_flow_and_layernorm_is_standardised():
 
 def test_logit_lens_last_row_is_the_models_prediction():
     at = run_page("block", view="Residual stream and logit lens")
-    lens = at.dataframe[1].value
+    lens = next(d.value for d in at.dataframe if "read after" in d.value.columns)
     model = lens[lens["read after"] == lens["read after"].iloc[-1]]
     assert model["probability"].is_monotonic_decreasing
     assert lens["read after"].iloc[0] == "embeddings"

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import torch
 
+from gptviz.app.attention.figures import grid_tile
 from gptviz.app.learning.controls import split_encode
 from gptviz.checkpoints import bundled_models, checkpoint_to_zip, initial_model, load_checkpoint
 from gptviz.data import read_corpus
@@ -71,7 +72,8 @@ def test_the_slider_replays_the_bundled_snapshot_on_fixed_axes():
     with torch.no_grad():
         _, cache = snap.run_with_cache(window, names_filter=[act_name("pattern", 0)])
     grid = next(f for f in at.get("plotly_chart") if "L0 H0" in f.proto.spec)
-    z = z_of(json.loads(grid.proto.spec)["data"][0])
+    spec = json.loads(grid.proto.spec)
+    z = grid_tile(z_of(spec["data"][0]), spec["layout"]["meta"], 0, 0)
     np.testing.assert_allclose(z, cache[act_name("pattern", 0)][0, 0].numpy(), atol=1e-5)
     assert "Step 800**: a snapshot kept during training" in texts(at, "markdown")
 

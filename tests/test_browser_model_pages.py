@@ -94,3 +94,18 @@ def test_the_prompt_follows_the_student_from_page_to_page(page, app_url):
     wait_for_app(page)
     assert eventually(lambda: box.input_value() == "typed on generation")
     assert eventually(lambda: "prompt=typed+on+generation" in page.url)
+
+
+def test_a_table_is_drawn_when_its_expander_opens(page, app_url):
+    """Tables behind an expander cost a first visit nothing; opening one draws it."""
+    visit(page, f"{app_url}/attention?layer=1&head=2")
+    box = page.locator(".st-key-pattern_table")
+    assert box.get_by_test_id("stDataFrame").count() == 0  # closed: nothing mounted
+    box.get_by_text("This head's pattern as a table").click()
+    box.get_by_test_id("stDataFrame").wait_for(timeout=60_000)
+    settle(page)
+    check_no_exception(page, "attention / pattern table")
+    canvas = box.get_by_test_id("stDataFrame").locator("canvas").first  # the data grid
+    assert eventually(lambda: (canvas.bounding_box() or {}).get("height", 0) > 100)
+    assert box.get_by_role("button", name="Download CSV").is_visible()
+    screenshot(page, "model-attention-pattern-table")

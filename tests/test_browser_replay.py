@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from gptviz.app.attention.figures import grid_tile
 from gptviz.app.learning.controls import split_encode
 from gptviz.app.learning.replay import SAMPLE_PROMPT, SAMPLE_TOKENS
 from gptviz.checkpoints import bundled_models, initial_model, load_checkpoint, training_seed
@@ -38,7 +39,7 @@ MOVES = [0, 1000, 1500, 4000, 7000]  # from the final step: Home, then rightward
 FIGURE = """key => {
     const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
     return gd && JSON.parse(JSON.stringify({data: gd.data, title: gd.layout.title,
-                                            shapes: gd.layout.shapes}));
+                                            shapes: gd.layout.shapes, meta: gd.layout.meta}));
 }"""  # the figure as plotly holds it in the page (arrays still encoded)
 
 
@@ -89,10 +90,12 @@ def check_step(page, direct: Direct, step: int) -> None:
     pca = page.evaluate(FIGURE, "replay_pca")
     xy = np.stack([array_of(pca["data"][0]["x"]), array_of(pca["data"][0]["y"])], 1)
     np.testing.assert_allclose(xy, direct.points(step), atol=2e-4)
-    grid = page.evaluate(FIGURE, "replay_grid")["data"]
-    want = direct.patterns(step)
-    np.testing.assert_allclose(array_of(grid[0]["z"]), want[0, 0], atol=1e-5)  # L0 H0
-    np.testing.assert_allclose(array_of(grid[-1]["z"]), want[-1, -1], atol=1e-5)  # L1 H3
+    grid = page.evaluate(FIGURE, "replay_grid")
+    want, z, meta = direct.patterns(step), array_of(grid["data"][0]["z"]), grid["meta"]
+    np.testing.assert_allclose(grid_tile(z, meta, 0, 0), want[0, 0], atol=1e-5)  # L0 H0
+    n_layer, n_head = want.shape[:2]
+    np.testing.assert_allclose(grid_tile(z, meta, n_layer - 1, n_head - 1), want[-1, -1],
+                               atol=1e-5)  # the last layer's last head
     loss = page.evaluate(FIGURE, "replay_loss")
     assert [s["x0"] for s in loss["shapes"]] == [step]
     assert f"marker: step {step:,})" in loss["title"]["text"]

@@ -25,6 +25,7 @@ from tests.fidelity_read import (
     labels,
     latex_with,
     numbers,
+    opened,
     table,
     vectors,
 )
@@ -104,7 +105,7 @@ def sinusoidal(at, ckpt, ids, chk):
     angle = i / 10000 ** ((dim - dim % 2) / c.d_model)
     chk.shown("angle", re.search(r"\\(?:sin|cos)\(([-\d.]+)\)", tex).group(1), angle)
     chk.shown(f"p_{{{i},{dim}}}", numbers(tex)[-1], P[i, dim])
-    df = table(at, "position", "d0")
+    df = table(opened(at, "table-sinusoidal"), "position", "d0")
     chk.close("the PE table", df[dims(df)].to_numpy(), P[:, :len(dims(df))])
     drawn(at, chk, {"PE": P, "PE PEᵀ": P @ P.T})
     tex = latex_with(at, r"\cos\big(\omega_k")
@@ -120,7 +121,7 @@ def sinusoidal(at, ckpt, ids, chk):
 
 def learned(at, ckpt, ids, chk):
     P = positions_table(ckpt, weights(ckpt))
-    df = table(at, "position", "d0")
+    df = table(opened(at, "table-model"), "position", "d0")
     chk.close("this model's PE table", df[dims(df)].to_numpy(), P[:, :len(dims(df))])
     drawn(at, chk, {"P": P, "P Pᵀ": P @ P.T})
 

@@ -21,6 +21,7 @@ from tests.fidelity_read import (
     drawn,
     latex_with,
     numbers,
+    opened,
     table,
     worked_row,
 )
@@ -91,6 +92,7 @@ def overview(at, ckpt, ids, chk):
 def steps(at, ckpt, ids, chk):
     layer, head = chosen(at)
     g = forward(ckpt, ids).layers[layer]
+    opened(at, "step_tables")
     for k, name in enumerate("QKVZ"):
         if k:
             at.segmented_control(key="step_table").set_value(name)

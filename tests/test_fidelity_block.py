@@ -20,6 +20,7 @@ from tests.fidelity_read import (
     labels,
     latex_with,
     numbers,
+    opened,
     subsequence,
     table,
     underset_values,
@@ -166,7 +167,7 @@ def parameters(at, ckpt, ids, chk):
 def residual_and_lens(at, ckpt, ids, chk):
     f = forward(ckpt, ids)
     states = [f.x[0]] + [g[k][0] for g in f.layers for k in ("mid", "out")]  # (T, d) each
-    norms = table(at, "token", "embed")
+    norms = table(opened(at, "norms_table"), "token", "embed")
     chk.close("‖x_t‖ at every stage", norms.iloc[:, 1:].to_numpy(),
               torch.stack([s.norm(dim=1) for s in states], 1))
     W = weights(ckpt)

@@ -102,19 +102,32 @@ def test_attention_grid_is_all_layers_by_heads(run):
     model, cache = run
     patterns = M.all_patterns(cache, model.config.n_layer)
     fig = VA.attention_grid(patterns, TOKENS, selected=(1, 2))
-    assert len(fig.data) == 2 * 4
-    for trace in fig.data:
-        layer, head = (int(s[1:]) for s in trace.name.split())
-        np.testing.assert_array_equal(trace.z, patterns[layer, head])
+    assert len(fig.data) == 1  # one trace holds every head
+    trace, t = fig.data[0], len(TOKENS)
+    for layer in range(2):
+        for head in range(4):
+            tile = VA.grid_tile(trace.z, fig.layout.meta, layer, head)
+            np.testing.assert_array_equal(tile, patterns[layer, head])
+    g = fig.layout.meta["grid"]
+    assert np.isnan(trace.z[t:t + g["row_gap"]]).all()  # the gap between the two layers
+    assert np.isnan(trace.z[:, t:t + g["col_gap"]]).all()  # between heads 0 and 1
     assert [a.text for a in fig.layout.annotations][:2] == ["L0 H0", "L0 H1"]
-    assert fig.layout.shapes[0].xref == "x7 domain"  # layer 1, head 2 = subplot 7
-    assert fig.data[0].text[1, 0] == "·cat (1) → the (0)"
+    frame = fig.layout.shapes[-1]  # red, around layer 1, head 2
+    assert frame.line.color == "#d62728"
+    c0, r0 = 2 * (t + g["col_gap"]), t + g["row_gap"]
+    assert frame.x0 < c0 - 0.5 and frame.x1 > c0 + t - 0.5
+    assert frame.y0 == r0 - 0.5 and frame.y1 > r0 + t - 0.5  # the title above stays clear
+    # hover: the row label names layer and query, the column label head and key
+    assert trace.y[r0 + 1] == "L1, query ·cat (1)" and trace.x[c0] == "H2, key the (0)"
+    assert len(set(trace.x)) == len(trace.x) == trace.z.shape[1]  # no column merged
+    assert len(set(trace.y)) == len(trace.y) == trace.z.shape[0]
     _renders(fig)
 
 
-def test_big_attention_grid_builds_without_per_cell_text():
+def test_big_attention_grid_is_one_trace_with_labels_per_axis_not_per_cell():
     fig = VA.attention_grid(np.full((24, 2, 64, 64), 1 / 64, dtype=np.float32))
-    assert len(fig.data) == 48 and fig.data[0].text is None
+    assert len(fig.data) == 1 and fig.data[0].text is None
+    assert len(fig.data[0].x) == fig.data[0].z.shape[1] < 2 * 64 + 64
 
 
 def test_masking_comparison_panels():

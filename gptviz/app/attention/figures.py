@@ -3,15 +3,16 @@ the seeds' masking variants side by side, and head ablation's effect."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from gptviz.app.shared.heatmaps import as_float32, axis_labels, heatmap, matrix_panels
 
-MAX_GRID_HOVER_CELLS = 40_000  # token names on hover only for small grids (JSON size)
+TITLE_PX, GAP_PX = 16, 6  # the grid: room for a thumbnail's title above it, gap between heads
+GRID_WIDTH_PX = 900  # the width the grid is laid out for (the page column)
 # Which colour scale each step of a head gets, and its caption (the formula it shows).
 HEAD_STEPS = {
     "Q": ("signed", "Q = LN(X) W_Q"), "K": ("signed", "K = LN(X) W_K"),
@@ -61,51 +62,77 @@ def attention_grid(patterns, tokens: Sequence[str] | None = None,
                    titles: Sequence[str] | None = None) -> go.Figure:
     """All patterns (n_layer, n_head, T, T) as small multiples: layers down, heads across.
 
-    Thumbnails carry no tick labels; hover gives layer, head, query → key. The
-    ``selected`` (layer, head) gets a frame. ``titles`` (one per head, layer by layer)
-    replace the "L0 H0" ones.
+    One heatmap trace holds every head, tiled with blank gaps between them (one trace and
+    one pair of axes draw far faster than a subplot per head). Hover gives layer, head,
+    query → key from the axes' labels; thumbnails show no ticks. The ``selected``
+    (layer, head) gets a red frame. ``titles`` (one per head, layer by layer) replace the
+    "L0 H0" ones. ``layout.meta["grid"]`` records the tiling (``grid_tile`` reads it back).
 
-    >>> attention_grid(np.ones((2, 3, 4, 4)) / 4).layout.annotations[0].text
-    'L0 H0'
+    >>> fig = attention_grid(np.ones((2, 3, 4, 4)) / 4)
+    >>> fig.layout.annotations[0].text, grid_tile(fig.data[0].z, fig.layout.meta, 1, 2).shape
+    ('L0 H0', (4, 4))
     """
     p = as_float32(patterns)  # (L, H, T, T)
     n_layer, n_head, t = p.shape[0], p.shape[1], p.shape[-1]
     labels = axis_labels(tokens, t)
-    fig = make_subplots(rows=n_layer, cols=n_head,
-                        horizontal_spacing=min(0.01, 0.5 / max(n_head - 1, 1)),
-                        vertical_spacing=min(0.04, 0.5 / max(n_layer - 1, 1)),
-                        subplot_titles=list(titles) if titles is not None else
-                        [f"L{ly} H{h}" for ly in range(n_layer) for h in range(n_head)])
-    small = p.size <= MAX_GRID_HOVER_CELLS
-    pairs = _pair_text(labels) if small else None  # (T, T) "query → key" for the hover
+    row_gap = max(1, math.ceil(t * TITLE_PX / cell_px))  # rows of blank above a tile
+    col_gap = max(1, math.ceil(t * GAP_PX * n_head / GRID_WIDTH_PX))
+    z = np.full((n_layer * (t + row_gap) - row_gap, n_head * (t + col_gap) - col_gap),
+                np.nan, dtype=np.float32)  # (rows, cols): tiles and NaN gaps
     for ly in range(n_layer):
         for h in range(n_head):
-            where = "%{text}" if small else "query %{y} → key %{x}"
-            fig.add_trace(go.Heatmap(
-                z=p[ly, h], coloraxis="coloraxis", name=f"L{ly} H{h}", text=pairs,
-                hovertemplate=f"L{ly} H{h}<br>{where}<br>%{{z:.3f}}<extra></extra>"),
-                row=ly + 1, col=h + 1)
-    fig.update_xaxes(showticklabels=False, showgrid=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, autorange="reversed")
-    fig.update_annotations(font_size=10)
+            r, c = ly * (t + row_gap), h * (t + col_gap)
+            z[r:r + t, c:c + t] = p[ly, h]
+    x = _tile_labels(n_head, t, col_gap, lambda h, j: f"H{h}, key {labels[j]} ({j})")
+    y = _tile_labels(n_layer, t, row_gap, lambda ly, i: f"L{ly}, query {labels[i]} ({i})")
+    fig = go.Figure(go.Heatmap(
+        z=z, x=x, y=y, coloraxis="coloraxis", name="every head", hoverongaps=False,
+        hovertemplate="%{y}<br>%{x}<br>%{z:.3f}<extra></extra>"))
+    names = list(titles) if titles is not None else [
+        f"L{ly} H{h}" for ly in range(n_layer) for h in range(n_head)]
+    for n, name in enumerate(names):
+        ly, h = divmod(n, n_head)
+        r, c = ly * (t + row_gap), h * (t + col_gap)
+        fig.add_annotation(x=c + (t - 1) / 2, y=r - 0.5, text=name, showarrow=False,
+                           yanchor="bottom", font_size=10)
+        fig.add_shape(type="rect", x0=c - 0.5, x1=c + t - 0.5, y0=r - 0.5, y1=r + t - 0.5,
+                      line=dict(color="#c8c8c8", width=1))  # the thumbnail's edge
+    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False,
+                     autorange="reversed")
     fig.update_layout(coloraxis=dict(colorscale="Blues", cmin=0.0, cmax=1.0),
-                      height=max(160, cell_px * n_layer + 40), margin=dict(l=5, r=5, t=25, b=5))
+                      plot_bgcolor="rgba(0,0,0,0)",
+                      meta={"grid": {"layers": n_layer, "heads": n_head, "tokens": t,
+                                     "row_gap": row_gap, "col_gap": col_gap}},
+                      height=max(160, (cell_px + TITLE_PX) * n_layer + 15),
+                      margin=dict(l=5, r=5, t=10 + TITLE_PX, b=5))
     if selected is not None:
-        _frame(fig, *selected, n_head)
+        ly, h = selected
+        r, c, pad = ly * (t + row_gap), h * (t + col_gap), col_gap / 2
+        fig.add_shape(type="rect", x0=c - 0.5 - pad, x1=c + t - 0.5 + pad, y0=r - 0.5,
+                      y1=r + t - 0.5 + pad, line=dict(color="#d62728", width=3))
+        # (no room above the tile: its title sits there)
     return fig
 
 
-def _pair_text(labels: list[str]) -> np.ndarray:
-    t = len(labels)
-    return np.array([[f"{labels[i]} ({i}) → {labels[j]} ({j})" for j in range(t)]
-                     for i in range(t)], dtype=object)  # (T, T)
+def _tile_labels(n: int, t: int, gap: int, label) -> list[str]:
+    """Category labels along one axis of the grid: ``label(tile, position)`` for the cells,
+    "gap k" between tiles (every label distinct, so that plotly keeps each column)."""
+    out: list[str] = []
+    for k in range(n):
+        if k:
+            out += [f"gap {k}.{g}" for g in range(gap)]
+        out += [label(k, i) for i in range(t)]
+    return out
 
 
-def _frame(fig: go.Figure, layer: int, head: int, n_head: int) -> None:
-    n = layer * n_head + head + 1  # subplot number, row by row
-    suffix = "" if n == 1 else str(n)
-    fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain",
-                  x0=-0.02, x1=1.02, y0=-0.02, y1=1.02, line=dict(color="#d62728", width=3))
+def grid_tile(z, meta: Mapping, layer: int, head: int) -> np.ndarray:
+    """The (T, T) pattern of (``layer``, ``head``) in the tiled ``z`` of an
+    ``attention_grid`` figure whose ``layout.meta`` is ``meta``."""
+    g = meta["grid"]
+    t = g["tokens"]
+    r, c = layer * (t + g["row_gap"]), head * (t + g["col_gap"])
+    return np.asarray(z, dtype=np.float32)[r:r + t, c:c + t]
 
 
 def masking_comparison(simplified, renormalised, neg_inf, tokens: Sequence[str],

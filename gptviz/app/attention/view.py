@@ -15,7 +15,7 @@ from gptviz.app.shared.cache import ablation, activations, cached_figure, vocab_
 from gptviz.app.shared.heatmaps import thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download
+from gptviz.app.shared.widgets import chart, csv_download, on_demand
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name, attention_page_names
 
@@ -88,9 +88,10 @@ def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
                               steps["pattern"][query], c.d_head))
     st.latex(mp.z_row(query, labels, steps["pattern"][query]))
     df = pattern_table(steps["pattern"], labels)
-    with st.expander("This head's pattern as a table", icon=":material/table:"):
-        st.dataframe(df, width="stretch", height=260)
-        csv_download(df.reset_index(), f"pattern-L{layer}-H{head}.csv")
+    with on_demand("This head's pattern as a table", key="pattern_table") as shown:
+        if shown:
+            st.dataframe(df, width="stretch", height=260)
+            csv_download(df.reset_index(), f"pattern-L{layer}-H{head}.csv")
 
 
 def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
@@ -119,11 +120,13 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
                "may not see.")
     tables = {name: pd.DataFrame(steps[name], index=prompt.labels) for name in ("Q", "K", "V",
                                                                                 "Z")}
-    with st.expander("Q, K, V and Z as tables", icon=":material/table:"):
-        name = st.segmented_control("Matrix", list(tables), default="Q", required=True,
-                                    key="step_table")
-        st.dataframe(tables[name], width="stretch", height=240)
-        csv_download(tables[name].reset_index(names="token"), f"{name}-L{layer}-H{head}.csv")
+    with on_demand("Q, K, V and Z as tables", key="step_tables") as shown:
+        if shown:
+            name = st.segmented_control("Matrix", list(tables), default="Q", required=True,
+                                        key="step_table")
+            st.dataframe(tables[name], width="stretch", height=240)
+            csv_download(tables[name].reset_index(names="token"),
+                         f"{name}-L{layer}-H{head}.csv")
 
 
 def masks_and_check(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,

@@ -15,7 +15,7 @@ from gptviz.app.block.prediction import attribution_view, commitment_view
 from gptviz.app.shared.cache import activations, cached_figure, vocab_labels
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download
+from gptviz.app.shared.widgets import chart, csv_download, on_demand
 from gptviz.model.config import ACTIVATION_TEX, ACTIVATION_TEXT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name, block_page_names
@@ -145,9 +145,10 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
     st.plotly_chart(vb.residual_norms_figure(norms, stages, prompt.labels), width="stretch")
     df = pd.DataFrame(norms.T, columns=stages)
     df.insert(0, "token", prompt.labels)
-    with st.expander("Norms as a table", icon=":material/table:"):
-        st.dataframe(df, width="stretch", height=220)
-        csv_download(df, "residual-norms.csv")
+    with on_demand("Norms as a table", key="norms_table") as shown:
+        if shown:
+            st.dataframe(df, width="stretch", height=220)
+            csv_download(df, "residual-norms.csv")
     st.markdown("#### Logit lens")
     pos = position_input(prompt, "Read the guesses at token", key="lens_position")
     rows, ids, probs = analysis.logit_lens(model, cache, LENS_TOP, pos, include_input=True)

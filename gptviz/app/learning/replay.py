@@ -16,6 +16,7 @@ import torch
 
 from gptviz import replay
 from gptviz.app.attention.figures import attention_grid
+from gptviz.app.embeddings.figures import WEBGL_ABOVE
 from gptviz.app.shared.cache import per_model, vocab_labels
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart
@@ -95,7 +96,8 @@ def embedding_figure(coords: np.ndarray, labels: Sequence[str], shown: Sequence[
                      ratio: np.ndarray, step: int) -> go.Figure:
     """Every row of E as a grey point (trace 0), the ``shown`` ids labelled (trace 1), on
     fixed axis ``ranges``."""
-    fig = go.Figure(go.Scattergl(
+    cls = go.Scattergl if len(coords) > WEBGL_ABOVE else go.Scatter  # WebGL: big |V| only
+    fig = go.Figure(cls(
         x=coords[:, 0], y=coords[:, 1], mode="markers", name="all tokens",
         marker=dict(size=4, color="#bbbbbb"), text=list(labels),
         hovertemplate="%{text}<extra></extra>"))
@@ -138,6 +140,14 @@ def replay_view(picked: Picked, window: Window) -> None:
                 f"the seed's initialisation) and its end (step {final:,}) can be compared. "
                 "To replay a run, train a model on the **Training** page: runs trained there "
                 "keep snapshots.", icon=":material/history:")
+    _steps_view(picked, window, steps, evals, final)
+
+
+@st.fragment
+def _steps_view(picked: Picked, window: Window, steps: Sequence[int], evals: Sequence[dict],
+                final: int) -> None:
+    """The step slider and everything drawn at its step. A fragment: moving the slider
+    reruns this part only, not the page above it."""
     step = st.select_slider("Training step", steps, value=steps[-1], key="replay_step",
                             format_func=lambda s: f"{s:,}")
     where = ("the seed's initialisation, before any step" if step == 0 and final != 0 else

@@ -24,7 +24,7 @@ from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, step_section
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download
+from gptviz.app.shared.widgets import chart, csv_download, on_demand
 from gptviz.gradient_check import (
     CHECK_ENTRIES,
     copied_entries,
@@ -160,12 +160,13 @@ def backprop_section(picked: Picked, m: Microscope) -> None:
                        "block": pd.array([g.layer for g in m.groups], dtype="Int64"),
                        "component": comps, "parameters": sizes, "‖∂L/∂θ‖": m.norms,
                        "share of ‖g‖²": m.norms**2 / m.grad_sq})
-    with st.expander("Gradient norms as a table", icon=":material/table:"):
-        st.dataframe(df, hide_index=True, width="stretch", height=260, column_config={
-            "‖∂L/∂θ‖": st.column_config.NumberColumn(format="%.4e"),
-            "share of ‖g‖²": st.column_config.NumberColumn(format="percent"),
-            "parameters": st.column_config.NumberColumn(format="localized")})
-        csv_download(df, "gradient-norms.csv")
+    with on_demand("Gradient norms as a table", key="norms_table") as shown:
+        if shown:
+            st.dataframe(df, hide_index=True, width="stretch", height=260, column_config={
+                "‖∂L/∂θ‖": st.column_config.NumberColumn(format="%.4e"),
+                "share of ‖g‖²": st.column_config.NumberColumn(format="percent"),
+                "parameters": st.column_config.NumberColumn(format="localized")})
+            csv_download(df, "gradient-norms.csv")
     total = float(np.sqrt((m.norms**2).sum()))
     tied = picked.checkpoint.config.tie_embeddings
     st.caption(

@@ -15,7 +15,7 @@ from gptviz.app.shared.heatmaps import heatmap, matrix_panels, title_room
 from gptviz.app.shared.inputs import Prompt, example_prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import tex_text, vector
-from gptviz.app.shared.widgets import chart, csv_download
+from gptviz.app.shared.widgets import chart, csv_download, on_demand
 from gptviz.checkpoints import Checkpoint
 from gptviz.model.names import act_name
 
@@ -52,9 +52,10 @@ def rope_positions(picked: Picked) -> None:
                "the same angles: nothing here is learned.")
     df = pd.DataFrame(angles, columns=[f"m{m}" for m in range(angles.shape[1])])
     df.insert(0, "position", range(len(df)))
-    with st.expander("The angles p·θ_m as a table (radians)", icon=":material/table:"):
-        st.dataframe(df, hide_index=True, width="stretch", height=240)
-        csv_download(df, f"rope-angles-{picked.name}.csv", "Download the angles as CSV")
+    with on_demand("The angles p·θ_m as a table (radians)", key="angles_table") as shown:
+        if shown:
+            st.dataframe(df, hide_index=True, width="stretch", height=240)
+            csv_download(df, f"rope-angles-{picked.name}.csv", "Download the angles as CSV")
     relative_property(picked)
 
 

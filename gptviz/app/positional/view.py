@@ -16,7 +16,7 @@ from gptviz.app.shared.cache import activations, cached_figure
 from gptviz.app.shared.heatmaps import title_room
 from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import SHOWN_DIMS, chart, csv_download
+from gptviz.app.shared.widgets import SHOWN_DIMS, chart, csv_download, on_demand
 from gptviz.model.names import act_name, embedding_names
 
 
@@ -49,13 +49,15 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
         st.caption(formula)
     df = pd.DataFrame(P, columns=[f"d{k}" for k in range(d)])
     df.insert(0, "position", range(n))
-    with st.expander(f"{name} as a table", icon=":material/table:"):
-        st.dataframe(df.iloc[:, : 1 + SHOWN_DIMS], hide_index=True, width="stretch", height=240)
-        # Written when clicked: GPT-2's 1,024 × 768 table took 2 s to write at every rerun.
-        st.download_button(f"Download {name} as CSV",
-                           lambda: df.to_csv(index=False).encode("utf-8"),
-                           file_name=f"positions-{key}.csv", mime="text/csv",
-                           icon=":material/download:", key=f"csv-positions-{key}.csv")
+    with on_demand(f"{name} as a table", key=f"table-{key}") as shown:
+        if shown:
+            st.dataframe(df.iloc[:, : 1 + SHOWN_DIMS], hide_index=True, width="stretch",
+                         height=240)
+            # Written when clicked: GPT-2's 1,024 × 768 table took 2 s to write at every rerun.
+            st.download_button(f"Download {name} as CSV",
+                               lambda: df.to_csv(index=False).encode("utf-8"),
+                               file_name=f"positions-{key}.csv", mime="text/csv",
+                               icon=":material/download:", key=f"csv-positions-{key}.csv")
 
 
 def sinusoidal(picked: Picked) -> None:

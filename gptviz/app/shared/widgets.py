@@ -3,8 +3,9 @@ the tabs that hold a page's views."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pandas as pd
@@ -107,3 +108,16 @@ def view_tabs(views: Mapping[str, Callable[..., None]], inputs: Mapping[str, Any
         with tab:
             if not lazy or tab.open:
                 draw(**{name: inputs[name] for name in inspect.signature(draw).parameters})
+
+
+@contextlib.contextmanager
+def on_demand(label: str, key: str, icon: str = ":material/table:") -> Iterator[bool]:
+    """An expander whose content is drawn only while it is open; yields whether it is.
+
+    Closed, it costs the page nothing (a hidden table still mounts its data grid and
+    downloads the grid's code); opening it reruns the page with the content. Its state
+    lives in ``st.session_state[key]``.
+    """
+    box = st.expander(label, icon=icon, key=key, on_change="rerun")
+    with box:
+        yield bool(box.open)

@@ -16,6 +16,7 @@ from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
 from gptviz.app.shared.trainers import trainer_slots
+from gptviz.app.shared.widgets import on_demand
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
@@ -187,12 +188,14 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
                     f"continuing “{visible(job.prompt)}”:")
         st.code(job.prompt + last.text, language=None, wrap_lines=True)
         _bytes_note([x.text for x in snap.samples])
-        with st.expander(f"All {len(snap.samples)} samples"):
-            st.dataframe(pd.DataFrame({"step": [x.step for x in snap.samples],
-                                       "val loss": [round(x.val_loss, 3) for x in snap.samples],
-                                       "sample": [x.text.replace("\n", " ↵ ")
-                                                  for x in snap.samples]}),
-                         hide_index=True, width="stretch")
+        with on_demand(f"All {len(snap.samples)} samples", key="all_samples",
+                       icon=":material/notes:") as shown:
+            if shown:
+                st.dataframe(pd.DataFrame({
+                    "step": [x.step for x in snap.samples],
+                    "val loss": [round(x.val_loss, 3) for x in snap.samples],
+                    "sample": [x.text.replace("\n", " ↵ ") for x in snap.samples]}),
+                    hide_index=True, width="stretch")
 
 
 def _bytes_note(texts: list[str], container=st) -> None:

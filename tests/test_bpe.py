@@ -174,3 +174,29 @@ def test_gpt2_pattern_is_tiktokens():
     import tiktoken_ext.openai_public as public
 
     assert public.r50k_pat_str == GPT2_PATTERN
+
+
+def test_merges_are_one_array_read_back_as_a_read_only_mapping():
+    tok = ByteLevelBPE()
+    tok.train("abab abab abcabc", 256 + 3 + 4)
+    merges = tok.merges
+    assert len(tok._merges) == 3 * len(merges) == 9  # 12 bytes a merge, no tuples kept
+    assert merges == {m.pair: m.new_id for m in tok.trace}
+    with pytest.raises(TypeError):
+        merges[(1, 2)] = 300  # type: ignore[index]
+    again = ByteLevelBPE.from_dict(tok.to_dict())
+    assert again.merges == merges and again.encode("abcab abab") == tok.encode("abcab abab")
+    with pytest.raises(TokenizerError, match="beyond 2"):
+        ByteLevelBPE(merges=[(97, 98, 2**40)])
+
+
+def test_gpt2_from_its_ranks_holds_each_token_once(gpt2_ours):
+    """The vocab and the ranks point to the same bytes objects: one copy of GPT-2's tokens."""
+    assert all(gpt2_ours.vocab[rank] is token for token, rank in gpt2_ours.ranks.items())
+    assert len(gpt2_ours.vocab) == len(gpt2_ours.ranks) == 50_256
+
+
+def test_two_tokens_with_one_rank_are_refused():
+    ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256, b"ba": 256}
+    with pytest.raises(TokenizerError, match="same rank"):
+        ByteLevelBPE.from_ranks(ranks, "gpt2", {})

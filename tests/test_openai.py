@@ -237,3 +237,54 @@ def test_mergeable_ranks_are_those_of_the_file(o200k_plain, tmp_path):
     (tmp_path / "o200k.tiktoken").write_bytes(o200k_plain)
     ranks = TiktokenTokenizer(O200K).mergeable_ranks()
     assert ranks == read_ranks(tmp_path / "o200k.tiktoken") and len(ranks) == 199_998
+
+
+# ---- memory: encodings built when used, without a Python copy of their ranks ------------
+
+def test_checking_the_encodings_builds_none_of_them():
+    """The Tokenizers page offers every encoding whose file is here and sound: finding out
+    reads and hashes the files, and builds nothing (o200k alone holds ~45 MB)."""
+    oa.load_encoding.cache_clear()
+    try:
+        assert oa.encoding_problems() == {}
+        assert oa.available_encodings() == list(oa.OPENAI_ENCODINGS)
+        assert oa.load_encoding.cache_info().currsize == 0
+    finally:
+        oa.load_encoding.cache_clear()
+
+
+def test_a_lazy_tokenizer_builds_its_encoding_once_at_first_use():
+    import threading
+
+    oa.load_encoding.cache_clear()
+    try:
+        with pytest.raises(TokenizerError, match="unknown encoding"):
+            TiktokenTokenizer("p50k_edit", lazy=True)  # a wrong name is refused at once
+        lazy = [TiktokenTokenizer(O200K, lazy=True) for _ in range(2)]
+        assert not any(t.loaded for t in lazy) and oa.load_encoding.cache_info().currsize == 0
+        threads = [threading.Thread(target=t.load) for t in lazy]  # two sessions at once
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert all(t.loaded for t in lazy) and lazy[0].enc is lazy[1].enc
+        assert oa.load_encoding.cache_info().misses == 1  # built once
+        assert lazy[0].encode("hello world") == [24912, 2375]
+        assert lazy[1].vocab_size == TiktokenTokenizer(O200K).vocab_size == 200_019
+    finally:
+        oa.load_encoding.cache_clear()
+
+
+def test_a_loaded_encoding_keeps_no_python_copy_of_its_ranks():
+    """tiktoken keeps the dict it was built from, only to pickle the encoding; ours drops
+    it and reads it back from the Rust core: exactly the rank file, and the same pickle."""
+    import pickle
+
+    enc = oa.load_encoding("gpt2")
+    assert "_mergeable_ranks" not in vars(enc)
+    assert enc._mergeable_ranks == read_ranks(oa.GPT2_FILE)
+    assert TiktokenTokenizer("gpt2").mergeable_ranks() == read_ranks(oa.GPT2_FILE)
+    again = pickle.loads(pickle.dumps(enc))
+    for text in TEXTS.values():
+        assert again.encode(text, disallowed_special=()) == \
+            enc.encode(text, disallowed_special=())

@@ -3,22 +3,26 @@ bytes, so no text is ever unknown; merges are learned on regex-split chunks.
 
 The merges (pair -> new id, in the order learned) are the single source of
 truth; the vocabulary and the byte ranks used by ``encode`` are derived from
-them. Encoding merges, inside each chunk, the adjacent pair whose bytes have
-the lowest rank, which is exactly what tiktoken does: loaded with GPT-2's
-ranks, this class gives tiktoken's ids.
+them. They are stored as one array of ids (12 bytes a merge, not a dict of
+tuples: GPT-2 has 50,000), which ``merges`` reads back as a dict. Encoding
+merges, inside each chunk, the adjacent pair whose bytes have the lowest rank,
+which is exactly what tiktoken does: loaded with GPT-2's ranks, this class
+gives tiktoken's ids.
 """
 
 from __future__ import annotations
 
-import heapq
 import operator
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import regex
 
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
+from gptviz.tokenizers.bpe_heap import merge_heap
 from gptviz.tokenizers.bpe_train import PATTERNS, Merge, TrainLimits, check_pattern, learn_within
 from gptviz.tokenizers.byte_tokens import byte_token_infos
 from gptviz.tokenizers.ranks import read_ranks
@@ -55,26 +59,47 @@ class ByteLevelBPE(Tokenizer):
         self.byte_order = list(byte_order) if byte_order is not None else list(range(256))
         if sorted(self.byte_order) != list(range(256)):
             raise TokenizerError("byte_order must be a permutation of 0..255.")
-        self.merges: dict[tuple[int, int], int] = {(a, b): c for a, b, c in merges}
+        self.merges = {(a, b): c for a, b, c in merges}
         self._special_names = list(special_ids or specials)
         self._given_special_ids = dict(special_ids) if special_ids else None
         self.trace: list[Merge] = []
         self.trained_chars: int | None = None  # characters of the corpus training read
         self._rebuild()
 
-    def _rebuild(self) -> None:
-        """Derive vocab, ranks and special ids from the merges."""
-        self.vocab = {i: bytes([b]) for i, b in enumerate(self.byte_order)}
-        size = 0
-        for (a, b), c in self.merges.items():
-            if a not in self.vocab or b not in self.vocab:
-                raise TokenizerError(f"merge ({a}, {b}) -> {c} uses an id not defined before it.")
-            size += len(self.vocab[a]) + len(self.vocab[b])  # checked before it is allocated
-            if size > self.limits.token_bytes:
-                raise TokenizerError(f"the merges build over {self.limits.token_bytes:,} bytes of "
-                                     "tokens; a real vocabulary holds a few hundred thousand.")
-            self.vocab[c] = self.vocab[a] + self.vocab[b]
-        self.ranks = {tok: i for i, tok in self.vocab.items()}
+    @property
+    def merges(self) -> Mapping[tuple[int, int], int]:
+        """(left id, right id) -> new id, in the order learned: read back from the array at
+        each call, read-only (assign a new dict to change them)."""
+        m = self._merges
+        return MappingProxyType({(m[k], m[k + 1]): m[k + 2] for k in range(0, len(m), 3)})
+
+    @merges.setter
+    def merges(self, merges: Mapping[tuple[int, int], int]) -> None:
+        try:
+            self._merges = array("i", [x for (a, b), c in merges.items() for x in (a, b, c)])
+        except OverflowError:
+            raise TokenizerError("a merge uses an id beyond 2**31; no vocabulary is that "
+                                 "large.") from None
+
+    def _rebuild(self, ranks: dict[bytes, int] | None = None) -> None:
+        """Derive vocab, ranks and special ids from the merges; or, given the ``ranks`` the
+        merges were read from (``from_ranks``), the vocab from them, sharing their bytes."""
+        if ranks is not None:
+            self.ranks, self.vocab = ranks, {i: tok for tok, i in ranks.items()}
+        else:
+            self.vocab = {i: bytes([b]) for i, b in enumerate(self.byte_order)}
+            size, m = 0, self._merges
+            for a, b, c in zip(m[0::3], m[1::3], m[2::3], strict=True):
+                if a not in self.vocab or b not in self.vocab:
+                    raise TokenizerError(f"merge ({a}, {b}) -> {c} uses an id not defined "
+                                         "before it.")
+                size += len(self.vocab[a]) + len(self.vocab[b])  # checked before allocated
+                if size > self.limits.token_bytes:
+                    raise TokenizerError(f"the merges build over {self.limits.token_bytes:,} "
+                                         "bytes of tokens; a real vocabulary holds a few "
+                                         "hundred thousand.")
+                self.vocab[c] = self.vocab[a] + self.vocab[b]
+            self.ranks = {tok: i for i, tok in self.vocab.items()}
         self._byte_ids = [0] * 256
         for i, b in enumerate(self.byte_order):
             self._byte_ids[b] = i
@@ -157,7 +182,7 @@ class ByteLevelBPE(Tokenizer):
             return [whole]
         limit = float("inf") if max_rank is None else max_rank
         if len(chunk) > _LONG_CHUNK:
-            parts = _merge_heap(chunk, ranks, limit, steps)
+            parts = merge_heap(chunk, ranks, limit, steps)
         else:
             parts = [chunk[i:i + 1] for i in range(len(chunk))]
             while len(parts) > 1:
@@ -249,52 +274,22 @@ class ByteLevelBPE(Tokenizer):
     @classmethod
     def from_ranks(cls, ranks: dict[bytes, int], pattern: str,
                    special_ids: dict[str, int]) -> ByteLevelBPE:
+        """Recover the merges from a bytes -> rank table; the tokenizer keeps a copy of the
+        table (sharing its bytes) as its ranks, and its vocab points to the same bytes."""
         singles = sorted((r, t[0]) for t, r in ranks.items() if len(t) == 1)
         if [r for r, _ in singles] != list(range(256)):
             raise TokenizerError("the rank file must give the 256 single bytes ranks 0..255.")
+        if len(set(ranks.values())) != len(ranks):
+            raise TokenizerError("the rank file gives two tokens the same rank.")
         tok = cls(pattern=pattern, byte_order=[b for _, b in singles], special_ids=special_ids)
-        tok.ranks = dict(ranks)
-        merges = []
-        for token, rank in sorted(ranks.items(), key=lambda kv: kv[1])[256:]:
+        tok.ranks = ranks = dict(ranks)
+        merges = array("i")
+        for token in sorted(ranks, key=ranks.__getitem__)[256:]:
+            rank = ranks[token]
             parts = tok._merge(token, rank, [])  # BPE with only the earlier tokens
             if len(parts) != 2:
                 raise TokenizerError(f"rank {rank} is not the merge of two earlier tokens.")
-            merges.append((parts[0], parts[1], rank))
-        tok.merges = {(a, b): c for a, b, c in merges}
-        tok._rebuild()
+            merges.extend((parts[0], parts[1], rank))
+        tok._merges = merges
+        tok._rebuild(ranks)
         return tok
-
-
-def _merge_heap(chunk: bytes, ranks: dict[bytes, int], limit: float,
-                steps: list | None) -> list[bytes]:
-    """The same lowest-rank-first merging in O(n log n), for long chunks.
-    Ties go to the leftmost pair, as in the rescanning loop."""
-    parts = [chunk[i:i + 1] for i in range(len(chunk))]
-    nxt = list(range(1, len(parts))) + [-1]
-    prev = list(range(-1, len(parts) - 1))
-    heap = []
-
-    def push(i: int) -> None:
-        j = nxt[i]
-        if j != -1:
-            r = ranks.get(parts[i] + parts[j])
-            if r is not None and r < limit:
-                heapq.heappush(heap, (r, i, parts[i], parts[j]))
-
-    for i in range(len(parts) - 1):
-        push(i)
-    while heap:
-        r, i, left, right = heapq.heappop(heap)
-        j = nxt[i]
-        if parts[i] != left or j == -1 or parts[j] != right:
-            continue  # stale: a neighbour changed since this pair was pushed
-        if steps is not None:
-            steps.append((r, ranks[left], ranks[right]))
-        parts[i], parts[j] = left + right, b""
-        nxt[i] = nxt[j]
-        if nxt[j] != -1:
-            prev[nxt[j]] = i
-        push(i)
-        if prev[i] != -1:
-            push(prev[i])
-    return [p for p in parts if p]

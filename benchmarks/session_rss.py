@@ -1,0 +1,222 @@
+"""The memory of one server after one session has visited every page (issue 11: ≤ 400 MB).
+
+    python benchmarks/session_rss.py [--timeout 60] [--top 12] [--views] [--out rss.json]
+                                     [--pages "" learning]
+
+Starts ``streamlit run app.py`` (headless, loopback, a free port, the sources unwatched),
+reads its RSS idle, then has ONE session (a websocket session, ``streamlit_client.py``: what
+a browser tab sends, without a browser) open every page the navigation lists, in the
+sidebar's order, each in its default view, reading the RSS after each page and 5 s after
+the last. Beside it, in the same run, the floors: a bare one-line page on its own server
+after one visit (what Streamlit and Python cost), and ``python -c "import torch"`` alone.
+RSS is the server process and its children, split as ``/proc/PID/status`` splits it:
+RssAnon (the heap: Python objects, tensors, Rust and C++ allocations) and RssFile (mapped
+files: shared libraries and the like, shared with other processes, but still resident).
+
+``--views`` also opens, on the pages whose views are lazy tabs (``?view=``), every other
+view once, after the walk: the worst case of one session, not the issue's measure.
+``--top N`` lists the N largest file mappings of the server at the end
+(``/proc/PID/smaps``, by Rss), to see which libraries the walk brought in."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import streamlit_client as sc  # noqa: E402
+
+FIELDS = ("RssAnon", "RssFile", "RssShmem")
+BARE = 'import streamlit as st\n\nst.write("hello")\n'
+TORCH = "import torch; print(open('/proc/self/status').read())"
+
+
+def status_kb(text: str) -> dict[str, int]:
+    """The Rss fields of a ``/proc/PID/status`` text, in kB.
+
+    >>> status_kb("RssAnon:\\t  10 kB\\nRssFile:\\t 5 kB\\nRssShmem:\\t 0 kB\\n")
+    {'RssAnon': 10, 'RssFile': 5, 'RssShmem': 0}
+    """
+    return {f: int(m.group(1)) if (m := re.search(rf"{f}:\s+(\d+)", text)) else 0
+            for f in FIELDS}
+
+
+def family(pid: int) -> list[int]:
+    """``pid`` and its descendants."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):  # a process gone
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")")[-1].split()[1])
+    found, grew = {pid}, True
+    while grew:
+        more = {p for p, parent in parents.items() if parent in found} - found
+        found |= more
+        grew = bool(more)
+    return sorted(found)
+
+
+def rss(pid: int) -> dict[str, float]:
+    """RssAnon, RssFile (and RssShmem) of ``pid`` and its children, in MB, and their total."""
+    kb = dict.fromkeys(FIELDS, 0)
+    for p in family(pid):
+        with contextlib.suppress(OSError):
+            for f, v in status_kb(Path(f"/proc/{p}/status").read_text()).items():
+                kb[f] += v
+    mb = {f: v / 1024 for f, v in kb.items()}
+    return {**mb, "total": sum(mb.values())}
+
+
+def top_mappings(pid: int, n: int) -> list[tuple[str, float]]:
+    """The ``n`` files mapped by ``pid`` with the most resident memory (MB), and the
+    anonymous memory as one line."""
+    by_file: dict[str, float] = {}
+    name = "[anonymous]"
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+            head = line.split()
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                path = head[5] if len(head) > 5 else ""
+                name = path or "[anonymous]"
+            elif head[0] == "Rss:":
+                by_file[name] = by_file.get(name, 0.0) + int(head[1]) / 1024
+    return sorted(by_file.items(), key=lambda kv: -kv[1])[:n]
+
+
+async def walk(server: sc.Server, timeout_s: float, views: bool,
+               pages: list[str] | None = None) -> list[tuple[str, dict, str]]:
+    """One session: every page of the navigation in its default view (then, with ``views``,
+    every other lazy view, each in a session of its own, as a link ``?view=`` would open
+    it); the server's RSS after each, with what went wrong."""
+    s, rows = sc.ProtocolSession(server.ws, timeout_s), []
+    await s.connect()
+    try:
+        first = await s.open("")
+        order = list(s.pages) if pages is None else pages  # default: the navigation's order
+        for page in order:
+            run = first if page == "" else await s.open(page)
+            rows.append((page or "(home)", rss(server.proc.pid), problems(run)))
+    finally:
+        await s.close()
+    for page in order if views else ():
+        for label in lazy_views(page)[1:]:
+            other = sc.ProtocolSession(server.ws, timeout_s)
+            await other.connect()
+            try:
+                run = await other.open(page, urlencode({"view": label}))
+            finally:
+                await other.close()
+            rows.append((f"{page}, view {label}", rss(server.proc.pid), problems(run)))
+    return rows
+
+
+def problems(run: sc.Run) -> str:
+    return run.status if run.status != "ok" else "; ".join(run.exceptions)[:80]
+
+
+def lazy_views(page: str) -> list[str]:
+    """The view labels of a page whose views are lazy tabs (``view_tabs`` without
+    ``lazy=False``), read from the sources (the ``VIEWS`` dict of its view module) without
+    importing them; [] for the others."""
+    source = ROOT / "app_pages" / f"{page}.py"
+    text = source.read_text() if page and source.is_file() else ""
+    module = re.search(r"^from gptviz\.app\.(\w+) import view as (\w+)", text, re.M)
+    if not module or not re.search(rf"view_tabs\({module[2]}\.VIEWS", text) \
+            or "lazy=False" in text:
+        return []
+    tree = ast.parse((ROOT / "gptviz" / "app" / module[1] / "view.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "VIEWS"
+                                                for t in node.targets):
+            return [k.value for k in node.value.keys]
+    return []
+
+
+def torch_alone() -> dict[str, float]:
+    """RssAnon/RssFile of ``python -c "import torch"`` (read by the process itself)."""
+    out = subprocess.run([sys.executable, "-c", TORCH], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout
+    mb = {f: v / 1024 for f, v in status_kb(out).items()}
+    return {**mb, "total": sum(mb.values())}
+
+
+def measure(args) -> dict:
+    os.environ.setdefault("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")
+    start = time.monotonic()
+    rows = [("python -c 'import torch'", torch_alone(), "")]
+    bare = sc.Server(BARE)
+    try:
+        time.sleep(2)
+        rows.append(("bare page server, idle", rss(bare.proc.pid), ""))
+        run = asyncio.run(_one_visit(bare.ws, args.timeout))
+        rows.append(("bare page server, after one visit", rss(bare.proc.pid), run))
+    finally:
+        bare.stop()
+    server = sc.Server()
+    top = []
+    try:
+        time.sleep(2)
+        rows.append(("app server, idle", rss(server.proc.pid), ""))
+        rows += [(f"app: {p}", m, w) for p, m, w in asyncio.run(
+            walk(server, args.timeout, args.views, args.pages))]
+        time.sleep(5)
+        rows.append(("app server, 5 s after the walk", rss(server.proc.pid), ""))
+        top = top_mappings(server.proc.pid, args.top) if args.top else []
+    finally:
+        server.stop()
+    return {"rows": rows, "top": top, "wall_s": time.monotonic() - start}
+
+
+async def _one_visit(ws: str, timeout_s: float) -> str:
+    s = sc.ProtocolSession(ws, timeout_s)
+    await s.connect()
+    try:
+        run = await s.open("")
+        return "" if run.status == "ok" else run.status
+    finally:
+        await s.close()
+
+
+def table(result: dict) -> str:
+    lines = ["| process, moment | RSS (MB) | RssAnon | RssFile | problems |",
+             "|---|---|---|---|---|"]
+    for label, m, wrong in result["rows"]:
+        lines.append(f"| {label} | {m['total']:.0f} | {m['RssAnon']:.0f} | "
+                     f"{m['RssFile']:.0f} | {wrong or ''} |")
+    if result["top"]:
+        lines += ["", "| largest mappings of the app server at the end | RSS (MB) |", "|---|---|"]
+        lines += [f"| {Path(name).name if name.startswith('/') else name} | {mb:.1f} |"
+                  for name, mb in result["top"]]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--timeout", type=float, default=60, help="seconds per script run")
+    p.add_argument("--top", type=int, default=0, help="list the N largest file mappings")
+    p.add_argument("--views", action="store_true", help="also open every lazy view")
+    p.add_argument("--pages", nargs="+", help="only these pages (URL paths, '' for Home), "
+                   "in this order: to see what one page costs")
+    p.add_argument("--out", type=Path, help="also write the figures to this JSON file")
+    args = p.parse_args()
+    result = measure(args)
+    print(f"\n# One session, every page: {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}, {result['wall_s']:.0f} s\n")
+    print(table(result))
+    if args.out:
+        args.out.write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

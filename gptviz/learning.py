@@ -20,12 +20,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.func import functional_call, jvp
 
+from gptviz.curvature import curvature, dot64
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
-
-CHUNK = 1 << 20  # entries summed in float64 at a time (E of GPT-2 in float64 is 300 MB)
 
 
 class LearningError(ValueError):
@@ -127,12 +125,6 @@ def group_norms(grads: dict[str, Tensor], groups: Sequence[Group]) -> np.ndarray
     """‖∂L/∂θ‖ of each group (float64): the square root of its parts' summed squares."""
     return np.array([math.sqrt(sum(dot64(part := group_part(grads, n, r), part)
                                    for n, r in g.parts)) for g in groups])
-
-
-def dot64(a: Tensor, b: Tensor) -> float:
-    """Σ a_i b_i in float64, ``CHUNK`` entries at a time: dot64(t, t) is ‖t‖²."""
-    pairs = zip(a.reshape(-1).split(CHUNK), b.reshape(-1).split(CHUNK), strict=True)
-    return math.fsum(float(torch.dot(x.double(), y.double())) for x, y in pairs)
 
 
 @dataclass(frozen=True)
@@ -256,23 +248,10 @@ def microscope(model: GPT, window: Window, position: int, etas: Sequence[float]
         dz=dz[position].double().numpy(), groups=tuple(groups),
         norms=group_norms(dict(zip(names, g, strict=True)), groups),
         grad_sq=math.fsum(dot64(gi, gi) for gi in g),
-        curvature=curvature(twin, dict(zip(names, g, strict=True)), window, position),
+        curvature=curvature(twin, dict(zip(names, g, strict=True)), window.x[:position + 1],
+                            window.y[position]),
         rest_loss=_rest(losses, position),
         steps=tuple(sgd_steps(twin, window, position, g, etas)))
-
-
-def curvature(twin: GPT, g: dict[str, Tensor], window: Window, position: int) -> float:
-    """gᵀHg = d²/dη² L(θ + η g) at η = 0: forward-mode differentiation along g, twice
-    (a ``jvp`` of a ``jvp``), over x_0 … x_t. No Hessian-vector product H g is held."""
-    x, y = torch.tensor([window.x[:position + 1]]), torch.tensor(window.y[position])
-
-    def loss(params: dict[str, Tensor]) -> Tensor:
-        with hooks(twin, []):
-            z = functional_call(twin, params, (x,))[0, -1]  # (|V|,) at t
-        return F.cross_entropy(z.to(torch.float64), y)
-
-    theta = {n: p.detach() for n, p in twin.named_parameters()}
-    return float(jvp(lambda ps: jvp(loss, (ps,), (g,))[1], (theta,), (g,))[1])
 
 
 @torch.no_grad()

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import copy
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from gptviz import curvature as curvature_module
 from gptviz import gradient_check as gc
 from gptviz.app.learning.controls import median_position
 from gptviz.checkpoints import bundled_models, freeze, load_checkpoint
@@ -245,3 +249,22 @@ def test_the_check_takes_a_few_groups_and_refuses_one_too_big_to_copy(monkeypatc
                                             "the 100 a check may take"):
         gradient_check(model, window, 3, ["LN_f", "E"])
     assert max(r.rel_error for r in gradient_check(model, window, 3, ["LN_f"])) < 1e-5
+
+
+def test_both_ways_to_g_h_g_agree_and_the_small_way_never_imports_dynamo(monkeypatch):
+    """Back-propagating twice (models up to FORWARD_ABOVE) and forward mode twice (bigger
+    ones) give the same gᵀHg; in a fresh process the first never imports torch._dynamo,
+    which a nested jvp does (~70 MB for the server's lifetime)."""
+    model = tiny_gpt(10, n_layer=2).double()
+    window = take_window(IDS, 0, 8)
+    small = microscope(model, window, 6, ()).curvature
+    monkeypatch.setattr(curvature_module, "FORWARD_ABOVE", 0)
+    assert microscope(model, window, 6, ()).curvature == pytest.approx(small, rel=1e-9)
+    code = ("import sys; from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, "
+            "load_checkpoint; from gptviz.learning import microscope, take_window; "
+            "c = load_checkpoint(bundled_models()[DEFAULT_MODEL]); "
+            "microscope(c.model, take_window(list(range(100)), 0, 16), 5, (1e-3,)); "
+            "print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "False"

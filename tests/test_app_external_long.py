@@ -108,7 +108,9 @@ def test_a_big_model_gets_short_windows_and_a_short_gradient_check(ckpt, monkeyp
 
 def test_the_positional_table_is_written_only_when_asked(ckpt):
     at = _page("positional", view="This model's positions")
-    button = at.download_button(key="csv-positions-model.csv")
+    assert not at.get("download_button")  # the table's expander is closed: nothing drawn
+    at.session_state["table-model"] = True
+    button = rerun(at).download_button(key="csv-positions-model.csv")
     assert button.proto.deferred_file_id and not button.proto.url
 
 

@@ -62,9 +62,9 @@ def sync(hist: History, picked: Picked) -> None:
                        f"the page's link, which keeps up to {LINK_CHARS:,} characters of it: "
                        "the link opens on the prompt alone.")
             text = at = None
-    for key, value in ((BRANCHES, text), (AT, at)):
-        if value is None:
-            if key in st.query_params:
-                del st.query_params[key]
-        elif st.query_params.get(key) != value:
-            st.query_params[key] = value
+    want = {BRANCHES: text, AT: at}
+    changed = {k: v for k, v in want.items() if v is not None and st.query_params.get(k) != v}
+    if changed:  # one message to the browser for both (``st.query_params[k] = v`` sends one each)
+        st.query_params.update(changed)
+    for key in [k for k, v in want.items() if v is None and k in st.query_params]:
+        del st.query_params[key]

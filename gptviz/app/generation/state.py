@@ -30,13 +30,14 @@ from torch import Tensor
 
 from gptviz import generate as gen
 from gptviz.app.generation.turn import N_TOP, Turn
+from gptviz.app.shared.threads import one_thread
 from gptviz.beam import next_logits
 from gptviz.generate import Sampling
 from gptviz.model import GPT
 
 MAX_TOKENS = 1000  # generated tokens in one text
 MAX_NODES = 2000  # tokens in the whole tree of branches
-RECENT = 4  # recomputed steps' logits a History keeps (|V| floats each)
+RECENT = 4  # steps' logits a History keeps, drawn or recomputed (|V| floats each)
 Path = tuple[int, ...]  # a node of the tree: the ids chosen after the prompt, in order
 
 
@@ -59,6 +60,7 @@ class History:
     nodes: dict[Path, Turn] = field(default_factory=dict)  # the tree: every token kept
     model: GPT | None = field(default=None, repr=False, compare=False)  # set by ``preview``
     recent: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)
+    ahead: tuple | None = field(default=None, repr=False, compare=False)  # see ``preview``
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @property
@@ -83,6 +85,7 @@ class History:
                                  "go on.")
             s = self.preview(model, sampling)
             turn = Turn.of(s.logits, s.chosen, sampling, s.cropped)
+            self._keep(tuple(self.ids), s.logits)  # its replay needs no forward pass
             self.turns.append(turn)
             self.nodes[self.path] = turn
             return turn
@@ -229,12 +232,16 @@ class History:
             return hit
         if model is None:
             raise ValueError("no model to recompute the step with: take a step first.")
-        y = next_logits(model, ids)  # (|V|,)
+        with one_thread(model):
+            y = next_logits(model, ids)  # (|V|,)
+        self._keep(ids, y)
+        return y
+
+    def _keep(self, ids: tuple[int, ...], y: Tensor) -> None:
         with self.lock:
             self.recent[ids] = y
             while len(self.recent) > RECENT:
                 self.recent.popitem(last=False)
-        return y
 
     def step(self, i: int, n_ctx: int, model: GPT | None = None) -> gen.Step:
         """Turn i as a ``generate.Step``: its context window, P_T, top candidates, choice
@@ -250,11 +257,17 @@ class History:
                         turn.entropy)
 
     def preview(self, model: GPT, sampling: Sampling) -> gen.Step:
-        """The step "Next token" would take now (same seed, so the same choice)."""
-        self.model = model
-        return gen.step(model, self.ids, sampling.temperature, sampling.top_k, sampling.top_p,
-                        sampling.generator(len(self.turns)), n_top=N_TOP,
-                        min_p=sampling.min_p)
+        """The step "Next token" would take now (same seed, so the same choice). The last
+        one is kept: the page shows it, then the click that takes it reuses it."""
+        self.model, ids = model, tuple(self.ids)
+        if (hit := self.ahead) is not None and hit[:3] == (model, ids, sampling):
+            return hit[3]
+        with one_thread(model):
+            s = gen.step(model, ids, sampling.temperature, sampling.top_k, sampling.top_p,
+                         sampling.generator(len(self.turns)), n_top=N_TOP,
+                         min_p=sampling.min_p)
+        self.ahead = (model, ids, sampling, s)
+        return s
 
 
 @dataclass(frozen=True)

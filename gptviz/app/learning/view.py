@@ -6,15 +6,13 @@ other sessions see never changes; their results are cached per (model, window, p
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
 from gptviz import learning
 from gptviz.app.learning import figures as fg
@@ -24,6 +22,7 @@ from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, step_section
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.threads import one_thread
 from gptviz.app.shared.widgets import chart, csv_download, on_demand
 from gptviz.gradient_check import (
     CHECK_ENTRIES,
@@ -50,24 +49,11 @@ def _private(what: str, model_key: str, args: tuple, _compute: Callable[[], Any]
     return _compute()
 
 
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """One intra-op torch thread for this script's thread (OpenMP's setting is per thread).
-    These are hundreds of small ops: two threads gain little on a quiet machine, and on a
-    busy one each op waits for its slower half (~10x slower on our 2 shared cores)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def cached(picked: Picked, what: str, args: tuple, compute: Callable[[], Any]) -> Any:
     """``compute()`` once per (model, what, args): for everyone when the model is bundled,
     for this session alone when it was trained or uploaded here."""
     store = _shared if picked.bundled else _private
-    with one_thread():
+    with one_thread(picked.checkpoint.model):
         return store(what, picked.cache_key, args, compute)
 
 

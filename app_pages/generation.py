@@ -5,10 +5,12 @@ import streamlit as st
 from gptviz.app.generation import controls as ui
 from gptviz.app.generation import link
 from gptviz.app.generation import view as views
+from gptviz.app.generation.controls import PromptTokens
 from gptviz.app.shared.inputs import prompt_input
 from gptviz.app.shared.notes import index_note
-from gptviz.app.shared.picker import describe, model_picker
+from gptviz.app.shared.picker import Picked, describe, model_picker
 from gptviz.app.shared.widgets import view_tabs
+from gptviz.generate import Sampling
 
 st.title("Generation")
 st.markdown(
@@ -28,18 +30,36 @@ prompt = ui.prompt_tokens(ckpt, prompt_input(ckpt))
 if prompt is None:
     st.stop()
 sampling = ui.sampling_controls(ckpt.config.vocab_size)
-hist = ui.history(picked, prompt, sampling)
-ui.buttons(hist, ckpt.model, sampling)
 
-text_box = st.empty()
-if hist.pending:
-    ui.stream(hist, ckpt.model, sampling, text_box, ckpt.tokenizer)
-text_box.html(ui.text_html(hist, prompt, ckpt.tokenizer, ckpt.config.context_length))
-if len(hist.ids) > ckpt.config.context_length:
-    st.caption(f"✂ The text has {len(hist.ids):,} tokens; the model reads only the last "
-               f"N = {ckpt.config.context_length} (its context window). The struck-through "
-               "tokens before ✂ are cut, exactly as generation crops its input.")
 
-view = views.viewed(hist, picked, sampling)
-view_tabs(views.VIEWS, dict(v=view, hist=hist, picked=picked, sampling=sampling))
-link.sync(hist, picked)  # the tree of branches and the current text, in the page's link
+def generating(picked: Picked, prompt: PromptTokens, sampling: Sampling,
+               streaming: bool = True) -> None:
+    """The buttons, the text and the views of one step: everything a click changes."""
+    ckpt = picked.checkpoint
+    hist = ui.history(picked, prompt, sampling)
+    ui.buttons(hist, ckpt.model, sampling)
+    if hist.pending and not streaming:
+        st.rerun()  # a planned Generate n runs in a whole-page run (see below)
+
+    text_box = st.empty()
+    if hist.pending:
+        ui.stream(hist, ckpt.model, sampling, text_box, ckpt.tokenizer)
+    text_box.html(ui.text_html(hist, prompt, ckpt.tokenizer, ckpt.config.context_length))
+    if len(hist.ids) > ckpt.config.context_length:
+        st.caption(f"✂ The text has {len(hist.ids):,} tokens; the model reads only the last "
+                   f"N = {ckpt.config.context_length} (its context window). The struck-through "
+                   "tokens before ✂ are cut, exactly as generation crops its input.")
+
+    view = views.viewed(hist, picked, sampling)
+    view_tabs(views.VIEWS, dict(v=view, hist=hist, picked=picked, sampling=sampling))
+    link.sync(hist, picked)  # the tree of branches and the current text, in the page's link
+
+
+# A click reruns only the fragment: the text above, the prompt and the sampling controls stay
+# drawn. A Generate n streams in a whole-page run instead, because a click inside a fragment
+# waits for the fragment's run to end (Streamlit does not interrupt it), and Stop must
+# interrupt the stream at once.
+if ui.history(picked, prompt, sampling).pending:
+    generating(picked, prompt, sampling)
+else:
+    st.fragment(generating)(picked, prompt, sampling, streaming=False)

@@ -63,6 +63,8 @@ class Run:
     page: str
     seconds: float = 0.0
     elements: dict[tuple[int, ...], tuple[str, object]] = field(default_factory=dict)
+    fragments: dict[tuple[int, ...], str] = field(default_factory=dict)  # path -> fragment id
+    kept: dict[tuple[int, ...], tuple[str, object]] = field(default_factory=dict)  # not rerun
     status: str = "running"  # "ok", "compile error", "timeout", "page not found", "closed"
 
     def texts(self, kind: str) -> list[str]:
@@ -140,7 +142,7 @@ class ProtocolSession:
                     clicks = max(int(old.get("clicks", 0)), int(data.get("seen", 0))) + 1
                     self.widgets[element.id] = WidgetState(
                         id=element.id, json_value=json.dumps({"clicks": clicks}))
-                    return await self._rerun()
+                    return await self._rerun(run, self._fragment_of(run, element))
         raise LookupError(f"no {component} labelled {label!r} on page {run.page!r}")
 
     def text_value(self, run: Run, key: str) -> str | None:
@@ -156,15 +158,30 @@ class ProtocolSession:
         self.widgets[box.id] = WidgetState(id=box.id, string_value=text)
         return await self._rerun()
 
-    async def _rerun(self) -> Run:
+    @staticmethod
+    def _fragment_of(run: Run, element: object) -> str:
+        """The fragment that drew ``element`` in ``run`` ("" if none): a browser reruns
+        only that fragment when one of its widgets changes, and so does this session."""
+        return next((run.fragments.get(path, "") for path, (_, e) in run.elements.items()
+                     if e is element), "")
+
+    async def _rerun(self, last: Run | None = None, fragment: str = "") -> Run:
+        """Rerun the page, or only ``fragment`` of ``last`` (what stays drawn outside it is
+        carried over, as the browser keeps it)."""
         msg = BackMsg()
         state = msg.rerun_script
+        state.fragment_id = fragment
         state.query_string = self.query
         state.page_name = self.page
         state.page_script_hash = self.pages.get(self.page, "")
         state.widget_states.widgets.extend(self.widgets.values())
         state.cached_message_hashes.extend(self.cache)
         run = Run(self.page)
+        if fragment and last is not None:
+            run.kept = {path: drawn for path, drawn in last.elements.items()
+                        if last.fragments.get(path) != fragment}
+            run.fragments = {path: f for path, f in last.fragments.items() if f != fragment}
+            run.elements = dict(run.kept)
         start = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
         try:
@@ -188,14 +205,17 @@ class ProtocolSession:
                 self.cache[msg.hash] = msg
             kind = msg.WhichOneof("type")
             if kind == "new_session":
-                run.elements.clear()  # a rerun started over (fast rerun, st.rerun)
+                run.elements = dict(run.kept)  # a rerun started over (fast rerun, st.rerun)
             elif kind == "navigation":
                 self.pages = {p.url_pathname: p.page_script_hash
                               for p in msg.navigation.app_pages}
             elif kind == "page_not_found":
                 run.status = "page not found"
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                self._element(run, tuple(msg.metadata.delta_path), msg.delta.new_element)
+                path = tuple(msg.metadata.delta_path)
+                self._element(run, path, msg.delta.new_element)
+                if msg.delta.fragment_id:
+                    run.fragments[path] = msg.delta.fragment_id
             elif kind == "script_finished" and msg.script_finished != EARLY:
                 if run.status == "running":
                     run.status = ("compile error" if msg.script_finished ==

@@ -64,7 +64,10 @@ def test_page_shows_the_step_before_any_click():
     assert "The next step" in messages(at)
     assert any(r"\sigma\!\Big(\frac{y_N}{T}\Big)_i" in x.value for x in at.latex)
     assert any(r"\mapsto \begin{cases}" in x.value for x in at.latex)  # the seeds' display
-    assert len(at.get("plotly_chart")) == 1 and new_chips(at) == 0
+    assert new_chips(at) == 0
+    assert not at.get("plotly_chart")  # the top-k bars are HTML: no chart library to load
+    bars = [h.value for h in at.get("html") if "gv-topk" in h.value]
+    assert len(bars) == 1 and bars[0].count('class="gv-topk-row" data-id=') == 10
     assert at.button(key="gen_undo").disabled and at.button(key="gen_reset").disabled
 
 

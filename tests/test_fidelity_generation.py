@@ -64,6 +64,8 @@ def bar_drawn(at, chk, what: str, want) -> None:
     want = np.asarray(want, dtype=np.float64)
     values = [array_of(t[axis]) for f in figures(at) for t in f["data"] if t["type"] == "bar"
               for axis in ("x", "y") if axis in t and not isinstance(t[axis], str)]
+    values += [np.array([float(x) for x in re.findall(r'data-p="([^"]+)"', h.value)])
+               for h in at.get("html") if "gv-topk" in h.value]  # bars drawn as HTML
     chk.count += 1
     if not any(v.dtype.kind in "fiu" and len(v) >= len(want) and np.allclose(
             v[:len(want)], want, atol=1e-5, rtol=1e-4) for v in values):

@@ -10,6 +10,7 @@ import torch
 
 from gptviz import generate as gen
 from gptviz.app.attention.formulas import attention_row
+from gptviz.app.generation import bars
 from gptviz.app.generation import figures as figs
 from gptviz.app.generation import formulas as tex
 from gptviz.app.generation.beams import beam_view
@@ -72,10 +73,10 @@ def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> N
     left, right = st.columns([1, 1.3])
     k = min(10, int((step.probs > 0).sum()))
     sym = symbol(step, v.sampling)
-    left.plotly_chart(figs.topk_bars(labels, step.probs, step.chosen if v.taken else None,
-                                     step.logits, k=max(k, 1),
-                                     title=f"top {k} of {sym} (of |V| = {len(labels):,})"),
-                      width="stretch", key="gen_topk")
+    chosen_id = step.chosen if v.taken else None
+    left.html(bars.topk_html(bars.candidates(labels, step.probs, chosen_id, step.logits,
+                                             k=max(k, 1)), chosen_id,
+                             title=f"top {k} of {sym} (of |V| = {len(labels):,})"))
     with right:
         s, best = v.sampling, int(step.probs.argmax())
         kept = int((step.probs > 0).sum())

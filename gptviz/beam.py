@@ -20,14 +20,15 @@ The k beams run as one batch, one forward pass per step, over a KV cache whose r
 follow the beams that survive (``KVCache.kv`` re-indexed by each beam's parent). The
 context window is handled as ``generate.generate`` handles it, so width 1 reproduces it.
 
-Nothing here holds a |V|-sized array per position: a pass over many positions is fed to the
-cache in pieces whose logits fit ``LOGIT_BYTES`` (GPT-2's logits for one 1,024-token window
-alone take 206 MB), and the cache holds only the positions the search can reach. When k
-rows of that cache would pass ``KV_BYTES`` (GPT-2 small: 74 kB a position, so 8 beams of a
-1,000-token text take 600 MB; 3 beams fit a whole window, 8 about 440 positions), the beams
-share one row and each step runs every beam's window through it in turn: k passes over the
-text instead of k new positions, the price of fitting a server a class shares (a RoPE
-model keeps its k rolling rows).
+Nothing here holds a |V|-sized array per position (GPT-2's logits for one 1,024-token window
+alone take 206 MB): a pass that needs only y_N unembeds only the last position
+(``last_only``), teacher forcing feeds the cache in pieces whose logits fit ``LOGIT_BYTES``,
+and the cache holds only the positions the search can reach. When k rows of that cache
+would pass ``KV_BYTES`` (GPT-2 small: 74 kB a position, so 8 beams of a 1,000-token text
+take 600 MB; 3 beams fit a whole window, 8 about 440 positions), the beams keep no cache and
+each step runs every beam's window afresh, one at a time: k passes over the text instead of
+k new positions, the price of fitting a server a class shares (a RoPE model keeps its k
+rolling rows).
 """
 
 from __future__ import annotations
@@ -123,13 +124,15 @@ def beam_search(model: GPT, ids: Sequence[int], max_new_tokens: int, width: int)
     rope, n_ctx = model.config.positional == "rope", model.config.context_length
     seqs = torch.tensor([prompt], dtype=torch.long, device=model.device)  # (1, L)
     cache = _cache(model, len(prompt) + max_new_tokens)  # one row now; k after the first step
+    afresh = not rope and width * cache.kv.nbytes > KV_BYTES  # k rows would not fit
+    if afresh:
+        cache = None  # each step runs every beam's window in turn
     if rope:  # as generate: the first window at once, then one token at a time (it rolls)
         logits = _last(model, seqs[:, :n_ctx], cache)
         for j in range(n_ctx, seqs.shape[1]):
             logits = _last(model, seqs[:, j: j + 1], cache)
     else:
         logits = _last(model, seqs[:, -n_ctx:], cache)  # (1, |V|)
-    one_row = not rope and width * cache.kv.nbytes > KV_BYTES  # k rows would not fit
     scores = torch.zeros(1, dtype=torch.float64)  # (B,) log P of each beam's text so far
     steps = []
     for i in range(max_new_tokens):
@@ -143,8 +146,8 @@ def beam_search(model: GPT, ids: Sequence[int], max_new_tokens: int, width: int)
         if i == max_new_tokens - 1:
             break
         seqs = torch.cat([seqs[parents], tokens[:, None].to(seqs.device)], dim=1)  # (k, L+1)
-        if one_row:  # each beam's window through the one row, in turn
-            logits = torch.cat([_window(model, seq, cache) for seq in seqs])  # (k, |V|)
+        if afresh:  # each beam's window, in turn
+            logits = torch.cat([_window(model, seq) for seq in seqs])  # (k, |V|)
             continue
         _follow(cache, parents)
         if rope or cache.length < n_ctx:
@@ -155,11 +158,10 @@ def beam_search(model: GPT, ids: Sequence[int], max_new_tokens: int, width: int)
     return Beams(prompt, width, tuple(steps))
 
 
-def _window(model: GPT, seq: Tensor, cache: KVCache) -> Tensor:
-    """y_N (1, |V|) after the last context_length ids of one beam's text (L,), run through
-    the one-row ``cache`` from empty: a beam at a time when k rows would not fit."""
-    cache.reset()
-    return _last(model, seq[None, -model.config.context_length:], cache)
+def _window(model: GPT, seq: Tensor) -> Tensor:
+    """y_N (1, |V|) after the last context_length ids of one beam's text (L,), without a
+    cache: a beam at a time when k rows would not fit."""
+    return _last(model, seq[None, -model.config.context_length:], None)
 
 
 def _follow(cache: KVCache, parents: Tensor) -> None:
@@ -209,12 +211,10 @@ def _feed(model: GPT, ids: Tensor, cache: KVCache) -> Iterator[tuple[int, Tensor
         yield s, model._forward(ids[:, s: s + n], cache)
 
 
-def _last(model: GPT, ids: Tensor, cache: KVCache) -> Tensor:
-    """y_N (B, |V|) float64 after feeding ids (B, T) to the cache."""
-    last = None
-    for _, logits in _feed(model, ids, cache):
-        last = logits[:, -1].clone()  # (B, |V|): the piece itself can go
-    return last.double().cpu()
+def _last(model: GPT, ids: Tensor, cache: KVCache | None) -> Tensor:
+    """y_N (B, |V|) float64 after feeding ids (B, T) to the cache (if any), in one pass that
+    unembeds only the last position."""
+    return model._forward(ids, cache, last_only=True)[:, -1].double().cpu()
 
 
 def prefix_logits(model: GPT, prompt: Sequence[int], tokens: Sequence[int]) -> Tensor:
@@ -260,30 +260,24 @@ def prefix_rows(model: GPT, prompt: Sequence[int], tokens: Sequence[int]
                 yield row.float().cpu()
         return
     later = range(max(n_ctx, n_p - 1), x.shape[1])  # positions past the first window
-    batch = LOGIT_BYTES // (4 * n_ctx * vocab)  # whole windows whose logits fit at once
-    if not batch:  # a big vocabulary: one window at a time, through the cache in pieces
-        for j in later:
-            cache.reset()
-            yield _last(model, x[:, j + 1 - n_ctx: j + 1], cache).float()  # (1, |V|)
-        return
-    for k in range(0, len(later), min(batch, 64)):
-        windows = torch.stack([x[0, j + 1 - n_ctx: j + 1] for j in later[k: k + min(batch, 64)]])
-        yield model(windows)[:, -1].float().cpu()  # (B, |V|)
+    # whole windows a pass runs: those whose logits would fit if every position were
+    # unembedded, a bound on the pass's activations (only y_N is unembedded)
+    batch = min(64, max(1, LOGIT_BYTES // (4 * n_ctx * vocab)))
+    for k in range(0, len(later), batch):
+        windows = torch.stack([x[0, j + 1 - n_ctx: j + 1] for j in later[k: k + batch]])
+        yield model(windows, last_only=True)[:, -1].float().cpu()  # (B, |V|)
 
 
 def next_logits(model: GPT, ids: Sequence[int]) -> Tensor:
-    """y_N after ``ids`` (|V|,) float32, as ``generate.step`` computes it (the last
-    context_length ids), with no more than ~LOGIT_BYTES of logits at once.
+    """y_N after ``ids`` (|V|,) float32, exactly as ``generate.step`` computes it (one pass
+    over the last context_length ids that unembeds only the last position).
 
     >>> torch.allclose(next_logits(model, [1, 2]), model([1, 2])[0, -1], atol=1e-6)
     True
     """
     context, _ = _context(model, ids)
-    x = model.check_ids(context)  # (1, T)
     with torch.no_grad():
-        if x.shape[1] <= _pieces(model, 1):  # one pass, exactly as generate.step runs it
-            return model(x)[0, -1].float().cpu()
-        return _last(model, x, model.new_cache())[0].float()
+        return model(context, last_only=True)[0, -1].float().cpu()
 
 
 def token_logprobs(model: GPT, prompt: Sequence[int], tokens: Sequence[int]) -> Tensor:

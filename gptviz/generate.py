@@ -178,7 +178,7 @@ def step(model: GPT, ids: Sequence[int], temperature: float = 1.0, top_k: int | 
     """One step: crop to the context window, run the model, build P_T, choose."""
     check_sampling(temperature, top_k, top_p, min_p)
     context, cropped = _context(model, ids)
-    logits = model(context)[0, -1].float().cpu()  # (|V|,)
+    logits = model(context, last_only=True)[0, -1].float().cpu()  # (|V|,)
     probs = next_token_probs(logits, temperature, top_k, top_p, min_p)  # (|V|,)
     best = torch.topk(probs, min(n_top, probs.numel()))
     top = [(int(i), float(p)) for p, i in zip(best.values, best.indices, strict=True)]
@@ -272,4 +272,4 @@ def _generate_rope(model: GPT, out: list[int], max_new_tokens: int, probs_of, pi
 
 def _logits(model: GPT, ids: list[int], cache: KVCache | None) -> Tensor:
     x = torch.tensor([ids], dtype=torch.long, device=model.device)  # (1, T)
-    return model._forward(x, cache)[0, -1].float().cpu()  # (|V|,)
+    return model._forward(x, cache, last_only=True)[0, -1].float().cpu()  # (|V|,)

@@ -162,7 +162,7 @@ def test_a_replayed_step_is_the_step_that_was_drawn(temperature, top_k):
     drawn = [h.advance(model, s) for _ in range(8)]  # the window slides
     for i, turn in enumerate(drawn):
         step = h.step(i, 6, model)
-        want = model(h.ids[: 2 + i][-6:])[0, -1].detach()  # (|V|,) as generate.step computes
+        want = model(h.ids[: 2 + i][-6:], last_only=True)[0, -1].detach()  # as generate.step
         torch.testing.assert_close(step.logits, want)
         assert step.chosen == turn.chosen and step.top == list(turn.top)
         assert float(step.probs[turn.chosen]) == pytest.approx(turn.p_chosen, abs=1e-7)
@@ -188,8 +188,8 @@ def small_budget(monkeypatch):
     made = []
     forward = GPT._forward
 
-    def spy(self, ids, cache=None):
-        out = forward(self, ids, cache)
+    def spy(self, ids, cache=None, **kw):
+        out = forward(self, ids, cache, **kw)
         made.append((out.numel(), ids.shape[0]))
         return out
 

@@ -111,10 +111,12 @@ def test_width_v_over_two_tokens_finds_the_most_probable_text(seed):
         pairs = torch.stack([first[a] + torch.log_softmax(model(prompt + [a])[0, -1].double(),
                                                           -1) for a in range(7)])  # (|V|, |V|)
     found = beam_search(model, prompt, 2, width=7)
-    assert found.steps[-1].scores[0] == pytest.approx(float(pairs.max()), abs=1e-9)
+    # float32 logits: the search unembeds y_N alone (a matrix-vector product), which sums in
+    # another order than the unembedding of every position here: ~1e-7 apart
+    assert found.steps[-1].scores[0] == pytest.approx(float(pairs.max()), abs=1e-6)
     assert found.tokens(1, 0) == list(divmod(int(pairs.argmax()), 7))
     greedy = generate(model, prompt, 2, temperature=0)[2:]
-    assert found.steps[-1].scores[0] >= float(pairs[greedy[0], greedy[1]]) - 1e-9
+    assert found.steps[-1].scores[0] >= float(pairs[greedy[0], greedy[1]]) - 1e-6
 
 
 def bigram_model(table: dict[int, dict[int, float]], vocab: int = 13) -> GPT:

@@ -10,7 +10,7 @@ import torch
 from gptviz.checkpoints import checkpoint_to_zip, load_checkpoint_zip
 from gptviz.generate import generate
 from gptviz.model import GPT, GPTConfig, RunConfig, TrainConfig
-from gptviz.model.attention import rope_angles, rotate, window_mask
+from gptviz.model.attention import ROPE, rope_angles, rotate, window_mask
 from gptviz.model.names import act_name
 from gptviz.tokenizers import CharTokenizer
 from gptviz.train.trainer import Trainer
@@ -130,3 +130,37 @@ def test_a_rope_model_trains_and_round_trips_through_a_zip():
     with torch.no_grad():
         assert torch.equal(back.model(ids), trainer.model.eval()(ids))
     assert not hasattr(back.model.pos, "P")  # no position table: the rotation is the position
+
+
+@pytest.mark.parametrize("n, first, chunk", [(12, 5, 7), (16, 4, 3), (40, 16, 1)])
+def test_generation_rotates_in_place_as_the_hooked_path_rotates_copies(n, first, chunk,
+                                                                       monkeypatch):
+    """Without hooks or autograd a pass makes one rotor for its positions and every layer
+    rotates its q and k in place (``RopeTable.rotate``, which copies, is never called); fed
+    through the cache in chunks, past the window too, the logits are the hooked pass's over
+    the whole text, which rotates copies step by step (up to float32 rounding)."""
+    model = rope_gpt()  # a window of 16
+    ids = torch.randint(40, (2, n), generator=torch.Generator().manual_seed(5))
+    copies = []
+    rotate = ROPE.rotate
+    monkeypatch.setattr(ROPE, "rotate", lambda x, p: copies.append(p) or rotate(x, p))
+    cache = model.new_cache(batch=2)
+    with torch.no_grad():
+        rows = [model._forward(ids[:, :first], cache)]
+        rows += [model._forward(ids[:, s: s + chunk], cache) for s in range(first, n, chunk)]
+    assert not copies
+    full, _ = model.run_with_cache(ids, names_filter=[])  # (2, n, |V|) with the window's mask
+    assert copies  # the hooked pass did rotate copies
+    assert (torch.cat(rows, dim=1) - full).abs().max().item() < 1e-4
+
+
+def test_autocast_falls_back_to_rotating_copies():
+    """Under CPU autocast W_QKV yields bfloat16, not the rotor's precision: the pass rotates
+    copies instead, and agrees with float32 to bfloat16's precision."""
+    model, ids = rope_gpt(), torch.tensor([[3, 1, 4, 1, 5, 9]])
+    with torch.no_grad():
+        want = model(ids)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got = model(ids)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want, atol=0.05, rtol=0.05)

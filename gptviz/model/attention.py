@@ -58,7 +58,7 @@ class KVCache:
         end = self.length + t
         if end > self.capacity and self.rolling and t == 1:  # exact only one token at a time
             slot = self.position % self.capacity
-            self.kv[layer, :, :, :, slot] = kv[:, :, :, 0]
+            self.kv[layer, :, :, :, slot:slot + 1] = kv
             keys = self.kv[layer]  # (2, B, n_head, N, d_head), oldest at slot + 1
             return torch.roll(keys, -(slot + 1), dims=3) if ordered else keys
         if end > self.capacity:
@@ -153,15 +153,17 @@ class RopeTable:
         pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
         return torch.view_as_real(pairs * self._slice(start, T, d, x)).flatten(-2)
 
-    def rotate_qk_(self, qkv: Tensor, start: int) -> bool:
-        """Rotate q and k of ``qkv`` (B, T, 3, n_head, d_head) in place, as ``rotate`` would;
-        False (nothing done) where that is not possible. For generation, without autograd."""
-        if qkv.dtype not in (torch.float32, torch.float64) or not qkv.is_contiguous():
-            return False
-        B, T, _, h, d = qkv.shape
-        pairs = torch.view_as_complex(qkv.view(B, T, 3, h, d // 2, 2))
-        pairs[:, :, :2].mul_(self._slice(start, T, d, qkv)[:, None, None, :])
-        return True
+    def rotor(self, start: int, T: int, d: int, x: Tensor) -> Tensor | None:
+        """The rows start .. start+T-1 shaped (T, 1, 1, d/2) to broadcast over the pairs of
+        q and k in qkv (B, T, 2, n_head, d/2), for ``rotate_qk_``; None where x's precision
+        has no complex type. Made once per forward pass: every layer rotates by the same.
+
+        >>> RopeTable().rotor(7, 3, 8, torch.zeros(1)).shape
+        torch.Size([3, 1, 1, 4])
+        """
+        if x.dtype not in (torch.float32, torch.float64):
+            return None
+        return self._slice(start, T, d, x).view(T, 1, 1, d // 2)  # (T, 1, 1, d/2)
 
     def _slice(self, start: int, T: int, d: int, x: Tensor) -> Tensor:
         """The table's rows start .. start+T-1 (T, d/2), in x's precision."""
@@ -170,10 +172,27 @@ class RopeTable:
         if table is None or table.shape[0] < start + T:
             n = max(64, 2 ** math.ceil(math.log2(start + T)))
             cos, sin = rope_angles(0, n, d, x.device)
-            table = torch.complex(cos, sin).to(torch.complex128 if x.dtype == torch.float64
-                                               else torch.complex64)  # (n, d/2)
+            table = torch.complex(cos, sin).to(_COMPLEX[x.dtype])  # (n, d/2)
             self._tables[key] = table
         return table[start:start + T]
+
+
+_COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
+
+
+def rotate_qk_(qkv: Tensor, rotor: Tensor) -> Tensor:
+    """Rotate q and k of ``qkv`` (B, T, 3, n_head, d_head) in place by ``RopeTable.rotor``,
+    as ``RopeTable.rotate`` would, and return qkv. Three calls (the pairs as complex numbers,
+    their q and k, the product), no copy: for generation, without autograd, in the rotor's
+    precision (the model checks once per pass).
+
+    >>> qkv = torch.randn(1, 2, 3, 1, 4); qk = qkv[:, :, :2].transpose(1, 3)  # (B, h, 2, T, d)
+    >>> want = ROPE.rotate(qk, 5)
+    >>> torch.allclose(rotate_qk_(qkv, ROPE.rotor(5, 2, 4, qkv))[:, :, :2].transpose(1, 3), want)
+    True
+    """
+    qkv.view(rotor.dtype).narrow(2, 0, 2).mul_(rotor)  # (B, T, 2, n_head, d_head/2) pairs
+    return qkv
 
 
 ROPE = RopeTable()  # shared by every RoPE layer of every model: it holds only angles
@@ -197,27 +216,18 @@ class CausalSelfAttention(nn.Module):
             setattr(self, f"hook_{name}", HookPoint())
 
     def forward(self, x: Tensor, hooked: bool = False, cache: KVCache | None = None,
-                layer: int = 0) -> Tensor:
+                layer: int = 0, rotor: Tensor | None = None) -> Tensor:
+        """x (B, T, d) -> (B, T, d). ``rotor``: the model's ``RopeTable.rotor`` for this
+        pass, given when generating (no hooks, no autograd), shared by every layer."""
         B, T, d = x.shape
         qkv = self.W_QKV(x).view(B, T, 3, self.n_head, self.d_head)  # (B, T, 3, n_head, d_head)
-        position = cache.position if cache is not None else 0
-        # generating (no hooks, no autograd): rotate q and k where they are, no copies
-        rotated = (self.window is not None and not hooked and not torch.is_grad_enabled()
-                   and ROPE.rotate_qk_(qkv, position))
+        if rotor is not None:  # generating: rotate q and k where they are, no copies
+            rotate_qk_(qkv, rotor)
         qkv = qkv.permute(2, 0, 3, 1, 4)  # (3, B, n_head, T, d_head): Q, K, V per head
-        if hooked:
-            q, k, v = self.hook_q(qkv[0]), self.hook_k(qkv[1]), self.hook_v(qkv[2])
+        if hooked or (self.window is not None and rotor is None):
+            q, kv = self._split(qkv, hooked, cache)
         else:
-            q, k, v = qkv[0], qkv[1], qkv[2]  # (B, n_head, T, d_head) each
-        if self.window is not None and not rotated:  # rotate q, k by their absolute positions
-            qk = ROPE.rotate(torch.stack((q, k)), position)
-            q, k = qk[0], qk[1]
-            if hooked:
-                q, k = self.hook_q_rot(q), self.hook_k_rot(k)
-        if hooked:
-            kv = torch.stack((k, v)) if cache is not None else (k, v)  # (2, B, n_head, T, d_head)
-        else:
-            kv = qkv[1:] if self.window is None or rotated else torch.stack((k, v))
+            q, kv = qkv[0], qkv[1:]  # (B, n_head, T, d_head), (2, B, n_head, T, d_head)
         if cache is not None:
             kv = cache.append(layer, kv, ordered=hooked)  # (2, B, n_head, T_past + T, d_head)
         k, v = kv[0], kv[1]
@@ -228,6 +238,23 @@ class CausalSelfAttention(nn.Module):
         z = z.transpose(1, 2).reshape(B, T, d)  # (B, T, d): heads side by side
         out = self.W_O(z)  # (B, T, d)
         return self.resid_dropout(out) if self.resid_dropout is not None else out
+
+    def _split(self, qkv: Tensor, hooked: bool, cache: KVCache | None
+               ) -> tuple[Tensor, Tensor | tuple[Tensor, Tensor]]:
+        """q and (k, v) of qkv (3, B, n_head, T, d_head) on the hooked path, or with autograd:
+        each captured, q and k rotated into copies (RoPE) by their absolute positions."""
+        if hooked:
+            q, k, v = self.hook_q(qkv[0]), self.hook_k(qkv[1]), self.hook_v(qkv[2])
+        else:
+            q, k, v = qkv[0], qkv[1], qkv[2]  # (B, n_head, T, d_head) each
+        if self.window is not None:
+            qk = ROPE.rotate(torch.stack((q, k)), cache.position if cache is not None else 0)
+            q, k = qk[0], qk[1]
+            if hooked:
+                q, k = self.hook_q_rot(q), self.hook_k_rot(k)
+        if hooked and cache is None:
+            return q, (k, v)
+        return q, torch.stack((k, v))  # (2, B, n_head, T, d_head)
 
     def _blocked(self, t_query: int, t_key: int, device: torch.device) -> Tensor:
         if self.window is not None and t_key > self.window:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from gptviz.model.attention import CausalSelfAttention, KVCache
+from gptviz.model.attention import ROPE, CausalSelfAttention, KVCache
 from gptviz.model.config import GPTConfig
 from gptviz.model.hooks import (
     ActivationCache,
@@ -49,9 +49,9 @@ class Block(nn.Module):
         self.hook_resid_post = HookPoint()
 
     def forward(self, x: Tensor, hooked: bool = False, cache: KVCache | None = None,
-                layer: int = 0) -> Tensor:
+                layer: int = 0, rotor: Tensor | None = None) -> Tensor:
         if not hooked:
-            x = x + self.attn(self.ln1(x), cache=cache, layer=layer)  # (B, T, d)
+            x = x + self.attn(self.ln1(x), cache=cache, layer=layer, rotor=rotor)  # (B, T, d)
             return x + self.mlp(self.ln2(x))  # (B, T, d)
         a = self.hook_attn_out(self.attn(self.ln1(x, True), True, cache, layer))  # (B, T, d)
         y = self.hook_resid_mid(x + a)  # (B, T, d)
@@ -101,28 +101,45 @@ class GPT(nn.Module):
         return self.embed.weight.device
 
     # ---- forward ---------------------------------------------------------------
-    def forward(self, ids: IdsLike, cache: KVCache | None = None) -> Tensor:
-        """Logits (B, T, |V|) for ids (B, T) (a list or 1-D tensor counts as B = 1)."""
-        return self._forward(self.check_ids(ids, offset=cache.position if cache else 0), cache)
+    def forward(self, ids: IdsLike, cache: KVCache | None = None, last_only: bool = False
+                ) -> Tensor:
+        """Logits (B, T, |V|) for ids (B, T) (a list or 1-D tensor counts as B = 1); with
+        ``last_only``, y_N alone (B, 1, |V|), the row generation samples from.
 
-    def _forward(self, ids: Tensor, cache: KVCache | None = None) -> Tensor:
+        >>> model([1, 2, 3], last_only=True).shape
+        torch.Size([1, 1, 10])
+        """
+        ids = self.check_ids(ids, offset=cache.position if cache else 0)
+        return self._forward(ids, cache, last_only=last_only)
+
+    def _forward(self, ids: Tensor, cache: KVCache | None = None, last_only: bool = False
+                 ) -> Tensor:
         """``forward`` without input checks, for loops whose ids are known to be valid."""
         hooked = is_hooked(self)  # inside this thread's ``hooks`` block: the explicit path
-        start = cache.position if cache is not None else 0
+        start, T = (cache.position if cache is not None else 0), ids.shape[1]
         x = self.embed(ids)  # (B, T, d)
-        pe = self.pos(start, ids.shape[1])  # (T, d)
+        rotor = None
         if hooked:
-            x, pe = self.hook_embed(x), self.hook_pos_embed(pe)
-        if self.config.positional not in ("none", "rope") or hooked:
-            x = x + pe  # (B, T, d): X + PE (RoPE rotates q and k instead)
+            x = self.hook_embed(x) + self.hook_pos_embed(self.pos(start, T))  # (B, T, d)
+        elif self.config.positional not in ("none", "rope"):
+            x = x + self.pos(start, T)  # (B, T, d): X + PE (RoPE rotates q and k instead)
+        elif (self.config.positional == "rope" and not torch.is_grad_enabled()
+              and not torch.is_autocast_enabled(x.device.type)):
+            # generating: every layer rotates its q and k in place by the same table rows
+            rotor = ROPE.rotor(start, T, self.config.d_head, x)  # (T, 1, 1, d_head/2)
         if self.drop is not None:
             x = self.drop(x)
         for layer, block in enumerate(self.blocks):
-            x = block(x, hooked, cache, layer)  # (B, T, d)
+            x = block(x, hooked, cache, layer, rotor)  # (B, T, d)
         if cache is not None:
-            cache.advance(ids.shape[1])
-        logits = self.unembed(self.ln_final(x, hooked))  # (B, T, |V|)
-        return self.hook_logits(logits) if hooked else logits
+            cache.advance(T)
+        if last_only and not hooked:  # LayerNorm and W_U act per position: keep the last
+            x = x[:, -1:]  # (B, 1, d)
+        logits = self.unembed(self.ln_final(x, hooked))  # (B, T, |V|), or (B, 1, |V|)
+        if not hooked:
+            return logits
+        logits = self.hook_logits(logits)  # hooks see every position, as without last_only
+        return logits[:, -1:] if last_only else logits
 
     def check_ids(self, ids: IdsLike, offset: int = 0) -> Tensor:
         """Return ids as a (B, T) long tensor on the model's device, or raise ValueError.

@@ -3,6 +3,7 @@ replays merges, and bad settings are explained."""
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from gptviz.tokenizers import ByteLevelBPE, TokenizerError
 from gptviz.tokenizers.bpe_train import GPT2_PATTERN, count_chunks, learn_merges
 from gptviz.tokenizers.byte_tokens import replay_steps
+from gptviz.tokenizers.merge_view import MergeView
 from gptviz.tokenizers.openai import GPT2_FILE, read_ranks
 
 
@@ -188,6 +190,25 @@ def test_merges_are_one_array_read_back_as_a_read_only_mapping():
     assert again.merges == merges and again.encode("abcab abab") == tok.encode("abcab abab")
     with pytest.raises(TokenizerError, match="beyond 2"):
         ByteLevelBPE(merges=[(97, 98, 2**40)])
+
+
+def test_the_merges_view_reads_the_array_as_the_dict_it_replaces(gpt2_ours):
+    """GPT-2's 50,000 merges: the view equals the dict built from the array, in order,
+    item by item and key by key, and knows no pair the array does not hold as a triple."""
+    flat = gpt2_ours._merges
+    as_dict = {(flat[k], flat[k + 1]): flat[k + 2] for k in range(0, len(flat), 3)}
+    view = gpt2_ours.merges
+    assert list(view.items()) == list(as_dict.items())
+    assert list(view) == list(as_dict) and list(view.values()) == list(as_dict.values())
+    for pair in list(as_dict)[::997]:  # a spread of lookups, first and last included
+        assert view[pair] == as_dict[pair]
+    assert view[list(as_dict)[-1]] == as_dict[list(as_dict)[-1]] == 50255
+    small = MergeView(array("i", [1, 2, 3, 4, 5, 6]))  # merges (1,2)->3 and (4,5)->6
+    assert small == {(1, 2): 3, (4, 5): 6}
+    for absent in [(3, 4), (2, 3), (5, 6), (2**40, 1), ("a", 1)]:  # (3,4) spans two triples
+        assert absent not in small
+        with pytest.raises(KeyError):
+            small[absent]
 
 
 def test_gpt2_from_its_ranks_holds_each_token_once(gpt2_ours):

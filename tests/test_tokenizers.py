@@ -96,6 +96,27 @@ def test_tokens_agree_with_encode_and_cover_the_text(text):
             assert b"".join(t.bytes for t in infos) == text.encode("utf-8")
 
 
+@pytest.mark.parametrize("kind", ["char", "word"])
+@settings(max_examples=100, deadline=None)
+@given(pieces=st.lists(st.sampled_from(["The ", "manifold", "Ω", "\n", "<|EOS|>", "<|UNK|>",
+                                        " ", "ω,", "closed."]), max_size=12),
+       bos=st.booleans(), eos=st.booleans(), allowed=st.sampled_from(["none", "all"]))
+def test_symbol_encode_is_the_ids_of_tokens(kind, pieces, bos, eos, allowed):
+    """encode skips the TokenInfo records (a corpus is 250k of them) and gives their ids:
+    with markers, unknown symbols and specials typed in the text, recognised or not."""
+    tok, text = _make(kind), "".join(pieces)
+    kw = dict(bos=bos, eos=eos, allowed_special=allowed)
+    assert tok.encode(text, **kw) == [t.id for t in tok.tokens(text, **kw)]
+
+
+def test_symbol_encode_refuses_a_marker_it_does_not_have():
+    tok = CharTokenizer(specials=[UNK])
+    tok.train("ab")
+    for call in (tok.encode, tok.tokens):
+        with pytest.raises(TokenizerError, match="not a special token"):
+            call("ab", bos=True)
+
+
 # ---- golden ids ------------------------------------------------------------------
 def test_char_golden_ids():
     tok = CharTokenizer()

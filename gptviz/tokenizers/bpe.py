@@ -4,7 +4,7 @@ bytes, so no text is ever unknown; merges are learned on regex-split chunks.
 The merges (pair -> new id, in the order learned) are the single source of
 truth; the vocabulary and the byte ranks used by ``encode`` are derived from
 them. They are stored as one array of ids (12 bytes a merge, not a dict of
-tuples: GPT-2 has 50,000), which ``merges`` reads back as a dict. Encoding
+tuples: GPT-2 has 50,000), which ``merges`` shows as a read-only mapping. Encoding
 merges, inside each chunk, the adjacent pair whose bytes have the lowest rank,
 which is exactly what tiktoken does: loaded with GPT-2's ranks, this class
 gives tiktoken's ids.
@@ -16,7 +16,6 @@ import operator
 from array import array
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import regex
@@ -25,6 +24,7 @@ from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, Tokeniz
 from gptviz.tokenizers.bpe_heap import merge_heap
 from gptviz.tokenizers.bpe_train import PATTERNS, Merge, TrainLimits, check_pattern, learn_within
 from gptviz.tokenizers.byte_tokens import byte_token_infos
+from gptviz.tokenizers.merge_view import MergeView
 from gptviz.tokenizers.ranks import read_ranks
 from gptviz.tokenizers.specials import BOS, ENDOFTEXT, EOS, SEED_SPECIALS, split_on_specials
 
@@ -68,10 +68,9 @@ class ByteLevelBPE(Tokenizer):
 
     @property
     def merges(self) -> Mapping[tuple[int, int], int]:
-        """(left id, right id) -> new id, in the order learned: read back from the array at
-        each call, read-only (assign a new dict to change them)."""
-        m = self._merges
-        return MappingProxyType({(m[k], m[k + 1]): m[k + 2] for k in range(0, len(m), 3)})
+        """(left id, right id) -> new id, in the order learned: a read-only view of the
+        array, built in O(1) (assign a new dict to change them)."""
+        return MergeView(self._merges)
 
     @merges.setter
     def merges(self, merges: Mapping[tuple[int, int], int]) -> None:

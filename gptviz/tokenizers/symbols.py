@@ -119,16 +119,32 @@ class SymbolTokenizer(Tokenizer):
             out.append(self._special_info(EOS, (len(text), len(text))))
         return out
 
-    def _special_info(self, name: str, span: tuple[int, int]) -> TokenInfo:
+    def _special_id(self, name: str) -> int:
         if name not in self._special_ids:
             raise TokenizerError(f"{name} is not a special token of this tokenizer.")
-        return TokenInfo(self._special_ids[name], name, name.encode(), span, special=True)
+        return self._special_ids[name]
+
+    def _special_info(self, name: str, span: tuple[int, int]) -> TokenInfo:
+        return TokenInfo(self._special_id(name), name, name.encode(), span, special=True)
 
     def encode(
         self, text: str, *, bos: bool = False, eos: bool = False,
         allowed_special: AllowedSpecial = "none",
     ) -> list[int]:
-        return [t.id for t in self.tokens(text, bos=bos, eos=eos, allowed_special=allowed_special)]
+        """The ids of ``tokens``, without building a ``TokenInfo`` per token: a 250 KB
+        corpus is 250k of them (~40 MB of small objects, whose freed arenas the server
+        keeps), where the ids alone are one list."""
+        allowed = self.allowed_specials(allowed_special)
+        stoi, unk = self.stoi, self._special_ids[UNK]
+        ids = [self._special_id(BOS)] if bos else []
+        for piece, _, is_special in split_on_specials(text, allowed):
+            if is_special:
+                ids.append(self._special_id(piece))
+            else:
+                ids.extend(stoi.get(sym, unk) for sym, _, _ in self.split(piece))
+        if eos:
+            ids.append(self._special_id(EOS))
+        return ids
 
     def decode(self, ids: Iterable[int]) -> str:
         """Join the symbols; a special decodes to its own text, e.g. "<|UNK|>"."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import torch
 
 from gptviz.checkpoints import Checkpoint
@@ -74,9 +75,10 @@ class TrainingJob(SlotJob):
     keeps the model trained so far; a diverging loss ends it with a message.
     """
 
-    def __init__(self, run: RunConfig, ids: torch.Tensor | list[int], tokenizer: Tokenizer, *,
-                 slots: TrainerSlots, prompt: str = "", card: dict[str, Any] | None = None,
-                 max_seconds: float = 600.0, sample_tokens: int = 80, threads: int = 1) -> None:
+    def __init__(self, run: RunConfig, ids: torch.Tensor | np.ndarray | list[int],
+                 tokenizer: Tokenizer, *, slots: TrainerSlots, prompt: str = "",
+                 card: dict[str, Any] | None = None, max_seconds: float = 600.0,
+                 sample_tokens: int = 80, threads: int = 1) -> None:
         super().__init__(slots, "gptviz-training", threads)
         self.run, self.tokenizer = run, tokenizer
         self.prompt, self.card = prompt, dict(card or {})
@@ -84,7 +86,9 @@ class TrainingJob(SlotJob):
         self.checkpoint: Checkpoint | None = None  # set when training ends with a usable model
         self.snapshots = Snapshots()  # the weights at evaluations, bounded, for the replay
         self.registered_as: str | None = None  # the page's name for it, once registered
-        self._ids = torch.as_tensor(ids, dtype=torch.long)
+        # As int64; an array is copied (the page hands over its shared, read-only int32 ids).
+        self._ids = ids.to(torch.long) if isinstance(ids, torch.Tensor) else \
+            torch.from_numpy(np.array(ids, dtype=np.int64))
         self._trainer: Trainer | None = None
         self._time_limited = False
         self._t0 = 0.0

@@ -15,7 +15,6 @@ from dataclasses import replace
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
-from latex2mathml.converter import convert
 
 from gptviz.app.lesson.questions import md
 from gptviz.app.lesson.run import Lesson, StepView
@@ -57,6 +56,10 @@ def tex_to_mathml(tex: str, display: str = "block") -> str:
     >>> tex_to_mathml(r"\begin{aligned}a &= 1 \\ b &= 2\end{aligned}").count("<mtr>")
     2
     """
+    # Imported here: the lesson page loads this module, and only a download uses the
+    # converter (with its symbol table and xml.etree, ~1.5 MB that the server keeps).
+    from latex2mathml.converter import convert
+
     tex = _FBOX_MATH.sub(r"\\boxed{\1}", tex).replace(r"\fbox{", r"\boxed{")
     for env, begin, end in _SAME_ENVIRONMENTS:  # spelt the way latex2mathml knows
         tex = tex.replace(rf"\begin{{{env}}}", begin).replace(rf"\end{{{env}}}", end)

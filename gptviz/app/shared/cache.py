@@ -11,7 +11,6 @@ plain function of a ``Checkpoint`` under it.
 from __future__ import annotations
 
 import functools
-import json
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -26,7 +25,7 @@ from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.lru import ByteLRU
 from gptviz.app.shared.picker import Picked
 from gptviz.checkpoints import Checkpoint, freeze, initial_model, training_seed
-from gptviz.model import GPT, GPTConfig
+from gptviz.model import GPT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name
 
@@ -50,6 +49,10 @@ def _private() -> ByteLRU:
     return st.session_state.setdefault(SESSION_RESULTS, ByteLRU(SESSION_BYTES))
 
 
+def _store(picked: Picked) -> ByteLRU:
+    return _shared() if picked.bundled else _private()
+
+
 def per_model(fn: Callable[..., R]) -> Callable[..., R]:
     """``fn(checkpoint, *args)`` becomes ``cached(picked, *args)``: shared across sessions
     for a bundled model, kept in this session only for one trained or uploaded here.
@@ -57,9 +60,8 @@ def per_model(fn: Callable[..., R]) -> Callable[..., R]:
     their arrays are read-only."""
     @functools.wraps(fn)
     def cached(picked: Picked, *args: Any) -> R:
-        store = _shared() if picked.bundled else _private()
-        return store.get_or_compute((fn.__qualname__, picked.cache_key, args),
-                                    lambda: fn(picked.checkpoint, *args))
+        return _store(picked).get_or_compute((fn.__qualname__, picked.cache_key, args),
+                                             lambda: fn(picked.checkpoint, *args))
 
     return cached
 
@@ -81,10 +83,35 @@ def activations(picked: Picked, ids: Sequence[int], names: Sequence[str]
     >>> list(cache), last.shape
     (['blocks.0.attn.hook_pattern'], (10,))
     """
-    store, last = _forward(picked, tuple(int(i) for i in ids), tuple(names))
+    ids, names = tuple(int(i) for i in ids), tuple(names)
+    store, last = _forward(picked, ids, _covering(picked, ids, names) or names)
+    if names:  # only those asked for, in the forward order the pass stored them
+        wanted = set(names)
+        store = {k: v for k, v in store.items() if k in wanted}
     with warnings.catch_warnings():  # the shared arrays are read-only; so are these views
         warnings.filterwarnings("ignore", "The given NumPy array is not writable")
         return ActivationCache({k: torch.from_numpy(v) for k, v in store.items()}), last
+
+
+def _covering(picked: Picked, ids: tuple[int, ...], names: tuple[str, ...]
+              ) -> tuple[str, ...] | None:
+    """The names of a stored forward pass of ``ids`` that kept all of ``names``, if any:
+    the Lesson's pass holds what the Positional, Attention and Block pages read of the same
+    prompt, so they share its arrays instead of running and storing their own.
+
+    >>> picked = Picked("tiny", Checkpoint(model, tokenizer), bundled=True)
+    >>> _ = activations(picked, (5, 9), ["hook_embed", "hook_pos_embed"])
+    >>> _covering(picked, (5, 9), ("hook_pos_embed",)), _covering(picked, (5,), ("hook_embed",))
+    (('hook_embed', 'hook_pos_embed'), None)
+    """
+    want = set(names)
+    if not want:  # no names: every activation, which no filtered pass holds
+        return None
+    for fn, model, args in reversed(_store(picked).keys()):  # the most recent first
+        if fn == _forward.__qualname__ and model == picked.cache_key and args[0] == ids \
+                and args[1] and want <= set(args[1]):
+            return args[1]
+    return None
 
 
 @per_model
@@ -150,14 +177,10 @@ def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], An
     return store(name, picked.cache_key, args, build)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def _twin(config_json: str, seed: int) -> GPT:
-    """GPT(config) as initialised under ``seed`` (no user data: safe to share)."""
-    return freeze(initial_model(GPTConfig.from_dict(json.loads(config_json)), seed))
-
-
 def untrained_twin(picked: Picked) -> GPT:
     """The picked model before its first step: same shapes, and the seed its card records,
-    so it is exactly the trainer's step 0 (shared, read-only)."""
+    so it is exactly the trainer's step 0 (read-only). Built at each call (~20 ms for the
+    bundled models) and not kept: callers cache what they compute with it, not its weights
+    (4 MB for the default model, up to 12 MB for one the Training page trains)."""
     ckpt = picked.checkpoint
-    return _twin(json.dumps(ckpt.config.to_dict(), sort_keys=True), training_seed(ckpt.card))
+    return freeze(initial_model(ckpt.config, training_seed(ckpt.card)))

@@ -78,11 +78,17 @@ def load_bundled(name: str) -> Checkpoint:
 
 @st.cache_resource(show_spinner=False)
 def bundled_status() -> tuple[list[str], dict[str, str]]:
-    """Names of the bundled models that load, default first, and a message per broken one."""
+    """Names of the bundled models that load, default first, and a message per broken one.
+    Each is loaded to find out; only the default one is kept (every page opens on it): the
+    others are dropped at once, and ``load_bundled`` loads one again when it is chosen
+    (mathematics-char alone holds ~6 MB that a session which never picks it would pay)."""
     good, broken = [], {}
     for name, folder in bundled_models().items():
         try:
-            load_bundled(name)
+            if name == DEFAULT_MODEL:
+                load_bundled(name)
+            else:
+                load_checkpoint(folder)
             good.append(name)
         except (CheckpointError, OSError) as exc:
             broken[name] = f"{Path(folder).name}: {exc}"

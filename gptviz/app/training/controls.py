@@ -124,16 +124,24 @@ def _corpus(disabled: bool) -> tuple[str, str, str, bool] | None:
         return None
 
 
-@st.cache_data(max_entries=8, show_spinner="Encoding the corpus…")
+def _encoded(tok: Tokenizer, text: str) -> np.ndarray:
+    """The corpus as ids (n_tokens,) int32, read-only: the caches below hand out this one
+    array (``st.cache_data`` would keep it pickled and unpickle a copy at every run)."""
+    ids = np.asarray(tok.encode(text), dtype=np.int32)
+    ids.flags.writeable = False
+    return ids
+
+
+@st.cache_resource(max_entries=8, show_spinner="Encoding the corpus…")
 def _encode_shared(kind: str, key: str, vocab: int | None, _tok: Tokenizer, _text: str
                    ) -> np.ndarray:
-    return np.asarray(_tok.encode(_text), dtype=np.int32)
+    return _encoded(_tok, _text)
 
 
-@st.cache_data(max_entries=2, show_spinner="Encoding the corpus…", scope="session")
+@st.cache_resource(max_entries=2, show_spinner="Encoding the corpus…", scope="session")
 def _encode_private(kind: str, key: str, vocab: int | None, _tok: Tokenizer, _text: str
                     ) -> np.ndarray:
-    return np.asarray(_tok.encode(_text), dtype=np.int32)
+    return _encoded(_tok, _text)
 
 
 def _kw(name: str, disabled: bool) -> dict:

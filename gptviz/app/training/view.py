@@ -21,8 +21,7 @@ from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
 from gptviz.checkpoints import checkpoint_to_zip
-from gptviz.model import GPT, parameter_counts
-from gptviz.tokenizers import Tokenizer
+from gptviz.model import parameter_counts
 from gptviz.train.before_after import Continuation, continuation
 from gptviz.train.jobs import SessionTrainer, Snapshot, TrainingJob
 from gptviz.train.plan import default_prompt, n_params
@@ -224,10 +223,13 @@ def _outcome(job: TrainingJob, snap: Snapshot, vocab_size: int) -> None:
 
 
 @st.cache_data(max_entries=8, show_spinner=False, scope="session")
-def _continue(model_key: str, untrained: bool, prompt: str, _model: GPT, _tok: Tokenizer
-              ) -> Continuation:
-    """80 sampled tokens after ``prompt``, cached per model and prompt for this session."""
-    return continuation(_model, _tok, prompt, 80)
+def _continue(model_key: str, untrained: bool, prompt: str, _picked: Picked) -> Continuation:
+    """80 sampled tokens after ``prompt`` from the picked model or, ``untrained``, from its
+    untrained twin, cached per model and prompt for this session. The twin is built only
+    when its text is not cached, and dropped once it has written it."""
+    ckpt = _picked.checkpoint
+    model = untrained_twin(_picked) if untrained else ckpt.model
+    return continuation(model, ckpt.tokenizer, prompt, 80)
 
 
 def _file_name(name: str) -> str:
@@ -248,17 +250,16 @@ def afterwards(picked: Picked) -> None:
         file_name=_file_name(picked.name), mime="application/zip", key="tr_download",
         help="model.safetensors + config.json + tokenizer.json + card.json; upload it in the "
              "sidebar of any page (here or on another server).")
-    before = untrained_twin(picked)
     prompt = st.text_area("Prompt for both", value=ckpt.card.get("prompt") or "The ",
                           key=f"tr_compare-{picked.name}", height=68)
     cols = st.columns(2)
     steps = ckpt.card.get("steps", "?")
     key = picked.cache_key
     shown = []
-    for col, model, title in ((cols[0], before, "Before training (step 0, same seed)"),
-                              (cols[1], ckpt.model, f"After training ({steps} steps)")):
+    for col, untrained, title in ((cols[0], True, "Before training (step 0, same seed)"),
+                                  (cols[1], False, f"After training ({steps} steps)")):
         try:
-            out = _continue(key, model is before, prompt, model, ckpt.tokenizer)
+            out = _continue(key, untrained, prompt, picked)
         except ValueError as exc:
             col.error(f"Cannot continue this prompt: {exc}", icon=":material/error:")
             continue

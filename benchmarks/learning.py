@@ -8,8 +8,11 @@ app.py`` and a bare ``st.write("hello")`` page), each load in a **new browser co
 new session), loads interleaved bare/page so both see the same machine load, and the first
 round only warms the servers and is not counted. A page has settled when its script has
 finished, no skeleton is left, every plotly chart has drawn and nothing has changed for
-250 ms. Three cases:
+250 ms. A reference and three cases:
 
+- the bare page with one two-point plotly chart (``benchmarks.pages``' second reference:
+  plotly.js is fetched and evaluated for a new context's first chart, a floor of every page
+  that draws one);
 - the default window, computed once and then served from the cache (what a class opening
   the page sees after the first student);
 - a new window at every load (``?start=K``, never seen before): the gradient, gᵀHg and the
@@ -44,6 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.pages import (  # noqa: E402
+    PLOTLY_FLOOR,
+    PLOTLY_PATH,
     bare_and_app,
     clicks,
     interleaved_loads,
@@ -66,6 +71,7 @@ def cases() -> dict[str, object]:
     """Case label -> its path, or a function giving a new path at each load."""
     count = itertools.count()
     return {
+        PLOTLY_FLOOR: PLOTLY_PATH,  # served by the bare page's server
         f"microscope, default window, cached ({DEFAULT_MODEL})": "/learning",
         f"microscope, a new window each load ({DEFAULT_MODEL})":
             lambda: f"/learning?start={1000 + 37 * next(count)}",

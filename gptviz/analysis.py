@@ -61,13 +61,23 @@ def ordinary_rows(special_tokens: Mapping[str, int], n: int) -> np.ndarray:
     return np.array([i for i in range(n) if i not in unused], dtype=np.int64)
 
 
+def pca_basis(X: ArrayLike, n_components: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``pca``'s fit of the rows of X (n, d): their mean (d,), the top axes (d, k), largest
+    loading positive (reproducible pictures), and each axis's explained-variance ratio (k,)."""
+    fit = np.asarray(X, dtype=np.float64)  # (n, d)
+    mean = fit.mean(axis=0)  # (d,)
+    eigvals, eigvecs = np.linalg.eigh((fit - mean).T @ (fit - mean))  # ascending, (d,), (d, d)
+    order = np.argsort(eigvals)[::-1][:n_components]
+    axes = eigvecs[:, order]  # (d, k)
+    axes *= np.sign(axes[np.abs(axes).argmax(axis=0), range(axes.shape[1])])
+    total = max(float(eigvals.clip(min=0).sum()), 1e-30)
+    return mean, axes, eigvals[order].clip(min=0) / total
+
+
 def pca(X: ArrayLike, n_components: int = 2, fit_rows: ArrayLike | None = None
         ) -> tuple[np.ndarray, np.ndarray]:
-    """Project the rows of X (n, d) on the top principal axes of X[fit_rows] (all rows
-    when None), centred on their mean.
-
-    Returns the coordinates (n, k) and each axis's explained-variance ratio (k,), of the
-    fitted rows. Signs are fixed (largest loading positive) so the picture is reproducible.
+    """Project the rows of X (n, d) on ``pca_basis`` of X[fit_rows] (all rows when None):
+    the coordinates (n, k) and each axis's explained-variance ratio (k,) on the fitted rows.
 
     >>> coords, ratio = pca([[0, 0], [1, 1], [2, 2]], 1); ratio.round(3).tolist()
     [1.0]
@@ -77,14 +87,8 @@ def pca(X: ArrayLike, n_components: int = 2, fit_rows: ArrayLike | None = None
     """
     x = np.asarray(X, dtype=np.float64)  # (n, d)
     fit = x if fit_rows is None else x[np.asarray(fit_rows)]
-    x, fit = x - fit.mean(axis=0), fit - fit.mean(axis=0)  # centre each column
-    eigvals, eigvecs = np.linalg.eigh(fit.T @ fit)  # ascending, (d,) and (d, d)
-    order = np.argsort(eigvals)[::-1][:n_components]
-    axes = eigvecs[:, order]  # (d, k)
-    axes *= np.sign(axes[np.abs(axes).argmax(axis=0), range(axes.shape[1])])
-    total = max(float(eigvals.clip(min=0).sum()), 1e-30)
-    ratio = eigvals[order].clip(min=0) / total  # (k,)
-    return (x @ axes).astype(np.float32), ratio.astype(np.float32)  # (n, k), (k,)
+    mean, axes, ratio = pca_basis(fit, n_components)
+    return ((x - mean) @ axes).astype(np.float32), ratio.astype(np.float32)  # (n, k), (k,)
 
 
 def nearest_neighbours(E: ArrayLike, token_id: int, k: int = 5) -> tuple[np.ndarray, np.ndarray]:

@@ -4,57 +4,24 @@ matrix E of each step projected on one fixed PCA basis, so the motion between st
 The steps are 0 (the seed's initialisation), every snapshot, and the checkpoint's own step
 (the card's "kept_step", else its "steps"). The basis is fitted once, on the checkpoint's own
 E; every step's E is projected on it, centred by the final mean, so no axis flips or
-re-centres from one step to the next.
+re-centres from one step to the next. Each step's greedy sample starts where the window
+repeats itself, so that a model that has learned to copy can show it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from gptviz import analysis
 from gptviz.checkpoints import Checkpoint, initial_model, training_seed
 from gptviz.model import GPT
 
 EMBED = "embed.weight"  # E's name in a state dict
-
-
-@dataclass(frozen=True)
-class PCABasis:
-    """The top principal axes of the rows of one matrix: x ↦ (x − mean) · axes."""
-
-    mean: np.ndarray  # (d,)
-    axes: np.ndarray  # (d, k), unit columns
-    ratio: np.ndarray  # (k,) explained-variance ratio of each axis on the fitted matrix
-
-
-def pca_basis(X: ArrayLike, k: int = 2) -> PCABasis:
-    """The top-k principal axes of the rows of X (n, d); the largest loading of each is
-    positive, as in ``analysis.pca``, so the picture is reproducible.
-
-    >>> b = pca_basis([[0., 0], [1, 1], [2, 2]], 1); b.axes.round(3).ravel().tolist()
-    [0.707, 0.707]
-    """
-    x = np.asarray(X, dtype=np.float64)  # (n, d)
-    mean = x.mean(axis=0)  # (d,)
-    eigvals, eigvecs = np.linalg.eigh((x - mean).T @ (x - mean))  # ascending
-    order = np.argsort(eigvals)[::-1][:k]
-    axes = eigvecs[:, order]  # (d, k)
-    axes *= np.sign(axes[np.abs(axes).argmax(axis=0), range(axes.shape[1])])
-    total = max(float(eigvals.clip(min=0).sum()), 1e-30)
-    return PCABasis(mean, axes, eigvals[order].clip(min=0) / total)
-
-
-def project(X: ArrayLike, basis: PCABasis) -> np.ndarray:
-    """The rows of X (n, d) in the basis's coordinates: (X − mean) · axes, (n, k) float32.
-
-    >>> project([[3., 3]], pca_basis([[0., 0], [2, 2]], 1)).tolist()
-    [[2.8284270763397217]]
-    """
-    x = np.asarray(X, dtype=np.float64)
-    return ((x - basis.mean) @ basis.axes).astype(np.float32)
+# A repeat this long shows copying: a word or two of ordinary text repeat by chance; the
+# induction tasks write each random line of 6 to 20 tokens twice.
+MIN_REPEAT = 8
 
 
 def final_step(card: dict) -> int:
@@ -105,10 +72,39 @@ def ordinary_rows(ckpt: Checkpoint) -> np.ndarray:
     return analysis.ordinary_rows(ckpt.tokenizer.special_tokens, ckpt.config.vocab_size)
 
 
-def embedding_paths(ckpt: Checkpoint) -> tuple[PCABasis, dict[int, np.ndarray]]:
-    """The PCA basis of the checkpoint's own E (its ordinary rows) and every replay step's
-    ordinary rows projected on it, {step: (len(ordinary_rows), 2)}: points that move
-    between steps moved in the model."""
+def embedding_paths(ckpt: Checkpoint) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The explained-variance ratios (2,) of the PCA of the checkpoint's own E (its ordinary
+    rows, ``analysis.pca_basis``) and every replay step's ordinary rows projected on those
+    axes, centred by the final mean, {step: (len(ordinary_rows), 2) float32}: points that
+    move between steps moved in the model."""
     rows = ordinary_rows(ckpt)
-    basis = pca_basis(ckpt.model.embed.weight.detach().float().numpy()[rows], 2)
-    return basis, {s: project(embedding_at(ckpt, s)[rows], basis) for s in replay_steps(ckpt)}
+    mean, axes, ratio = analysis.pca_basis(ckpt.model.embed.weight.detach().float().numpy()[rows])
+    return ratio, {s: ((embedding_at(ckpt, s)[rows] - mean) @ axes).astype(np.float32)
+                   for s in replay_steps(ckpt)}
+
+
+def copy_prompt_length(ids: Sequence[int]) -> int | None:
+    """How many of ``ids`` (a window) to give a greedy sample as its prompt so that it can
+    show copying: up to the first token of the window's longest repeat, a stretch
+    ids[r:r+m] equal to an earlier ids[s:s+m] (s + m ≤ r) of at least MIN_REPEAT tokens.
+    A model with an induction head writes the rest of the repeat, ids[r+1:r+m], from the
+    first copy (it needs that first token: the token before the repeat says nothing of where
+    the copied stretch began). None when the window repeats nothing that long.
+
+    >>> copy_prompt_length(list("xyz:abcdefgh|abcdefgh-"))  # r = 13: the second "a"
+    14
+    >>> copy_prompt_length(list("no repeat in this one")) is None
+    True
+    """
+    n = len(ids)
+    same = [[0] * (n + 1) for _ in range(n + 1)]  # [i][j], j < i: ids[i:], ids[j:] agree so far
+    for i in range(n - 1, 0, -1):
+        for j in range(i):
+            if ids[i] == ids[j]:
+                same[i][j] = same[i + 1][j + 1] + 1
+    best, start = MIN_REPEAT - 1, None
+    for r in range(1, n):
+        m = max(min(same[r][s], r - s) for s in range(r))  # the copy ends before r
+        if m > best:
+            best, start = m, r
+    return None if start is None else start + 1

@@ -25,7 +25,7 @@ from gptviz.checkpoints import bundled_models, initial_model, load_checkpoint, t
 from gptviz.data import read_corpus
 from gptviz.generate import generate
 from gptviz.model.names import act_name
-from gptviz.replay import final_step, replay_steps
+from gptviz.replay import copy_prompt_length, final_step, replay_steps
 from gptviz.tokenizers.readable import readable_decode
 from tests.helpers import MAIN, array_of, drawn, screenshot, visit
 from tests.test_app_replay import direct_projection
@@ -77,7 +77,7 @@ class Direct:
         return torch.stack([cache[n][0] for n in names]).numpy()  # (L, H, T, T)
 
     def sample(self, step: int) -> str:
-        prompt = self.window[:SAMPLE_PROMPT]
+        prompt = self.window[:copy_prompt_length(self.window) or SAMPLE_PROMPT]
         out = generate(self.model(step), prompt, SAMPLE_TOKENS, temperature=0.0)
         tok = self.ckpt.tokenizer
         return readable_decode(tok, prompt) + " ⟶ " + readable_decode(tok, out[len(prompt):])

@@ -20,6 +20,12 @@ TARGET, OTHER, FADED = "#d62728", "#1f77b4", "#9aa3b2"
 # The bar chart's order: outside the blocks first and last, a block's parts in forward order.
 COMPONENTS = ("E", "P", "LN₁", "W_Q", "W_K", "W_V", "W_O", "LN₂", "W₁", "W₂", "biases",
               "LN_f", "W_U")
+# Margins (px) that already hold each chart's tick labels, axis titles and legend. Streamlit's
+# theme turns plotly's automargin on: a margin short of them is widened once the chart is
+# drawn, and the chart drawn a second time.
+LOGIT_MARGIN = dict(l=72, r=0, t=50, b=40)
+NORMS_MARGIN = dict(l=72, r=0, t=50, b=80)
+STEP_MARGIN = dict(l=72, r=0, t=50, b=112)
 LAYER_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
                  "#17becf", "#bcbd22")
 
@@ -80,7 +86,7 @@ def logit_gradient_figure(ids: Sequence[int], labels: Sequence[str], grad: np.nd
     fig = go.Figure(go.Bar(x=names, y=values, marker_color=colours,
                            hovertemplate="%{x}<br>∂L/∂z = %{y:.4f}<extra></extra>"))
     fig.update_layout(title="∂L/∂z = P − e_y: the most probable tokens and the target y",
-                      yaxis_title="∂L/∂z_i", height=340, margin=dict(t=50, b=10),
+                      yaxis_title="∂L/∂z_i", height=340, margin=LOGIT_MARGIN,
                       xaxis_type="category")
     fig.add_hline(y=0, line_color="#555", line_width=1)
     return fig
@@ -108,7 +114,7 @@ def gradient_norms_figure(components: Sequence[str], layers: Sequence[int | None
     fig.update_layout(title="‖∂L/∂θ‖ per block and component", barmode="group", height=380,
                       yaxis=dict(type="log", title="gradient norm (log scale)"),
                       xaxis=dict(type="category", categoryorder="array", categoryarray=order),
-                      legend=dict(orientation="h", y=-0.15), margin=dict(t=50, b=10))
+                      legend=dict(orientation="h", y=-0.15), margin=NORMS_MARGIN)
     return fig
 
 
@@ -158,5 +164,5 @@ def step_profile_figure(etas: Sequence[float], after: Sequence[float], rest: Seq
                                  exponentformat="power",
                                  tickvals=[10.0**k for k in (-6, -4, -2, 0, 2, 4, 8, 12, 16, 20)]),
                       yaxis=dict(range=[0, top], title="loss (nats)"), height=420,
-                      legend=dict(orientation="h", y=-0.2), margin=dict(t=50, b=10))
+                      legend=dict(orientation="h", y=-0.2), margin=STEP_MARGIN)
     return fig

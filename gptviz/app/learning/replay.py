@@ -1,8 +1,10 @@
 """Training replay: a slider over the steps a checkpoint remembers redraws the attention
 grid, the embeddings on fixed PCA axes, the loss curve's marker and a greedy sample.
 
-The steps come from ``gptviz.replay`` (step 0, the snapshots, the checkpoint's own step);
-each step's results are cached per (model, step, window), small arrays only.
+The steps come from ``gptviz.replay`` (step 0, the snapshots, the checkpoint's own step).
+Each step's four figures are built once per (model, step, window) and shared
+(``cached_figure``): building them in plotly's Python took ~160 ms a move, sending them
+~10 ms. The greedy sample is cached as ids.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import torch
 from gptviz import replay
 from gptviz.app.attention.figures import attention_grid
 from gptviz.app.embeddings.figures import WEBGL_ABOVE
-from gptviz.app.shared.cache import per_model, vocab_labels
+from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
+from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart
 from gptviz.checkpoints import Checkpoint
 from gptviz.generate import generate
 from gptviz.learning import Window
@@ -27,17 +29,23 @@ from gptviz.model.names import act_name
 from gptviz.tokenizers.readable import readable_decode
 
 SAMPLE_TOKENS = 30  # greedy tokens written at each step
-SAMPLE_PROMPT = 16  # the window's first tokens the sample starts from
+SAMPLE_PROMPT = 16  # the window's first tokens the sample starts from, when it repeats
+# nothing long enough to show copying (``replay.copy_prompt_length``)
 PAD = 0.05  # share of each axis's span added around the points of every step
+# Margins (px) that hold the axes' tick labels and titles, the loss curve's legend and the
+# grid's colour bar. Streamlit's theme turns plotly's automargin on: a margin short of what
+# they need is widened after the chart is drawn, and the chart drawn again, at every move.
+MARGIN = dict(l=76, r=10, t=40, b=68)
+LEGEND_R, COLORBAR_R = 116, 120
 
 
 @per_model
 def _paths(ckpt: Checkpoint) -> tuple[np.ndarray, tuple[int, ...], np.ndarray]:
     """Explained-variance ratios (2,), the steps, and E's ordinary rows at each step on the
     final basis (S, rows, 2)."""
-    basis, paths = replay.embedding_paths(ckpt)
+    ratio, paths = replay.embedding_paths(ckpt)
     steps = tuple(paths)
-    return basis.ratio.astype(np.float32), steps, np.stack([paths[s] for s in steps])
+    return ratio.astype(np.float32), steps, np.stack([paths[s] for s in steps])
 
 
 @per_model
@@ -46,17 +54,24 @@ def _rows(ckpt: Checkpoint) -> np.ndarray:
 
 
 @per_model
-def _frame(ckpt: Checkpoint, step: int, ids: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """At ``step``: every head's pattern on ``ids`` (L, H, T, T) and the greedy sample's ids
-    after the prompt ids[:SAMPLE_PROMPT]."""
-    model = replay.model_at(ckpt, step)
+def _sample(ckpt: Checkpoint, step: int, ids: tuple[int, ...]) -> tuple[int, bool, np.ndarray]:
+    """At ``step``: the prompt's length p, whether ids[:p] ends on the first token of a
+    repeat (``replay.copy_prompt_length``; else p is SAMPLE_PROMPT), and the greedy sample's
+    ids after the prompt."""
+    p = replay.copy_prompt_length(ids)
+    repeat, p = p is not None, p or min(SAMPLE_PROMPT, len(ids))
+    with torch.no_grad():
+        sample = generate(replay.model_at(ckpt, step), list(ids[:p]), SAMPLE_TOKENS,
+                          temperature=0.0)[p:]
+    return p, repeat, np.asarray(sample, dtype=np.int64)
+
+
+def _patterns(ckpt: Checkpoint, step: int, ids: Sequence[int]) -> np.ndarray:
+    """Every head's pattern on ``ids`` at ``step`` (L, H, T, T)."""
     names = [act_name("pattern", ly) for ly in range(ckpt.config.n_layer)]
     with torch.no_grad():
-        _, cache = model.run_with_cache(list(ids), names_filter=names)
-        patterns = torch.stack([cache[n][0] for n in names]).float().numpy()  # (L, H, T, T)
-        prompt = list(ids[:SAMPLE_PROMPT])
-        sample = generate(model, prompt, SAMPLE_TOKENS, temperature=0.0)[len(prompt):]
-    return patterns, np.asarray(sample, dtype=np.int64)
+        _, cache = replay.model_at(ckpt, step).run_with_cache(list(ids), names_filter=names)
+    return torch.stack([cache[n][0] for n in names]).float().numpy()
 
 
 def loss_figure(evals: Sequence[dict], step: int) -> go.Figure:
@@ -71,10 +86,9 @@ def loss_figure(evals: Sequence[dict], step: int) -> go.Figure:
         if pts:
             fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts],
                                      mode="lines+markers", name=name))
-    fig.add_vline(x=step, line_dash="dash", line_color="#d62728")
     fig.update_layout(title=f"Loss over training (marker: step {step:,})", height=300,
                       xaxis_title="step", yaxis_title="cross-entropy loss (nats)",
-                      margin=dict(l=10, r=10, t=40, b=10))
+                      margin=MARGIN | dict(r=LEGEND_R), shapes=[marker(step)])
     return fig
 
 
@@ -85,10 +99,17 @@ def induction_figure(evals: Sequence[dict], step: int) -> go.Figure:
     fig = go.Figure(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts],
                                mode="lines+markers", name="induction score",
                                line_color="#2ca02c"))
-    fig.add_vline(x=step, line_dash="dash", line_color="#d62728")
     fig.update_layout(title="Induction score over training", height=300, xaxis_title="step",
-                      yaxis_title="score", margin=dict(l=10, r=10, t=40, b=10))
+                      yaxis_title="score", margin=MARGIN,
+                      shapes=[marker(step)])
     return fig
+
+
+def marker(step: int) -> dict:
+    """A dashed vertical line at ``step`` over the whole plot (one shape in the layout:
+    ``add_vline`` costs ~10 ms a figure in plotly's Python)."""
+    return dict(type="line", xref="x", yref="paper", x0=step, x1=step, y0=0, y1=1,
+                line=dict(dash="dash", color="#d62728"))
 
 
 def embedding_figure(coords: np.ndarray, labels: Sequence[str], shown: Sequence[int],
@@ -107,7 +128,7 @@ def embedding_figure(coords: np.ndarray, labels: Sequence[str], shown: Sequence[
         marker=dict(size=8, color="#d62728"), text=[labels[i] for i in ids],
         textposition="top center", hovertemplate="%{text}<extra></extra>"))
     fig.update_layout(title=f"Embeddings E at step {step} on the final model's PCA axes",
-                      height=420, margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
+                      height=420, margin=MARGIN, showlegend=False,
                       xaxis=dict(range=list(ranges[0]), title=f"PC 1 ({ratio[0]:.0%} of the "
                                  "final variance)"),
                       yaxis=dict(range=list(ranges[1]), title=f"PC 2 ({ratio[1]:.0%})"))
@@ -147,39 +168,29 @@ def replay_view(picked: Picked, window: Window) -> None:
 def _steps_view(picked: Picked, window: Window, steps: Sequence[int], evals: Sequence[dict],
                 final: int) -> None:
     """The step slider and everything drawn at its step. A fragment: moving the slider
-    reruns this part only, not the page above it."""
+    reruns this part only, not the page above it; each step's figures are built once."""
     step = st.select_slider("Training step", steps, value=steps[-1], key="replay_step",
                             format_func=lambda s: f"{s:,}")
     where = ("the seed's initialisation, before any step" if step == 0 and final != 0 else
              "the checkpoint's own weights" if step == final else
              "a snapshot kept during training (float16)")
     st.markdown(f"**Step {step:,}**: {where}.")
+    loss, score, pca, grid = cached_figure(picked, "replay-step", (step, window.x),
+                                           lambda: _step_figures(picked, window, step, evals))
     left, right = st.columns(2)
-    if evals:
-        chart(loss_figure(evals, step), key="replay_loss", container=left)
+    if loss is not None:
+        left.plotly_chart(loss, width="stretch", key="replay_loss")
     else:
         left.info("The card records no losses during training.", icon=":material/show_chart:")
-    if any(e.get("induction_score") is not None for e in evals):
-        chart(induction_figure(evals, step), key="replay_induction", container=right)
+    if score is not None:
+        right.plotly_chart(score, width="stretch", key="replay_induction")
         right.caption("The mean attention a repeated token pays to the token after its "
                       "first copy, as the trainer measured it. A sharp rise is the phase "
                       "change in which an induction head forms; the loss often bends there.")
     else:
         right.info("The card has no induction score over training (only runs on the "
                    "induction task record one).", icon=":material/info:")
-    _frame_view(picked, window, step)
-
-
-def _frame_view(picked: Picked, window: Window, step: int) -> None:
-    ckpt = picked.checkpoint
-    labels = vocab_labels(picked)
-    ratio, steps, paths = _paths(picked)
-    rows = _rows(picked)
-    coords = paths[steps.index(step)]  # (rows, 2): row r of coords is token rows[r]
-    row_of = {int(i): r for r, i in enumerate(rows)}
-    shown = sorted({row_of[i] for i in window.x if i in row_of})
-    chart(embedding_figure(coords, [labels[i] for i in rows], shown, fixed_ranges(paths),
-                           ratio, step), key="replay_pca")
+    st.plotly_chart(pca, width="stretch", key="replay_pca")
     st.caption(
         "Each point is a row of E (one token). The two axes are fitted once, on the final "
         "model's E, and every step's E is projected on them with the same centring and "
@@ -187,16 +198,41 @@ def _frame_view(picked: Picked, window: Window, step: int) -> None:
         "the tokens of the window. At step 0 E is random, so the points sit in a cloud. The "
         "special tokens (BOS, EOS, UNK, PAD) are left out: training never feeds them, so "
         "their rows only drift, together, far from the rest.")
-    patterns, sample = _frame(picked, step, tuple(window.x))
     st.markdown("**Every head's attention on the window** (layers down, heads across; "
                 "rows are queries, columns the keys they read)")
-    chart(attention_grid(patterns, [labels[i] for i in window.x], cell_px=90),
-          key="replay_grid")
-    prompt = list(window.x[:SAMPLE_PROMPT])
+    st.plotly_chart(grid, width="stretch", key="replay_grid")
+    _sample_view(picked, window, step)
+
+
+def _step_figures(picked: Picked, window: Window, step: int, evals: Sequence[dict]
+                  ) -> tuple[go.Figure | None, go.Figure | None, go.Figure, go.Figure]:
+    """The loss and induction curves with their marker at ``step`` (None when the card has
+    no such curve), E on the final PCA axes and the attention grid at ``step``."""
+    ckpt, labels = picked.checkpoint, vocab_labels(picked)
+    ratio, steps, paths = _paths(picked)
+    rows = _rows(picked)
+    row_of = {int(i): r for r, i in enumerate(rows)}  # row r of the paths is token rows[r]
+    shown = sorted({row_of[i] for i in window.x if i in row_of})
+    pca = embedding_figure(paths[steps.index(step)], [labels[i] for i in rows], shown,
+                           fixed_ranges(paths), ratio, step)
+    grid = attention_grid(_patterns(ckpt, step, window.x), [labels[i] for i in window.x],
+                          cell_px=90).update_layout(margin_r=COLORBAR_R)
+    grid.update_xaxes(automargin=False).update_yaxes(automargin=False)  # no tick labels
+    scored = any(e.get("induction_score") is not None for e in evals)
+    return (thin_ticks(loss_figure(evals, step)) if evals else None,
+            thin_ticks(induction_figure(evals, step)) if scored else None,
+            thin_ticks(pca), thin_ticks(grid))
+
+
+def _sample_view(picked: Picked, window: Window, step: int) -> None:
+    tok = picked.checkpoint.tokenizer
+    p, repeat, sample = _sample(picked, step, tuple(window.x))
     st.markdown(f"**Greedy sample** ({SAMPLE_TOKENS} tokens at temperature 0, after the "
-                f"window's first {len(prompt)} tokens)")
-    st.code(readable_decode(ckpt.tokenizer, prompt) + " ⟶ "
-            + readable_decode(ckpt.tokenizer, sample.tolist()), language=None,
-            wrap_lines=True)
-    st.caption("The arrow separates the prompt from what the model wrote. Bytes that are no "
-               "whole character are shown as ‹e2 80›.")
+                f"window's first {p} tokens" + (", up to the first token of a stretch the "
+                "window repeats)" if repeat else ")"))
+    st.code(readable_decode(tok, list(window.x[:p])) + " ⟶ "
+            + readable_decode(tok, sample.tolist()), language=None, wrap_lines=True)
+    st.caption("The arrow separates the prompt from what the model wrote."
+               + (" The window goes on to repeat an earlier stretch: a model that has learned "
+                  "to copy (an induction head) writes the rest of it." if repeat else "")
+               + " Bytes that are no whole character are shown as ‹e2 80›.")

@@ -114,11 +114,13 @@ def logit_section(m: Microscope, vocab: list[str]) -> None:
         "P − e_y": [float(m.formula[i]) for i in ids],
         "autograd ∂L/∂z": [float(m.dz[i]) for i in ids],
         "|Δ|": [abs(float(m.formula[i] - m.dz[i])) for i in ids]})
-    st.dataframe(df, hide_index=True, width="stretch", column_config={
-        k: st.column_config.NumberColumn(format="%.6f") for k in ("z", "P", "P − e_y",
-                                                                  "autograd ∂L/∂z")} | {
-        "|Δ|": st.column_config.NumberColumn(format="%.1e")})
-    csv_download(df, "logit-gradient.csv")
+    with on_demand("∂L/∂z as a table (z, P, e_y, autograd)", key="logit_table") as shown:
+        if shown:  # closed, the page loads no data grid (its code alone is ~1.4 MB)
+            st.dataframe(df, hide_index=True, width="stretch", column_config={
+                k: st.column_config.NumberColumn(format="%.6f") for k in (
+                    "z", "P", "P − e_y", "autograd ∂L/∂z")} | {
+                "|Δ|": st.column_config.NumberColumn(format="%.1e")})
+            csv_download(df, "logit-gradient.csv")
     worst = m.max_dz_error
     message = (f"P − e_y equals autograd's ∂L/∂z on all |V| = {len(m.probs):,} entries: "
                f"max |Δ| = {worst:.1e}")

@@ -21,6 +21,7 @@ from gptviz.app.learning.controls import BIG_MODEL, median_position
 from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, step_section
 from gptviz.app.shared.cache import vocab_labels
+from gptviz.app.shared.memory import then_give_back
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.threads import one_thread
 from gptviz.app.shared.widgets import chart, csv_download, on_demand
@@ -53,8 +54,8 @@ def cached(picked: Picked, what: str, args: tuple, compute: Callable[[], Any]) -
     """``compute()`` once per (model, what, args): for everyone when the model is bundled,
     for this session alone when it was trained or uploaded here."""
     store = _shared if picked.bundled else _private
-    with one_thread(picked.checkpoint.model):
-        return store(what, picked.cache_key, args, compute)
+    with one_thread(picked.checkpoint.model):  # what back-propagation freed leaves RSS too
+        return store(what, picked.cache_key, args, then_give_back(compute))
 
 
 def typical_position(picked: Picked, window: Window) -> int:

@@ -23,6 +23,7 @@ from gptviz import analysis
 from gptviz import attention_math as am
 from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.lru import ByteLRU
+from gptviz.app.shared.memory import then_give_back
 from gptviz.app.shared.picker import Picked
 from gptviz.checkpoints import Checkpoint, freeze, initial_model, training_seed
 from gptviz.model import GPT
@@ -60,8 +61,9 @@ def per_model(fn: Callable[..., R]) -> Callable[..., R]:
     their arrays are read-only."""
     @functools.wraps(fn)
     def cached(picked: Picked, *args: Any) -> R:
-        return _store(picked).get_or_compute((fn.__qualname__, picked.cache_key, args),
-                                             lambda: fn(picked.checkpoint, *args))
+        return _store(picked).get_or_compute(  # what a new result's pass freed leaves RSS
+            (fn.__qualname__, picked.cache_key, args),
+            then_give_back(lambda: fn(picked.checkpoint, *args)))
 
     return cached
 

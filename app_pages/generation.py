@@ -37,9 +37,9 @@ def generating(picked: Picked, prompt: PromptTokens, sampling: Sampling,
     """The buttons, the text and the views of one step: everything a click changes."""
     ckpt = picked.checkpoint
     hist = ui.history(picked, prompt, sampling)
-    ui.buttons(hist, ckpt.model, sampling)
     if hist.pending and not streaming:
-        st.rerun()  # a planned Generate n runs in a whole-page run (see below)
+        st.rerun()  # a Generate n was just planned: it runs in a whole-page run (see below)
+    ui.buttons(hist, ckpt.model, sampling)
 
     text_box = st.empty()
     if hist.pending:
@@ -58,8 +58,10 @@ def generating(picked: Picked, prompt: PromptTokens, sampling: Sampling,
 # A click reruns only the fragment: the text above, the prompt and the sampling controls stay
 # drawn. A Generate n streams in a whole-page run instead, because a click inside a fragment
 # waits for the fragment's run to end (Streamlit does not interrupt it), and Stop must
-# interrupt the stream at once.
+# interrupt the stream at once. Its container takes the fragment's place on the page, so
+# the views below stay drawn while the text streams, as do the page's scroll position.
 if ui.history(picked, prompt, sampling).pending:
-    generating(picked, prompt, sampling)
+    with st.container():
+        generating(picked, prompt, sampling)
 else:
     st.fragment(generating)(picked, prompt, sampling, streaming=False)

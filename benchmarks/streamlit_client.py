@@ -65,6 +65,7 @@ class Run:
     elements: dict[tuple[int, ...], tuple[str, object]] = field(default_factory=dict)
     fragments: dict[tuple[int, ...], str] = field(default_factory=dict)  # path -> fragment id
     kept: dict[tuple[int, ...], tuple[str, object]] = field(default_factory=dict)  # not rerun
+    drawn: set[tuple[int, ...]] = field(default_factory=set)  # paths drawn since it started
     status: str = "running"  # "ok", "compile error", "timeout", "page not found", "closed"
 
     def texts(self, kind: str) -> list[str]:
@@ -206,6 +207,7 @@ class ProtocolSession:
             kind = msg.WhichOneof("type")
             if kind == "new_session":
                 run.elements = dict(run.kept)  # a rerun started over (fast rerun, st.rerun)
+                run.drawn.clear()
             elif kind == "navigation":
                 self.pages = {p.url_pathname: p.page_script_hash
                               for p in msg.navigation.app_pages}
@@ -214,12 +216,17 @@ class ProtocolSession:
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 path = tuple(msg.metadata.delta_path)
                 self._element(run, path, msg.delta.new_element)
+                run.drawn.add(path)
                 if msg.delta.fragment_id:
                     run.fragments[path] = msg.delta.fragment_id
             elif kind == "script_finished" and msg.script_finished != EARLY:
                 if run.status == "running":
                     run.status = ("compile error" if msg.script_finished ==
                                   ForwardMsg.FINISHED_WITH_COMPILE_ERROR else "ok")
+                if msg.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY:  # a whole run:
+                    run.elements = {p: e for p, e in run.elements.items() if p in run.drawn}
+                    run.fragments = {p: f for p, f in run.fragments.items() if p in run.drawn}
+                    # what it did not draw is gone from the page, as the browser removes it
                 shown = {getattr(e, "id", None) for _, e in run.elements.values()}
                 self.widgets = {k: v for k, v in self.widgets.items() if k in shown}
                 return

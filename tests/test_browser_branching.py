@@ -12,8 +12,15 @@ import re
 
 import pytest
 
-from tests.helpers import check_no_exception, eventually, open_tab, screenshot, visit, wait_for_app
-from tests.test_browser_generation import generate_n, generated
+from tests.helpers import (
+    MAIN,
+    check_no_exception,
+    eventually,
+    screenshot,
+    visit,
+    wait_for_app,
+)
+from tests.test_browser_generation import generate_n, generated, set_n
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("from_home")]
 
@@ -85,6 +92,24 @@ def test_branch_revisit_and_share(page, app_url, browser):
         other.close()
 
 
+def test_branch_and_continue_keeps_its_note_and_the_view_while_it_streams(page, app_url):
+    """Its tokens stream in a whole-page run (so Stop can interrupt it): meanwhile the page
+    still says where it branched, and the Branches view stays drawn below the text."""
+    visit(page, f"{app_url}/generation?temperature=0.8&view=Branches")
+    generate_n(page, 6)
+    set_n(page, 500)
+    page.get_by_role("button", name="Branch and continue").click()
+    page.get_by_text("Generating:").first.wait_for(timeout=30_000)  # tokens are arriving
+    assert page.get_by_text(re.compile(r"Branched at step 6")).first.is_visible()
+    assert page.get_by_role("button", name="Branch and continue").is_visible()  # the view
+    screenshot(page, "branching-continue-streaming")
+    stop = page.locator(MAIN).get_by_role("button", name="Stop").bounding_box()
+    page.mouse.click(stop["x"] + stop["width"] / 2, stop["y"] + stop["height"] / 2)
+    wait_for_app(page)
+    check_no_exception(page, "after Stop")
+    assert 6 < generated(page) < 6 + 500
+
+
 def test_beam_search_beside_greedy_and_sampled(page, app_url):
     visit(page, f"{app_url}/generation?view=Beam+search&beam=4&beam_n=10&min_p=0.05")
     check_no_exception(page, "beam search")
@@ -93,6 +118,8 @@ def test_beam_search_beside_greedy_and_sampled(page, app_url):
     page.locator(".st-key-gen_beam_tree .main-svg").first.wait_for()
     assert page.locator(".katex").filter(has_text="score").count() > 0
     screenshot(page, "branching-beam-search")
-    open_tab(page, "This step")
+    page.get_by_role("tab", name="This step", exact=True).click()
+    page.locator(f"{MAIN} .gv-topk").first.wait_for()  # its top-k bars (HTML, no chart)
+    wait_for_app(page)
     assert page.locator(".katex").filter(has_text="min").count() > 0  # S_min, min-p's set
     screenshot(page, "branching-min-p")

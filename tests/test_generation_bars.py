@@ -56,6 +56,12 @@ def test_widths_are_p_over_the_axis(weights):
     assert widths.max() <= 100 and np.all(np.diff(widths) <= 1e-3)  # best first
 
 
+def test_hover_shows_the_whole_token():
+    long = "-" * 40
+    got = rows(bars.topk_html(bars.candidates([long, "a"], [0.6, 0.4])))
+    assert got[0]["label"] == "-" * bars.TICK_CHARS + "…" and got[0]["title"].startswith(long)
+
+
 def test_token_text_is_escaped():
     html = bars.topk_html(bars.candidates(['<img src=x onerror="alert(1)">', "&"],
                                           [0.7, 0.3], logits=[1.0, 0.0]))
@@ -65,7 +71,7 @@ def test_token_text_is_escaped():
 
 def test_the_axis_ticks_end_inside_the_axis():
     for right in (0.023, 0.3, 0.9, 1.0):
-        c = bars.Candidates([0], ["a"], ["a"], np.array([right / 1.3], np.float32),
+        c = bars.Candidates([0], ["a"], ["a"], ["a"], np.array([right / 1.3], np.float32),
                             np.array([np.nan], np.float32), right)
         ticks = re.findall(r'<span style="left:([\d.]+)%">([^<]+)</span>', bars.topk_html(c))
         assert 3 <= len(ticks) <= 6 and ticks[0] == ("0.000", "0%" if right > .05 else "0.0%")

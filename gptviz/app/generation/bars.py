@@ -53,8 +53,11 @@ def tick_names(labels: Sequence[str], ids) -> list[str]:
     >>> tick_names(["a b", "-" * 64], [1, 0])
     ['----------------…', 'a·b']
     """
-    names = axis_labels([labels[i] for i in ids], len(ids))
-    return [n if len(n) <= TICK_CHARS else n[:TICK_CHARS] + "…" for n in names]
+    return [_cut(n) for n in axis_labels([labels[i] for i in ids], len(ids))]
+
+
+def _cut(name: str) -> str:
+    return name if len(name) <= TICK_CHARS else name[:TICK_CHARS] + "…"
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,8 @@ class Candidates:
 
     ids: list[int]
     ticks: list[str]  # the token, cut to TICK_CHARS, with "◀ chosen" on the chosen one
-    names: list[str]
+    names: list[str]  # the token, cut to TICK_CHARS
+    full: list[str]  # the token, whole (what hovering a bar shows)
     p: np.ndarray  # (n,) float32
     y: np.ndarray  # (n,) float32
     right: float
@@ -82,10 +86,12 @@ def candidates(labels: Sequence[str], probs, chosen: int | None = None, logits=N
     ids = [int(i) for i in top_ids(p, k)]
     if chosen is not None and chosen not in ids:
         ids.append(int(chosen))
-    names = tick_names(labels, ids)
+    full = axis_labels([labels[i] for i in ids], len(ids))
+    names = [_cut(n) for n in full]
     ticks = [f"{n} ◀ chosen" if i == chosen else n for i, n in zip(ids, names, strict=True)]
     y = as_float32(logits)[ids] if logits is not None else np.full(len(ids), np.nan, np.float32)
-    return Candidates(ids, ticks, names, p[ids], y, min(1.0, float(p[ids].max()) * 1.25 + .02))
+    return Candidates(ids, ticks, names, full, p[ids], y,
+                      min(1.0, float(p[ids].max()) * 1.25 + .02))
 
 
 def tick_step(right: float) -> float:
@@ -104,7 +110,7 @@ def tick_step(right: float) -> float:
 BARS_CSS = """<style>
 .gv-topk{font-size:14px;line-height:1.2;color:inherit}
 .gv-topk-title{font-weight:600;margin:0 0 8px 2px}
-.gv-topk-row{display:grid;grid-template-columns:var(--gv-label) 1fr;column-gap:8px;
+.gv-topk-row{display:grid;grid-template-columns:min(var(--gv-label),45%) 1fr;column-gap:8px;
 align-items:center;height:30px}
 .gv-topk-label{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:13px;
 text-align:right;white-space:pre;overflow:hidden}
@@ -114,8 +120,10 @@ background-image:linear-gradient(to right,rgba(49,51,63,.12) 1px,transparent 1px
 .gv-topk-bar{height:22px;flex:none}
 .gv-topk-val{font-size:12px;margin-left:4px;white-space:nowrap}
 .gv-topk-axis{position:relative;height:18px;width:calc(100% - 56px);font-size:12px;
-opacity:.75;border-top:1px solid #a3a8b8}
+opacity:.75;border-top:1px solid #a3a8b8;container-type:inline-size}
 .gv-topk-axis span{position:absolute;transform:translateX(-50%);top:2px}
+@container (max-width:200px){.gv-topk-axis span:nth-child(even){display:none}}
+@container (max-width:100px){.gv-topk-axis span:not(:first-child){display:none}}
 .gv-topk-name{width:calc(100% - 56px);text-align:center;font-size:13px;opacity:.8;
 margin-top:4px}
 </style>"""
@@ -133,7 +141,7 @@ def topk_html(c: Candidates, chosen: int | None = None, title: str = "") -> str:
     step = tick_step(c.right)
     width = max(mono_columns(t) for t in c.ticks) * MONO_PX + 6  # the label column (px)
     rows = []
-    for i, tick, name, p, y in zip(c.ids, c.ticks, c.names, c.p.tolist(), c.y.tolist(),
+    for i, tick, name, p, y in zip(c.ids, c.ticks, c.full, c.p.tolist(), c.y.tolist(),
                                    strict=True):
         logit = "" if math.isnan(y) else f"&#10;y = {y:.3f}"
         rows.append(

@@ -12,7 +12,7 @@ from gptviz.app.attention import figures as va
 from gptviz.app.attention import flow, head_circuits, taxonomy
 from gptviz.app.attention import formulas as mp
 from gptviz.app.shared.cache import ablation, activations, cached_figure, vocab_labels
-from gptviz.app.shared.heatmaps import thin_ticks, title_room
+from gptviz.app.shared.heatmaps import fit_margins, thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download, on_demand
@@ -71,9 +71,9 @@ def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
                "head is shown large below. Choose another with Layer and Head above.")
     steps = am.head_tensors(cache, layer, head)
     left, right = st.columns([3, 2])
-    large = cached_figure(picked, "attention-pattern", key, lambda: title_room(
+    large = cached_figure(picked, "attention-pattern", key, lambda: fit_margins(title_room(
         thin_ticks(va.attention_pattern(steps["pattern"], labels, height=640,
-                                        title=f"layer {layer}, head {head}: W_attn"))))
+                                        title=f"layer {layer}, head {head}: W_attn")))))
     left.plotly_chart(large, width="stretch")
     with right:
         query = position_input(prompt, "Query token (a row of W_attn)", key="query")

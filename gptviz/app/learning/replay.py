@@ -32,11 +32,12 @@ SAMPLE_TOKENS = 30  # greedy tokens written at each step
 SAMPLE_PROMPT = 16  # the window's first tokens the sample starts from, when it repeats
 # nothing long enough to show copying (``replay.copy_prompt_length``)
 PAD = 0.05  # share of each axis's span added around the points of every step
-# Margins (px) that hold the axes' tick labels and titles, the loss curve's legend and the
-# grid's colour bar. Streamlit's theme turns plotly's automargin on: a margin short of what
-# they need is widened after the chart is drawn, and the chart drawn again, at every move.
+# Margins (px) that hold the axes' tick labels and titles and the loss curve's legend (the
+# attention grid sets its own). Streamlit's theme turns plotly's automargin on: a margin
+# short of what they need is widened after the chart is drawn, and the chart drawn again,
+# at every move.
 MARGIN = dict(l=76, r=10, t=40, b=68)
-LEGEND_R, COLORBAR_R = 116, 120
+LEGEND_R = 116
 
 
 @per_model
@@ -216,8 +217,7 @@ def _step_figures(picked: Picked, window: Window, step: int, evals: Sequence[dic
     pca = embedding_figure(paths[steps.index(step)], [labels[i] for i in rows], shown,
                            fixed_ranges(paths), ratio, step)
     grid = attention_grid(_patterns(ckpt, step, window.x), [labels[i] for i in window.x],
-                          cell_px=90).update_layout(margin_r=COLORBAR_R)
-    grid.update_xaxes(automargin=False).update_yaxes(automargin=False)  # no tick labels
+                          cell_px=90)  # its margins already hold its colour bar and titles
     scored = any(e.get("induction_score") is not None for e in evals)
     return (thin_ticks(loss_figure(evals, step)) if evals else None,
             thin_ticks(induction_figure(evals, step)) if scored else None,

@@ -8,6 +8,7 @@ on hover.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,6 +22,25 @@ SCALES = {"prob": ("Blues", (0.0, 1.0)), "signed": ("RdBu_r", None), "seq": ("Vi
 BLANK = "#d4d4d4"  # what a masked (NaN) cell shows
 MAX_LABELLED_SIDE = 32  # masked cells get a "−∞" label up to this many rows/columns
 MAX_HOVER_CELLS = 60_000  # above this, hover shows numbers only (text arrays get heavy)
+# Streamlit's theme turns plotly's automargin on: a margin short of the labels, titles or
+# colour bar is widened after the chart is drawn, and the chart drawn a second time. The
+# margins below hold them up front (measured in Chromium with the theme's Source Sans).
+# A colour bar at the plot's right edge (plotly's x = 1.02 of the plot's width would need a
+# margin that grows with the width) takes COLORBAR_PX with a 0 … 1 scale's tick labels: a
+# trace's bar is 30 px wide with 10 px either side (76 px); the theme draws a coloraxis's
+# bar apart, 16 px wide with 24 px either side and an 8 px outline (92 px).
+COLORBAR, COLORBAR_PX = dict(x=1.0), {"trace": 80, "coloraxis": 96}
+# What plotly adds to the extent of an axis's tick labels: 5 px ticks, their padding and a
+# 14 px axis title with its standoff (20 px on x, 24 on y). Measured: 60.2 and 64.6 px.
+AXIS_PX = {"x": 65, "y": 61}
+LINE_EM = 1.4  # the height of a line of tick labels, in font sizes (16 px at 12)
+# Advance widths of Source Sans in em, each group rounded up to its widest character; any
+# other character (accents, arrows, CJK, emoji) counts as OTHER_EM, wider than all of them.
+EM = {**dict.fromkeys(" |ij',.:;·lI", 0.27), **dict.fromkeys("!f()[]{}-tr/\\", 0.36),
+      **dict.fromkeys("*s?z\"xcvyYJLFke#$+0123456789<=>^~_agXVESTZ`oAhunbdpq", 0.56),
+      **dict.fromkeys("PRCKB&DG", 0.62), **dict.fromkeys("UNHOQ", 0.67),
+      **dict.fromkeys("wMW%m@↵", 0.85)}
+OTHER_EM = 1.05
 
 
 def as_float32(values) -> np.ndarray:
@@ -172,6 +192,48 @@ def legend_on_top(fig: go.Figure) -> go.Figure:
     """
     fig.update_layout(legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1.0,
                                   xanchor="right"))
+    return fig
+
+
+def label_px(labels: Sequence[str], size: float = 12) -> float:
+    """At least the width (px) of the widest label in Source Sans at font ``size``.
+
+    >>> label_px(["·the", "W"], 10)  # measured in Chromium: 16.3 and 7.9 px
+    17.5
+    """
+    return size * max((sum(EM.get(ch, OTHER_EM) for ch in s) for s in labels), default=0.0)
+
+
+def fit_margins(fig: go.Figure, colorbar_px: int | None = None) -> go.Figure:
+    """Margins that already hold a ``heatmap``'s tick labels, axis titles and colour bar
+    (moved to the plot's edge), so plotly's automargin has nothing to add and draws the
+    chart once. Automargin stays on: a label wider than ``label_px`` says (another font)
+    still gets its room, with the second draw. Call it after ``thin_ticks``. The colour
+    bar's room is ``colorbar_px``, by default ``COLORBAR_PX`` of its kind.
+
+    >>> fig = fit_margins(heatmap(np.eye(2), ["a", "b"], ["a", "b"], x_title="k", y_title="q"))
+    >>> fig.layout.margin.l, fig.layout.margin.t, fig.layout.margin.r
+    (68, 83, 80)
+    """
+    m = fig.layout.margin
+    if colorbar_px is None:
+        shared = any(getattr(trace, "coloraxis", None) for trace in fig.data)
+        colorbar_px = COLORBAR_PX["coloraxis" if shared else "trace"]
+    room = {"l": m.l or 0, "r": max(m.r or 0, colorbar_px), "t": m.t or 0, "b": m.b or 0}
+    for name, axis in (("x", fig.layout.xaxis), ("y", fig.layout.yaxis)):
+        if axis.showticklabels is False or not axis.ticktext:
+            continue
+        size = axis.tickfont.size or 12
+        w, h = label_px(axis.ticktext, size), LINE_EM * size
+        if name == "x":  # plotly turns crowded labels by 30° or 90°: the most any takes
+            w = max(w, w / 2 + 0.87 * h, h)
+        side = {"top": "t", "bottom": "b", "left": "l", "right": "r"}[
+            axis.side or ("bottom" if name == "x" else "left")]
+        room[side] = max(room[side], math.ceil(w + AXIS_PX[name]))
+    for trace in fig.data:
+        if getattr(trace, "showscale", None) is not False and hasattr(trace, "colorbar"):
+            trace.colorbar.update(COLORBAR)
+    fig.update_layout(margin=room, coloraxis_colorbar=COLORBAR)
     return fig
 
 

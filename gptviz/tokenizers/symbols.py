@@ -133,9 +133,14 @@ class SymbolTokenizer(Tokenizer):
     ) -> list[int]:
         """The ids of ``tokens``, without building a ``TokenInfo`` per token: a 250 KB
         corpus is 250k of them (~40 MB of small objects, whose freed arenas the server
-        keeps), where the ids alone are one list."""
+        keeps), where the ids alone are one list. A vocabulary without UNK (a nanoGPT
+        model's) goes through ``tokens``, which says what it cannot encode."""
+        unk = self._special_ids.get(UNK)
+        if unk is None:
+            return [t.id for t in self.tokens(text, bos=bos, eos=eos,
+                                              allowed_special=allowed_special)]
         allowed = self.allowed_specials(allowed_special)
-        stoi, unk = self.stoi, self._special_ids[UNK]
+        stoi = self.stoi
         ids = [self._special_id(BOS)] if bos else []
         for piece, _, is_special in split_on_specials(text, allowed):
             if is_special:

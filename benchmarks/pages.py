@@ -13,6 +13,8 @@ changed for ``QUIET_MS``. The result is each page's median over the bare page's 
 A second reference, served by the bare page's server, adds one two-point plotly chart:
 Streamlit fetches and evaluates plotly.js (4.6 MB) only for a page that draws a chart,
 so this is the floor of every page with a figure; the last column divides by it.
+``--floors`` adds the same chart drawn by Streamlit's two other chart libraries, ECharts
+and Vega-Lite: what a page with one figure would cost if its figures moved there.
 
 It also times the Generation page's "Next token", click to settled, ``--clicks`` in a row
 in one session, beside a bare page's button click (``st.button`` and a rerun). Targets
@@ -55,9 +57,20 @@ st.button("Again")
 st.caption(st.session_state.n)
 if "plotly" in st.query_params:  # the plotly.js floor: the bare page and one tiny chart
     st.plotly_chart({"data": [{"type": "scatter", "x": [0, 1], "y": [0, 1]}]})
+if "echarts" in st.query_params:  # the same chart in Streamlit's two other chart libraries
+    st.echarts_chart({"xAxis": {"type": "value"}, "yAxis": {"type": "value"},
+                      "series": [{"type": "line", "data": [[0, 0], [1, 1]]}]})
+if "vega" in st.query_params:
+    st.vega_lite_chart({"mark": "line", "data": {"values": [{"x": 0, "y": 0}, {"x": 1, "y": 1}]},
+                        "encoding": {"x": {"field": "x", "type": "quantitative"},
+                                     "y": {"field": "y", "type": "quantitative"}}})
 """  # a click changes the page (the count), so its rerun can be seen
 PLOTLY_FLOOR = "bare page + one 2-point plotly chart (reference)"
 PLOTLY_PATH = "/?plotly=1"  # on the bare page's server
+OTHER_FLOORS = {  # --floors: what a page with one chart would cost in another library
+    "bare page + one 2-point ECharts chart (reference)": "/?echarts=1",
+    "bare page + one 2-point Vega-Lite chart (reference)": "/?vega=1",
+}
 WATCH = """() => {
     window.__gvRan = false;
     const app = document.querySelector('[data-testid="stApp"]');
@@ -164,7 +177,7 @@ def interleaved_loads(browser, bare: str, app: str, targets: dict[str, str | Cal
     times: dict[str, list[float]] = {name: [] for name in ["bare", *targets]}
     for rep in range(reps + 1):
         for name, path in targets.items():
-            server = bare if name == PLOTLY_FLOOR else app
+            server = bare if name == PLOTLY_FLOOR or name in OTHER_FLOORS else app
             pair = [("bare", bare + "/"), (name, server + (path() if callable(path) else path))]
             for label, url in pair if rep % 2 else pair[::-1]:
                 seconds = load(browser, url)
@@ -177,11 +190,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--clicks", type=int, default=10)
+    p.add_argument("--floors", action="store_true",
+                   help="also the bare page with one ECharts and one Vega-Lite chart")
     args = p.parse_args()
     models = bundled_models()
     longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
     with bare_and_app() as (browser, bare, app):
-        targets = {PLOTLY_FLOOR: PLOTLY_PATH, **pages(longest)}
+        targets = {PLOTLY_FLOOR: PLOTLY_PATH, **(OTHER_FLOORS if args.floors else {}),
+                   **pages(longest)}
         times = interleaved_loads(browser, bare, app, targets, args.reps)
         report_loads(times, "Pages", "page")
         gen = clicks(browser, f"{app}/generation?model={DEFAULT_MODEL}", "Next token",

@@ -15,12 +15,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from gptviz.app.generation.bars import (  # noqa: F401 (the page's figures, in one place)
+from gptviz.app.generation.bars import (
     BAR,
     CHOSEN,
     MONO_PX,
     SAMPLED,
-    TICK_CHARS,
     candidates,
     mono_columns,
     tick_names,

@@ -45,8 +45,8 @@ elif kind := picked.checkpoint.card.get("format"):  # a Hugging Face or nanoGPT 
             "it.", icon=":material/info:")
 else:
     st.markdown(f"The model chosen in the sidebar, **{picked.name}**: {describe(picked)}. "
-                "Upload a checkpoint zip in the sidebar to bring back a model trained earlier "
-                "(only safetensors and JSON are read; pickles are refused).")
+                "Turn on \"Upload a checkpoint\" in the sidebar to bring back a model trained "
+                "earlier (only safetensors and JSON are read; pickles are refused).")
     sections.afterwards(picked)
     st.page_link("app_pages/attention.py", label="See its attention heads",
                  icon=":material/grid_on:")

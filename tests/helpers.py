@@ -92,6 +92,14 @@ def rerun(at: AppTest) -> AppTest:
     return at
 
 
+def checkpoint_uploader(at: AppTest):
+    """The sidebar's checkpoint uploader, after turning on the switch that shows it."""
+    if not any(w.key == "model_upload" for w in at.file_uploader):
+        at.toggle(key="upload_open").set_value(True)
+        rerun(at)
+    return at.file_uploader(key="model_upload")
+
+
 def texts(at: AppTest, *kinds: str) -> str:
     """Every element of the given kinds, joined: ``texts(at, "info", "warning")``."""
     return " ".join(str(e.value) for kind in kinds for e in getattr(at, kind))
@@ -236,6 +244,13 @@ def visit(page, url: str, name: str | None = None) -> None:
     check_no_exception(page, name or url)
     if name:
         screenshot(page, name)
+
+
+def show_checkpoint_uploader(page) -> None:
+    """Turn on the sidebar's "Upload a checkpoint" switch and wait for its uploader."""
+    page.get_by_test_id("stSidebar").get_by_text("Upload a checkpoint").click()
+    page.locator('[data-testid="stSidebar"] [data-testid="stFileUploaderDropzoneInput"]'
+                 ).wait_for(state="attached")
 
 
 def eventually(condition: Callable[[], Any], timeout_s: float = 20.0,

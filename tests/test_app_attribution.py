@@ -13,7 +13,17 @@ import torch
 from gptviz import analysis
 from gptviz.checkpoints import Checkpoint, bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.tokenizers.char import CharTokenizer
-from tests.helpers import app_test, array_of, figure, metric, rerun, run_page, texts, tiny_gpt
+from tests.helpers import (
+    app_test,
+    array_of,
+    checkpoint_uploader,
+    figure,
+    metric,
+    rerun,
+    run_page,
+    texts,
+    tiny_gpt,
+)
 
 MODELS = sorted(bundled_models())
 DLA, COMMIT = "Direct logit attribution", "Commitment layer"
@@ -137,11 +147,11 @@ def upload(model, tokenizer, name: str = "bare"):
     at = app_test()
     at.switch_page("app_pages/block.py")
     rerun(at)
-    at.file_uploader(key="model_upload").set_value(
+    checkpoint_uploader(at).set_value(
         (f"{name}.zip", checkpoint_to_zip(model, tokenizer, {"corpus": "x"}),
          "application/zip"))
     rerun(at)
-    assert at.selectbox(key="model").value == name
+    assert at.pills(key="model").value == name
     return at
 
 

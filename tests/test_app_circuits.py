@@ -16,7 +16,16 @@ from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.induction import standard_induction
 from gptviz.model.names import act_name
-from tests.helpers import app_test, figure, rerun, run_page, texts, tiny_gpt, z_of
+from tests.helpers import (
+    app_test,
+    checkpoint_uploader,
+    figure,
+    rerun,
+    run_page,
+    texts,
+    tiny_gpt,
+    z_of,
+)
 
 MODELS = sorted(bundled_models())
 NEW_VIEWS = ["Circuits of a head", "OV circuit", "Head taxonomy",
@@ -164,10 +173,10 @@ def test_a_model_without_biases_positions_or_a_second_layer_adapts():
     at = app_test()
     at.switch_page("app_pages/attention.py")
     rerun(at)
-    at.file_uploader(key="model_upload").set_value(
+    checkpoint_uploader(at).set_value(
         ("bare.zip", checkpoint_to_zip(mine, tok, {"corpus": "x"}), "application/zip"))
     rerun(at)
-    assert at.selectbox(key="model").value == "bare"
+    assert at.pills(key="model").value == "bare"
     for view in NEW_VIEWS:
         show(at, view)
         assert not texts(at, "error"), view

@@ -63,7 +63,7 @@ def _page(page: str, **query: str):
 def test_every_page_runs_with_a_gpt2_format_model(named):
     for page in PAGES:
         at = _page(page, model=NAME)
-        assert at.selectbox(key="model").value == NAME, page
+        assert at.pills(key="model").value == NAME, page
         assert "LLaMA" in texts(at, "warning"), page  # the unusable one, with its reason
         checks = {"embeddings": _embeddings, "attention": _attention, "training": _training,
                   "block": _block}
@@ -122,18 +122,18 @@ def _training(at) -> None:
 def test_a_model_over_the_budget_is_refused_and_the_one_in_use_stays(named, monkeypatch):
     monkeypatch.setenv("GPTVIZ_MODEL_MEMORY_MB", "1")  # the tiny model takes 5 MB
     at = _page("embeddings")
-    before = at.selectbox(key="model").value
-    assert before != NAME and NAME in at.selectbox(key="model").options
+    before = at.pills(key="model").value
+    assert before != NAME and NAME in at.pills(key="model").options
     assert "too big for this server (1 MB)" in texts(at, "markdown")
-    at.selectbox(key="model").set_value(NAME)
+    at.pills(key="model").set_value(NAME)
     rerun(at)
-    assert at.selectbox(key="model").value == before
+    assert at.pills(key="model").value == before
     message = texts(at, "error")
     assert f"Cannot use {NAME}: {NAME} has 1,294,440 parameters: 5 MB" in message
     assert "more than the 1 MB" in message
     assert f"Model **{before}**" in texts(at, "caption")
     at = _page("attention", model=NAME)  # a shared link to it: refused the same way
-    assert at.selectbox(key="model").value != NAME and "Cannot use" in texts(at, "error")
+    assert at.pills(key="model").value != NAME and "Cannot use" in texts(at, "error")
 
 
 def test_the_named_model_is_loaded_once_and_shared(named):

@@ -12,7 +12,7 @@ from tests.helpers import run_page, texts
 
 def test_home_opens_on_the_default_model():
     at = run_page(timeout=60)  # app.py: Home is its default page
-    assert at.selectbox(key="model").value == DEFAULT_MODEL
+    assert at.pills(key="model").value == DEFAULT_MODEL
     assert any(f"Model loaded: `{DEFAULT_MODEL}`" in m.value for m in at.markdown)
 
 
@@ -25,8 +25,8 @@ def test_broken_bundled_model_is_named_and_skipped(tmp_path, monkeypatch):
     at = run_page(timeout=60)
     warnings = texts(at, "warning")
     assert broken in warnings and "model.safetensors" in warnings
-    assert broken not in at.selectbox(key="model").options
-    assert at.selectbox(key="model").value == DEFAULT_MODEL
+    assert broken not in at.pills(key="model").options
+    assert at.pills(key="model").value == DEFAULT_MODEL
 
 
 def test_no_loadable_model_gets_a_message(tmp_path, monkeypatch):

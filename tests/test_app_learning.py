@@ -19,7 +19,7 @@ from gptviz.checkpoints import (
     load_checkpoint,
 )
 from gptviz.data import read_corpus
-from tests.helpers import app_test, metric, rerun, run_page, texts, tiny_gpt
+from tests.helpers import app_test, checkpoint_uploader, metric, rerun, run_page, texts, tiny_gpt
 
 
 def expected(start: int, position: int) -> tuple[torch.Tensor, int]:
@@ -155,11 +155,11 @@ def test_an_uploaded_model_without_a_known_corpus_learns_from_pasted_text():
     rerun(at)
     tok = load_checkpoint(bundled_models()[DEFAULT_MODEL]).tokenizer
     mine = tiny_gpt(tok.vocab_size, context_length=16, bias=False, tie_embeddings=False)
-    at.file_uploader(key="model_upload").set_value(
+    checkpoint_uploader(at).set_value(
         ("mine.zip", checkpoint_to_zip(mine, tok, {"corpus": "my-notes.txt"}),
          "application/zip"))
     rerun(at)
-    assert at.selectbox(key="model").value == "mine"
+    assert at.pills(key="model").value == "mine"
     assert "card names no corpus this app has ('my-notes.txt')" in texts(at, "info")
     assert "A small step" in texts(at, "success") and len(at.get("plotly_chart")) == 3
     assert float(metric(at, "P(y)")) < 0.01  # an untrained model: about 1/|V|

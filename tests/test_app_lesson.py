@@ -60,7 +60,7 @@ def walk(at, reveal: bool = True) -> dict[int, str]:
 def test_every_step_runs_on_every_bundled_model():
     at = lesson_app()
     for model in MODELS:
-        at.selectbox(key="model").set_value(model)
+        at.pills(key="model").set_value(model)
         at.text_area(key=box_key("prompt", "lesson")).input(
             example_prompt(load_checkpoint(bundled_models()[model])))
         rerun(at)
@@ -242,7 +242,7 @@ def test_the_score_counts_the_answers_given():
 
 
 def _right_choice(at) -> str:
-    ckpt = load_checkpoint(bundled_models()[at.selectbox(key="model").value])
+    ckpt = load_checkpoint(bundled_models()[at.pills(key="model").value])
     text = at.text_area(key=box_key("prompt", "lesson")).value
     ids = ckpt.tokenizer.encode(text)[-ckpt.config.context_length:]
     with torch.no_grad():
@@ -285,8 +285,8 @@ def test_a_session_model_without_biases_positions_or_second_layer():
     shelf["tiny"] = Checkpoint(model, tok, {"tokenizer": "char"})
     at.session_state[SESSION_MODELS] = shelf
     rerun(at)
-    at.selectbox(key="model").set_value("tiny")
+    at.pills(key="model").set_value("tiny")
     at.text_area(key=box_key("prompt", "lesson")).input("abcab|abcab\nqrsq")
     rerun(at)
     walk(at)
-    assert at.selectbox(key="model").value == "tiny"
+    assert at.pills(key="model").value == "tiny"

@@ -15,6 +15,7 @@ from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoin
 from tests.helpers import (
     MODEL_PAGE_VIEWS,
     app_test,
+    checkpoint_uploader,
     figure,
     figures,
     rerun,
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/
 def test_every_view_of_every_page_runs_on_every_model(model):
     for page, views in MODEL_PAGE_VIEWS.items():
         at = run_page(page, model=model)
-        assert at.selectbox(key="model").value == model
+        assert at.pills(key="model").value == model
         for view in views:
             at.session_state["view"] = view
             rerun(at)
@@ -126,7 +127,7 @@ def test_positional_formula_point_is_the_formula():
     at.number_input(key="pe_i").set_value(7)
     at.number_input(key="pe_dim").set_value(5)
     rerun(at)
-    d = load_checkpoint(bundled_models()[at.selectbox(key="model").value]).config.d_model
+    d = load_checkpoint(bundled_models()[at.pills(key="model").value]).config.d_model
     expected = math.cos(7 / 10000 ** (4 / d))
     assert f"{expected:.4f}" in texts(at, "latex")
 
@@ -164,26 +165,26 @@ def test_uploads_malformed_then_good_checkpoint():
     at = app_test()
     at.switch_page("app_pages/attention.py")
     rerun(at)
-    at.file_uploader(key="model_upload").set_value(("broken.zip", b"not a zip", "application/zip"))
+    checkpoint_uploader(at).set_value(("broken.zip", b"not a zip", "application/zip"))
     rerun(at)
     assert "Cannot use broken.zip" in texts(at, "error") and at.get("plotly_chart")
     tok = load_checkpoint(bundled_models()[MODELS[0]]).tokenizer
     mine = tiny_gpt(tok.vocab_size, context_length=16, positional="sinusoidal",
                     tie_embeddings=False)
-    at.file_uploader(key="model_upload").set_value(
+    checkpoint_uploader(at).set_value(
         ("mine.zip", checkpoint_to_zip(mine, tok, {"corpus": "x"}), "application/zip"))
     rerun(at)
-    assert at.selectbox(key="model").value == "mine"
-    assert "mine (this session)" in at.selectbox(key="model").format_func("mine")
+    assert at.pills(key="model").value == "mine"
+    assert "mine (this session)" in at.pills(key="model").format_func("mine")
     assert "context window" in texts(at, "warning")  # 16 tokens: the prompt is cropped
     for page in ("embeddings", "positional", "block"):
         at.switch_page(f"app_pages/{page}.py")
         rerun(at)  # AppTest's switch_page drops the URL params a browser keeps: choose again
-        at.selectbox(key="model").set_value("mine")
+        at.pills(key="model").set_value("mine")
         if page != "positional":
             at.text_area(key=box_key("prompt", page)).input(LONG)
         rerun(at)
-        assert at.selectbox(key="model").value == "mine"
+        assert at.pills(key="model").value == "mine"
         assert at.get("plotly_chart") or at.latex
 
 

@@ -17,7 +17,16 @@ from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoin
 from gptviz.compare_positions import FOLDER, KINDS, SCHEMES, Recipe, load_data, train_kind
 from gptviz.model.attention import rope_angles, rotate
 from gptviz.model.names import act_name
-from tests.helpers import array_of, figure, rerun, run_page, texts, tiny_gpt, z_of
+from tests.helpers import (
+    array_of,
+    checkpoint_uploader,
+    figure,
+    rerun,
+    run_page,
+    texts,
+    tiny_gpt,
+    z_of,
+)
 
 VIEW = "Four encodings compared"
 CARDS = {k: json.loads((FOLDER / k / "card.json").read_text()) for k in KINDS}
@@ -93,10 +102,10 @@ def upload(at, name: str, positional: str):
     tok = load_checkpoint(bundled_models()["mathematics-char"]).tokenizer
     model = tiny_gpt(tok.vocab_size, context_length=16, d_model=32, n_layer=2, n_head=4,
                      positional=positional)
-    at.file_uploader(key="model_upload").set_value(
+    checkpoint_uploader(at).set_value(
         (f"{name}.zip", checkpoint_to_zip(model, tok, {"corpus": "x"}), "application/zip"))
     rerun(at)
-    assert at.selectbox(key="model").value == name
+    assert at.pills(key="model").value == name
     return model, tok
 
 

@@ -14,7 +14,17 @@ from gptviz.app.learning.controls import split_encode
 from gptviz.checkpoints import bundled_models, checkpoint_to_zip, initial_model, load_checkpoint
 from gptviz.data import read_corpus
 from gptviz.model.names import act_name
-from tests.helpers import app_test, array_of, figure, rerun, run_page, texts, tiny_gpt, z_of
+from tests.helpers import (
+    app_test,
+    array_of,
+    checkpoint_uploader,
+    figure,
+    rerun,
+    run_page,
+    texts,
+    tiny_gpt,
+    z_of,
+)
 
 REPLAY = "Training replay"
 
@@ -89,12 +99,12 @@ def test_a_model_without_snapshots_says_so_and_compares_start_and_end():
              {"step": 100, "train_loss": 2.5, "val_loss": 2.9}]
     card = {"corpus": "my-notes.txt", "steps": 100, "evals": evals,
             "train_config": {"seed": 5}}
-    at.file_uploader(key="model_upload").set_value(
+    checkpoint_uploader(at).set_value(
         ("mine.zip", checkpoint_to_zip(mine, tok, card), "application/zip"))
     rerun(at)
     at.session_state["view"] = REPLAY
     rerun(at)
-    assert at.selectbox(key="model").value == "mine"
+    assert at.pills(key="model").value == "mine"
     assert "has no snapshots" in texts(at, "info") and "Training" in texts(at, "info")
     assert "no induction score" in texts(at, "info")
     slider = at.select_slider(key="replay_step")

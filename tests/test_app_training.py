@@ -24,7 +24,7 @@ from gptviz.app.training import controls as training_ui
 from gptviz.checkpoints import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer
-from tests.helpers import app_test, rerun, texts
+from tests.helpers import app_test, checkpoint_uploader, rerun, texts
 
 if TYPE_CHECKING:
     from streamlit.testing.v1 import AppTest
@@ -64,7 +64,7 @@ def run_until(at: AppTest, predicate, timeout: float = 60.0) -> AppTest:
 
 
 def picker_options(at: AppTest) -> list[str]:
-    return [o.removesuffix(" (this session)") for o in at.sidebar.selectbox(key="model").options]
+    return [o.removesuffix(" (this session)") for o in at.sidebar.pills(key="model").options]
 
 
 def test_the_page_shows_setup_data_and_loss_before_any_run(at):
@@ -86,7 +86,7 @@ def test_a_tiny_run_finishes_and_is_selectable(at):
     configure(at)
     at.button(key="tr_start").click().run()
     run_until(at, lambda a: "Finished after 30 steps" in texts(a, "success"))
-    assert at.sidebar.selectbox(key="model").value == "trained-sample-char"
+    assert at.sidebar.pills(key="model").value == "trained-sample-char"
     assert "trained-sample-char" in picker_options(at)
     assert "It is now **trained-sample-char**" in texts(at, "success")
     assert any(m.label == "Validation loss" for m in at.metric)
@@ -137,10 +137,10 @@ def tiny_checkpoint_zip() -> bytes:
 
 
 def test_a_checkpoint_upload_becomes_selectable(at):
-    at.sidebar.file_uploader(key="model_upload").upload("mine.zip", tiny_checkpoint_zip(),
+    checkpoint_uploader(at).upload("mine.zip", tiny_checkpoint_zip(),
                                                         "application/zip").run()
     assert not at.exception
-    assert "mine" in picker_options(at) and at.sidebar.selectbox(key="model").value == "mine"
+    assert "mine" in picker_options(at) and at.sidebar.pills(key="model").value == "mine"
     assert at.download_button(key="tr_download").proto.label == "Download mine as a checkpoint zip"
 
 
@@ -159,7 +159,7 @@ def pickle_in_a_zip() -> bytes:
     (pickle_in_a_zip(), "never unpickles"),
 ])
 def test_bad_checkpoint_uploads_are_refused(at, data, message):
-    at.sidebar.file_uploader(key="model_upload").upload("bad.zip", data, "application/zip").run()
+    checkpoint_uploader(at).upload("bad.zip", data, "application/zip").run()
     assert not at.exception
     assert message in " ".join(e.value for e in at.sidebar.error)
     assert "bad" not in picker_options(at)
@@ -226,7 +226,7 @@ def test_the_learning_rate_help_says_what_the_trainer_does(at):
 
 def test_samples_of_a_bpe_model_show_unfinished_characters_as_bytes(at):
     """The untrained twin of mathematics-bpe writes stray bytes: ‹…›, never "�"."""
-    at.sidebar.selectbox(key="model").set_value("mathematics-bpe")
+    at.sidebar.pills(key="model").set_value("mathematics-bpe")
     rerun(at)
     shown = [c.value for c in at.code]
     assert len(shown) == 2 and not any("\ufffd" in s for s in shown)

@@ -67,8 +67,8 @@ def main(page):
 
 
 def pick_model(page) -> None:
-    page.locator('[data-testid="stSidebar"] .st-key-model [data-testid="stSelectbox"]').click()
-    page.get_by_role("option", name=NAME, exact=True).click()
+    page.locator('[data-testid="stSidebar"] .st-key-model').get_by_role(
+        "radio", name=NAME, exact=True).click()
     settle(page, "after picking the model")
 
 

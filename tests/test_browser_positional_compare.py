@@ -17,6 +17,7 @@ from tests.helpers import (
     eventually,
     open_tab,
     screenshot,
+    show_checkpoint_uploader,
     tiny_gpt,
     visit,
     wait_for_app,
@@ -61,6 +62,7 @@ def test_an_uploaded_rope_model_shows_its_angles_and_rotations(page, app_url, tm
     zip_path = tmp_path / "spinning.zip"
     zip_path.write_bytes(checkpoint_to_zip(model, tok, {"corpus": "x"}))
     visit(page, f"{app_url}/positional")
+    show_checkpoint_uploader(page)
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(zip_path))
     wait_for_app(page)
     assert eventually(lambda: page.get_by_text("Loaded 'spinning'").first.is_visible())

@@ -54,13 +54,10 @@ def stop(page) -> float:
 
 
 def picker_options(page) -> list[str]:
-    """The sidebar model list, read by opening the dropdown."""
-    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').last.click()
-    options = page.get_by_role("option")
+    """The sidebar model list: the picker's pills."""
+    options = page.locator('[data-testid="stSidebar"] .st-key-model').get_by_role("radio")
     options.first.wait_for()
-    names = [options.nth(i).inner_text() for i in range(options.count())]
-    page.keyboard.press("Escape")
-    return names
+    return [options.nth(i).inner_text() for i in range(options.count())]
 
 
 def test_train_stop_download_then_explore_on_the_attention_page(page, app_url, tmp_path):

@@ -28,7 +28,17 @@ from gptviz.app.shared.notes import INDEX_NOTE
 from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.model import attention
 from gptviz.model.layers import gelu
-from tests.helpers import app_test, figures, metric, rerun, run_page, texts, tiny_gpt, z_of
+from tests.helpers import (
+    app_test,
+    checkpoint_uploader,
+    figures,
+    metric,
+    rerun,
+    run_page,
+    texts,
+    tiny_gpt,
+    z_of,
+)
 
 MODELS = sorted(bundled_models())
 needs_models = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
@@ -37,7 +47,7 @@ needs_models = pytest.mark.skipif(not MODELS, reason="no bundled models in asset
 def page_model(at):
     """The checkpoint the page shows, and the ids of its example prompt as the model reads
     them (cropped to the context window)."""
-    ckpt = load_checkpoint(bundled_models()[at.selectbox(key="model").value])
+    ckpt = load_checkpoint(bundled_models()[at.pills(key="model").value])
     ids = ckpt.tokenizer.encode(example_prompt(ckpt))[-ckpt.config.context_length:]
     return ckpt, ids
 
@@ -126,10 +136,10 @@ def test_a_model_without_biases_shows_no_plus_b():
     at = app_test()
     at.switch_page("app_pages/block.py")
     rerun(at)
-    at.file_uploader(key="model_upload").set_value(
+    checkpoint_uploader(at).set_value(
         ("plain.zip", checkpoint_to_zip(mine, tok, {"corpus": "x"}), "application/zip"))
     rerun(at)
-    assert at.selectbox(key="model").value == "plain"
+    assert at.pills(key="model").value == "plain"
     tex = texts(at, "latex")
     assert r"H &= \mathrm{ReLU}(A)" in tex and "b_O" not in tex and "b_1" not in tex
     titles = [a.get("text", "") for a in figures(at)[0]["layout"]["annotations"]]
@@ -168,7 +178,7 @@ def test_positional_page_shows_the_identity_with_numbers():
     at.number_input(key="pe_i").set_value(6)
     at.number_input(key="pe_j").set_value(19)
     rerun(at)
-    d = load_checkpoint(bundled_models()[at.selectbox(key="model").value]).config.d_model
+    d = load_checkpoint(bundled_models()[at.pills(key="model").value]).config.d_model
     i = torch.tensor([6.0, 19.0], dtype=torch.float64)[:, None]
     w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     pe = torch.cat([torch.sin(i * w), torch.cos(i * w)], 1)  # columns reordered: same dot
@@ -249,7 +259,7 @@ def test_top_k_formula_renormalises_by_the_mass_of_s():
     at = run_page("generation")
     at.number_input(key="top_k").set_value(5)
     rerun(at)
-    ckpt = load_checkpoint(bundled_models()[at.selectbox(key="model").value])
+    ckpt = load_checkpoint(bundled_models()[at.pills(key="model").value])
     ids = at.session_state["gen_history"].ids[-ckpt.config.context_length:]
     with torch.no_grad():
         y = ckpt.model(ids)[0, -1].double()  # y_N, T = 1

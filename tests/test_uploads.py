@@ -32,7 +32,7 @@ from gptviz.tokenizers.base import JSON_DEPTH, read_json
 from gptviz.tokenizers.bpe_train import TrainLimits, count_chunks, count_chunks_within
 from gptviz.tokenizers.symbols import SymbolTokenizer
 from gptviz.train.plan import TrainingCaps
-from tests.helpers import app_test, rerun, texts
+from tests.helpers import app_test, checkpoint_uploader, rerun, texts
 
 LIMITS = picker.UPLOAD_LIMITS
 DEEP = b"[" * 100_000
@@ -219,7 +219,7 @@ def small_budget(monkeypatch):
 
 
 def upload(at, name: str, data: bytes):
-    at.sidebar.file_uploader(key="model_upload").upload(name, data, "application/zip")
+    checkpoint_uploader(at).upload(name, data, "application/zip")
     return rerun(at)
 
 
@@ -228,12 +228,12 @@ def test_an_upload_evicts_another_sessions_oldest_model_with_a_message(small_bud
     upload(alice, "a.zip", zipped(tiny_files()))
     upload(bob, "b.zip", zipped(tiny_files(d_model=8)))
     upload(bob, "c.zip", zipped(tiny_files(n_head=4)))
-    names = [o.removesuffix(" (this session)") for o in bob.sidebar.selectbox(key="model").options]
+    names = [o.removesuffix(" (this session)") for o in bob.sidebar.pills(key="model").options]
     assert names[-2:] == ["b", "c"]
     rerun(alice)
     assert ("Your uploaded model 'a' was unloaded to free memory for the class; upload it "
             "again.") in texts(alice, "warning")
-    assert not any(o.startswith("a") for o in alice.sidebar.selectbox(key="model").options)
+    assert not any(o.startswith("a") for o in alice.sidebar.pills(key="model").options)
     assert "unloaded" not in texts(rerun(alice), "warning")  # told once
 
 

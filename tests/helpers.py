@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import html
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -45,7 +47,8 @@ SCREENSHOTS = ARTIFACTS / "screenshots"
 CHROMIUM = os.environ.get("GPTVIZ_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-CHART = '[data-testid="stPlotlyChart"]:has(.main-svg)'  # a plotly chart that has drawn
+# a chart that has drawn: plotly's once its SVG exists, an inline SVG chart (svgplot) at once
+CHART = '[data-testid="stPlotlyChart"]:has(.main-svg), .gv-svgplot'
 MAIN = '[data-testid="stMainBlockContainer"]'  # the main column: no sidebar, no toolbar
 
 # The views of each model page, as its view picker names them.
@@ -115,6 +118,18 @@ def metric(at: AppTest, label: str) -> str:
 def figures(at: AppTest) -> list[dict]:
     """Every plotly figure on the page as its JSON dict (arrays still encoded)."""
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def svg_charts(at: AppTest) -> dict[str, list[dict]]:
+    """The page's inline SVG charts (``svgplot``), by title: the marks each one draws."""
+    from gptviz.app.shared.svgplot import read_marks
+
+    charts = {}
+    for m in at.markdown:
+        if 'class="gv-svgplot"' in str(m.value):
+            title = re.search(r'data-title="([^"]*)"', m.value).group(1)
+            charts[html.unescape(title)] = read_marks(m.value)
+    return charts
 
 
 def figure(at: AppTest, title: str) -> dict:

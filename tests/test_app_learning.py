@@ -19,7 +19,16 @@ from gptviz.checkpoints import (
     load_checkpoint,
 )
 from gptviz.data import read_corpus
-from tests.helpers import app_test, checkpoint_uploader, metric, rerun, run_page, texts, tiny_gpt
+from tests.helpers import (
+    app_test,
+    checkpoint_uploader,
+    metric,
+    rerun,
+    run_page,
+    svg_charts,
+    texts,
+    tiny_gpt,
+)
 
 
 def expected(start: int, position: int) -> tuple[torch.Tensor, int]:
@@ -51,6 +60,42 @@ def test_the_numbers_on_the_page_are_torch_s():
     assert any("x_{20}" in str(e.value) for e in at.latex)  # the loss formula, at t = 20
 
 
+def test_the_charts_draw_torch_s_numbers():
+    """The ∂L/∂z bars are P − e_y of a direct forward pass; the gradient norms are those of
+    torch.autograd on a copy; the step chart's first-order line is L − η‖g‖²."""
+    at = run_page("learning", start="500", t="20")
+    probs, y = expected(500, 20)
+    grad = probs - F.one_hot(torch.tensor(y), len(probs)).double()
+    charts = svg_charts(at)
+    bars = [m for m in next(v for k, v in charts.items() if k.startswith("∂L/∂z"))
+            if m["tag"] == "rect"]
+    ids = [int(m["x"].rsplit("(", 1)[1].split(")")[0]) for m in bars]
+    assert y in ids and len(ids) >= 10
+    torch.testing.assert_close(torch.tensor([m["y"] for m in bars]), grad[ids].float(),
+                               atol=1e-6, rtol=0)
+    assert [m["y"] < 0 for m in bars] == [i == y for i in ids]  # only the target's is negative
+
+    ckpt = load_checkpoint(bundled_models()[DEFAULT_MODEL])
+    n = ckpt.config.context_length
+    data = ckpt.tokenizer.encode(read_corpus("mathematics"))[500:500 + n + 1]
+    model = ckpt.model.eval()
+    model.zero_grad()
+    logits = model(torch.tensor([data[:n]]))[0, 20]
+    F.cross_entropy(logits[None], torch.tensor([data[21]])).backward()
+    norms = [m["y"] for m in charts["‖∂L/∂θ‖ per block and component"] if m["tag"] == "rect"]
+    grad_sq = sum(float(p.grad.double().pow(2).sum()) for p in model.parameters()
+                  if p.grad is not None)
+    model.zero_grad()
+    assert sum(v * v for v in norms) == pytest.approx(grad_sq, rel=1e-4)  # every group, once
+
+    step = next(v for k, v in charts.items() if k.startswith("The loss after one step"))
+    first = [m for m in step if m["series"] == "first order: L − η‖g‖²" and m["x"] is not None]
+    loss = -float(torch.log(probs[y]))
+    assert len(first) >= 5  # the points in view (the line falls out of the chart)
+    for m in first:
+        assert m["y"] == pytest.approx(loss - m["x"] * grad_sq, rel=1e-4, abs=1e-6)
+
+
 def test_the_eta_slider_moves_p_y_and_says_when_eta_is_zero_too_large_or_nan():
     at = run_page("learning")
     small = float(metric(at, "P(y) after"))
@@ -76,7 +121,7 @@ def test_bad_windows_and_positions_get_messages():
     at.number_input(key="start").set_value(10**9)
     rerun(at)
     assert "window start 1,000,000,000 is out of range" in texts(at, "error")
-    assert not at.get("plotly_chart")
+    assert not svg_charts(at)
     at.number_input(key="start").set_value(89_000)
     rerun(at)
     assert "reaches into the held-out validation tail" in texts(at, "caption")
@@ -161,7 +206,7 @@ def test_an_uploaded_model_without_a_known_corpus_learns_from_pasted_text():
     rerun(at)
     assert at.pills(key="model").value == "mine"
     assert "card names no corpus this app has ('my-notes.txt')" in texts(at, "info")
-    assert "A small step" in texts(at, "success") and len(at.get("plotly_chart")) == 3
+    assert "A small step" in texts(at, "success") and len(svg_charts(at)) == 3
     assert float(metric(at, "P(y)")) < 0.01  # an untrained model: about 1/|V|
 
 

@@ -1,31 +1,25 @@
 """Learning figures: the window as chips, ∂L/∂z as bars, gradient norms per layer and
 component, and the loss after one SGD step against η.
 
-Pure builders: numbers in, a plotly figure or HTML out.
+Pure builders: numbers in, HTML out. The charts are inline SVG (``svgplot``): the page's
+default view loads no chart library.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
 from gptviz.app.shared.chips import CHIP_CSS, PALETTE, chip
 from gptviz.app.shared.heatmaps import as_float32
+from gptviz.app.shared.svgplot import Series, SvgChart, bar_chart, line_chart
 
 TARGET, OTHER, FADED = "#d62728", "#1f77b4", "#9aa3b2"
 # The bar chart's order: outside the blocks first and last, a block's parts in forward order.
 COMPONENTS = ("E", "P", "LN₁", "W_Q", "W_K", "W_V", "W_O", "LN₂", "W₁", "W₂", "biases",
               "LN_f", "W_U")
-# Margins (px) that already hold each chart's tick labels, axis titles and legend. Streamlit's
-# theme turns plotly's automargin on: a margin short of them is widened once the chart is
-# drawn, and the chart drawn a second time.
-LOGIT_MARGIN = dict(l=72, r=0, t=50, b=40)
-NORMS_MARGIN = dict(l=72, r=0, t=50, b=80)
-STEP_MARGIN = dict(l=72, r=0, t=50, b=112)
 LAYER_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
                  "#17becf", "#bcbd22")
 
@@ -72,97 +66,98 @@ def shown_ids(probs: np.ndarray, target: int, k: int = 10) -> list[int]:
 
 
 def logit_gradient_figure(ids: Sequence[int], labels: Sequence[str], grad: np.ndarray,
-                          target: int) -> go.Figure:
+                          target: int) -> SvgChart:
     """Bars of ∂L/∂z_i = P_i − [i = y] for the shown ids; the target's bar is P(y) − 1 < 0.
 
     >>> fig = logit_gradient_figure([1, 0], ["b", "a"], np.array([-0.9, 0.6]), 0)
-    >>> fig.data[0].marker.color
-    ('#1f77b4', '#d62728')
+    >>> fig.series[0].colours, fig.series[0].y
+    (('#1f77b4', '#d62728'), (0.6000000238418579, -0.8999999761581421))
     """
     values = as_float32([grad[i] for i in ids])
     colours = tuple(TARGET if i == target else OTHER for i in ids)
     names = [f"{label} ({i})" + (" = y" if i == target else "") for i, label in zip(
         ids, labels, strict=True)]
-    fig = go.Figure(go.Bar(x=names, y=values, marker_color=colours,
-                           hovertemplate="%{x}<br>∂L/∂z = %{y:.4f}<extra></extra>"))
-    fig.update_layout(title="∂L/∂z = P − e_y: the most probable tokens and the target y",
-                      yaxis_title="∂L/∂z_i", height=340, margin=LOGIT_MARGIN,
-                      xaxis_type="category")
-    fig.add_hline(y=0, line_color="#555", line_width=1)
-    return fig
+    hover = tuple(f"{n}\n∂L/∂z = {float(v):.4f}" for n, v in zip(names, values, strict=True))
+    bars = Series("∂L/∂z", "bar", tuple(names), tuple(float(v) for v in values),
+                  colour=OTHER, colours=colours, hover=hover)
+    return bar_chart(names, [bars], title="∂L/∂z = P − e_y: the most probable tokens and "
+                     "the target y", y_title="∂L/∂z_i", zero_line=True, height=340,
+                     legend=False)
 
 
 def gradient_norms_figure(components: Sequence[str], layers: Sequence[int | None],
-                          norms: np.ndarray) -> go.Figure:
+                          norms: np.ndarray) -> SvgChart:
     """‖∂L/∂θ‖ per component (x) and block (one colour each), on a log axis.
 
     >>> fig = gradient_norms_figure(["E", "W_Q", "W_Q"], [None, 0, 1], np.array([1., .1, .2]))
-    >>> [t.name for t in fig.data]
+    >>> [s.name for s in fig.series]
     ['outside the blocks', 'block 0', 'block 1']
     """
     order = [c for c in COMPONENTS if c in components]
-    fig = go.Figure()
-    series = [None, *sorted({ly for ly in layers if ly is not None})]
-    for layer in series:
+    order += [c for c in dict.fromkeys(components) if c not in order]
+    series = []
+    for layer in [None, *sorted({ly for ly in layers if ly is not None})]:
         rows = [k for k, ly in enumerate(layers) if ly == layer]
         rows.sort(key=lambda k: order.index(components[k]))
         name = "outside the blocks" if layer is None else f"block {layer}"
         colour = "#7f7f7f" if layer is None else LAYER_COLOURS[layer % len(LAYER_COLOURS)]
-        fig.add_bar(x=[components[k] for k in rows], y=as_float32(norms[rows]), name=name,
-                    marker_color=colour,
-                    hovertemplate=f"{name}, %{{x}}<br>‖g‖ = %{{y:.3g}}<extra></extra>")
-    fig.update_layout(title="‖∂L/∂θ‖ per block and component", barmode="group", height=380,
-                      yaxis=dict(type="log", title="gradient norm (log scale)"),
-                      xaxis=dict(type="category", categoryorder="array", categoryarray=order),
-                      legend=dict(orientation="h", y=-0.15), margin=NORMS_MARGIN)
-    return fig
+        values = [float(v) for v in as_float32(norms[rows])]
+        series.append(Series(name, "bar", tuple(components[k] for k in rows), tuple(values),
+                             colour=colour, hover=tuple(
+                                 f"{name}, {components[k]}\n‖g‖ = {v:.3g}"
+                                 for k, v in zip(rows, values, strict=True))))
+    return bar_chart(order, series, title="‖∂L/∂θ‖ per block and component",
+                     y_title="gradient norm (log scale)", log_y=True, height=380)
 
 
 def step_profile_figure(etas: Sequence[float], after: Sequence[float], rest: Sequence[float],
                         loss0: float, rest0: float, grad_sq: float, curvature: float,
-                        chosen: float | None) -> go.Figure:
+                        chosen: float | None) -> SvgChart:
     """L(θ − η g) at position t and on the rest of the window, against η (log axis), with the
     first- and second-order predictions; ▲ marks a loss above the chart, × a NaN (overflow).
 
     >>> fig = step_profile_figure([1e-3, 1e12], [1.5, math.nan], [2.0, math.nan], 2.0, 2.0,
     ...                           400.0, 1e4, 1e-3)
-    >>> [t.name for t in fig.data][:2]
+    >>> [s.name for s in fig.series][:2]
     ['L at position t after the step', 'first order: L − η‖g‖²']
     """
     eta = np.asarray(etas, dtype=np.float64)
     after_a, rest_a = np.asarray(after, np.float64), np.asarray(rest, np.float64)
     top = 3.0 * max(loss0, rest0 if math.isfinite(rest0) else 0.0, 1.0)
-    fig = go.Figure()
-    fig.add_scatter(x=eta, y=np.where(np.isfinite(after_a), after_a, None),
-                    name="L at position t after the step", mode="lines+markers",
-                    line=dict(color=TARGET, width=3))
-    fig.add_scatter(x=eta, y=loss0 - eta * grad_sq, name="first order: L − η‖g‖²",
-                    mode="lines", line=dict(color="#444", dash="dash"))
-    fig.add_scatter(x=eta, y=loss0 - eta * grad_sq + 0.5 * eta**2 * curvature,
-                    name="second order: + ½η² gᵀHg", mode="lines",
-                    line=dict(color="#444", dash="dot"))
-    fig.add_scatter(x=eta, y=np.where(np.isfinite(rest_a), rest_a, None),
-                    name="mean L of the other positions", mode="lines+markers",
-                    line=dict(color=FADED, width=2))
+    x = tuple(float(v) for v in eta)
+
+    def ys(values: np.ndarray) -> tuple:
+        return tuple(float(v) if math.isfinite(v) else None for v in values)
+
+    def hover(what: str, values: np.ndarray) -> tuple[str, ...]:
+        return tuple(f"{what}\nη = {e:.0e}: {v:.4g}" for e, v in zip(eta, values, strict=True))
+
+    first = loss0 - eta * grad_sq
+    second = first + 0.5 * eta**2 * curvature
+    series = [
+        Series("L at position t after the step", "line", x, ys(after_a), colour=TARGET,
+               width=3, marker="circle", hover=hover("L at position t", after_a)),
+        Series("first order: L − η‖g‖²", "line", x, ys(first), colour="#444", dash="dash",
+               hover=hover("first order", first)),
+        Series("second order: + ½η² gᵀHg", "line", x, ys(second), colour="#444", dash="dot",
+               hover=hover("second order", second)),
+        Series("mean L of the other positions", "line", x, ys(rest_a), colour=FADED,
+               marker="circle", hover=hover("other positions", rest_a)),
+    ]
     off = np.isfinite(after_a) & (after_a > top)
     if off.any():
-        fig.add_scatter(x=eta[off], y=np.full(int(off.sum()), 0.97 * top), mode="markers",
-                        name="above the chart", customdata=after_a[off],
-                        marker=dict(symbol="triangle-up", size=11, color=TARGET),
-                        hovertemplate="η = %{x:.0e}: L = %{customdata:.3g}<extra></extra>")
+        series.append(Series("above the chart", "markers", tuple(float(v) for v in eta[off]),
+                             (0.97 * top,) * int(off.sum()), colour=TARGET,
+                             marker="triangle-up", hover=tuple(
+                                 f"η = {e:.0e}: L = {v:.3g}"
+                                 for e, v in zip(eta[off], after_a[off], strict=True))))
     bad = ~np.isfinite(after_a)
     if bad.any():
-        fig.add_scatter(x=eta[bad], y=np.full(int(bad.sum()), 0.95 * top), mode="markers",
-                        name="NaN: the step overflowed", marker=dict(symbol="x", size=11,
-                                                                     color="black"))
-    if chosen:
-        fig.add_vline(x=chosen, line_color=OTHER, line_width=2,
-                      annotation_text=html.escape(f"η = {chosen:g}"),
-                      annotation_position="top left")
-    fig.update_layout(title="The loss after one step θ − η g, for every η of the slider",
-                      xaxis=dict(type="log", title="learning rate η (log scale)",
-                                 exponentformat="power",
-                                 tickvals=[10.0**k for k in (-6, -4, -2, 0, 2, 4, 8, 12, 16, 20)]),
-                      yaxis=dict(range=[0, top], title="loss (nats)"), height=420,
-                      legend=dict(orientation="h", y=-0.2), margin=STEP_MARGIN)
-    return fig
+        series.append(Series("NaN: the step overflowed", "markers",
+                             tuple(float(v) for v in eta[bad]), (0.95 * top,) * int(bad.sum()),
+                             colour="black", marker="x", hover=tuple(
+                                 f"η = {e:.0e}: L is NaN" for e in eta[bad])))
+    vlines = ((float(chosen), OTHER, f"η = {chosen:g}"),) if chosen else ()
+    return line_chart(series, title="The loss after one step θ − η g, for every η of the slider",
+                      x_title="learning rate η (log scale)", y_title="loss (nats)",
+                      log_x=True, y_range=(0.0, top), vlines=vlines, height=420)

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from gptviz.app.shared.heatmaps import thin_ticks
+from gptviz.app.shared.svgplot import SvgChart
 
 TEXT_LIMIT = 20_000  # characters a page analyses; longer input is cut, with a message
 LINK_LIMIT = 1_000  # characters of a text box kept in the page's link (?prompt=…)
@@ -84,12 +85,16 @@ def csv_download(df: pd.DataFrame, filename: str, label: str = "Download CSV") -
                        mime="text/csv", icon=":material/download:", key=f"csv-{filename}")
 
 
-def chart(fig: go.Figure, key: str | None = None, container=st) -> None:
-    """``st.plotly_chart`` at full width, with at most 32 token labels per axis.
+def chart(fig: go.Figure | SvgChart, key: str | None = None, container=st) -> None:
+    """A chart at full width: a plotly figure with at most 32 token labels per axis, or an
+    inline SVG chart (``svgplot``, no chart library to load).
 
-    Do not pass a figure shared through a cache: this changes the figure's ticks.
+    Do not pass a plotly figure shared through a cache: this changes the figure's ticks.
     """
-    container.plotly_chart(thin_ticks(fig), width="stretch", key=key)
+    if isinstance(fig, SvgChart):  # st.html would strip the SVG (DOMPurify's HTML profile)
+        container.markdown(fig.html, unsafe_allow_html=True)
+    else:
+        container.plotly_chart(thin_ticks(fig), width="stretch", key=key)
 
 
 def view_tabs(views: Mapping[str, Callable[..., None]], inputs: Mapping[str, Any],

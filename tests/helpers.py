@@ -132,6 +132,12 @@ def svg_charts(at: AppTest) -> dict[str, list[dict]]:
     return charts
 
 
+def text_blocks(at: AppTest) -> list[str]:
+    """The plain texts the page shows in monospace boxes (``widgets.text_block``)."""
+    return [html.unescape(m.group(1)) for h in at.get("html")
+            for m in re.finditer(r'<pre class="gv-text">(.*?)</pre>', h.value, re.S)]
+
+
 def figure(at: AppTest, title: str) -> dict:
     """The first figure whose title contains ``title``."""
     return next(f for f in figures(at) if title in str(f["layout"].get("title", {}).get("text")))

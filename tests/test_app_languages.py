@@ -11,7 +11,7 @@ from gptviz.data import read_corpus
 from gptviz.tokenizers import TokenizerError, make_tokenizer, train_tokenizer
 from gptviz.tokenizers import openai as oa
 from gptviz.tokenizers.languages import count_words, load_sample
-from tests.helpers import array_of, figure, metric, rerun, run_page, texts
+from tests.helpers import array_of, figure, metric, rerun, run_page, text_blocks, texts
 
 SAMPLE = load_sample()
 TITLE = "The same passage in every language"
@@ -110,7 +110,7 @@ def test_a_passage_as_chips_shows_partial_tokens_as_bytes(language):
     n = len(make_tokenizer("gpt2").encode(SAMPLE[language]))
     assert f"**GPT-2**: {n:,} tokens for {len(SAMPLE[language]):,} characters" in \
         texts(at, "markdown")
-    assert SAMPLE[language] in [c.value for c in at.code]
+    assert SAMPLE[language] in text_blocks(at)
 
 
 def test_the_chip_pills_choose_the_tokenizers():
@@ -148,7 +148,7 @@ def offered_on_every_view(short: str, vocab: str, hello_world: str):
                       if "chars per token" in d.value.columns)
     assert short in list(comparison["tokenizer"])
     show(at, "Decode").text_input(key="decode_ids").input(hello_world).run()
-    assert any(c.value == "Hello world" for c in at.code)
+    assert "Hello world" in text_blocks(at)
     return at
 
 

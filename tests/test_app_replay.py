@@ -21,6 +21,7 @@ from tests.helpers import (
     figure,
     rerun,
     run_page,
+    text_blocks,
     texts,
     tiny_gpt,
     z_of,
@@ -121,6 +122,6 @@ def test_a_model_without_snapshots_says_so_and_compares_start_and_end():
 def test_the_induction_model_s_sample_starts_inside_a_repeat_and_copies_it():
     first = read_corpus("induction").split("\n")[0].split("|")[0]  # the first line is X|X
     at = run_page("learning", model="induction-2layer", view=REPLAY)
-    code = at.get("code")[0].value
+    code = text_blocks(at)[0]
     assert code.startswith(f"{first}|{first[0]} ⟶ {first[1:]}")  # the rest of X, copied
     assert "up to the first token of a stretch the window repeats" in texts(at, "markdown")

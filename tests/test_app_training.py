@@ -24,7 +24,7 @@ from gptviz.app.training import controls as training_ui
 from gptviz.checkpoints import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer
-from tests.helpers import app_test, checkpoint_uploader, rerun, texts
+from tests.helpers import app_test, checkpoint_uploader, rerun, text_blocks, texts
 
 if TYPE_CHECKING:
     from streamlit.testing.v1 import AppTest
@@ -228,7 +228,7 @@ def test_samples_of_a_bpe_model_show_unfinished_characters_as_bytes(at):
     """The untrained twin of mathematics-bpe writes stray bytes: ‹…›, never "�"."""
     at.sidebar.pills(key="model").set_value("mathematics-bpe")
     rerun(at)
-    shown = [c.value for c in at.code]
+    shown = text_blocks(at)
     assert len(shown) == 2 and not any("\ufffd" in s for s in shown)
     assert "‹" in shown[0]  # before training: random ids, many of them lone bytes
     assert "no whole UTF-8 character" in " ".join(c.value for c in at.caption)

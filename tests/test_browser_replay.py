@@ -104,7 +104,7 @@ def check_step(page, direct: Direct, step: int) -> None:
     curve = score["data"][0]
     at = list(array_of(curve["x"])).index(step)
     assert array_of(curve["y"])[at] == pytest.approx(direct.evals[step]["induction_score"])
-    sample = main.get_by_test_id("stCode").locator("code").inner_text()
+    sample = main.locator("pre.gv-text").inner_text()
     assert sample.strip() == direct.sample(step).strip()
 
 

@@ -22,6 +22,7 @@ from gptviz.app.embeddings.figures import WEBGL_ABOVE
 from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import text_block
 from gptviz.checkpoints import Checkpoint
 from gptviz.generate import generate
 from gptviz.learning import Window
@@ -230,8 +231,8 @@ def _sample_view(picked: Picked, window: Window, step: int) -> None:
     st.markdown(f"**Greedy sample** ({SAMPLE_TOKENS} tokens at temperature 0, after the "
                 f"window's first {p} tokens" + (", up to the first token of a stretch the "
                 "window repeats)" if repeat else ")"))
-    st.code(readable_decode(tok, list(window.x[:p])) + " ⟶ "
-            + readable_decode(tok, sample.tolist()), language=None, wrap_lines=True)
+    text_block(readable_decode(tok, list(window.x[:p])) + " ⟶ "
+               + readable_decode(tok, sample.tolist()))
     st.caption("The arrow separates the prompt from what the model wrote."
                + (" The window goes on to repeat an earlier stretch: a model that has learned "
                   "to copy (an induction head) writes the rest of it." if repeat else "")

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from gptviz.app.shared.chips import token_chips_html
-from gptviz.app.shared.widgets import chart, csv_download, on_demand, problem
+from gptviz.app.shared.widgets import chart, csv_download, on_demand, problem, text_block
 from gptviz.app.tokenizers.controls import LABELS, loaded
 from gptviz.app.tokenizers.figures import MEASURES, language_bars
 from gptviz.tokenizers import OPENAI_ENCODINGS, Tokenizer, TokenizerError
@@ -134,5 +134,5 @@ def languages_view(toks: dict[str, Tokenizer], errors: dict[str, str], cache_key
                 **{m: st.column_config.NumberColumn(format="%.3f") for m in MEASURES}})
             csv_download(df, "tokens-across-languages.csv")
     language = st.selectbox("See one passage as tokens", list(passages), key="lang")
-    st.code(passages[language], language=None, wrap_lines=True)
+    text_block(passages[language])
     passage_tokens(toks, language, passages[language])

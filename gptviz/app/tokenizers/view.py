@@ -10,7 +10,7 @@ import streamlit as st
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.shared.chips import merges_table, show_bytes, token_chips_html, token_table, visible
 from gptviz.app.shared.notes import index_note
-from gptviz.app.shared.widgets import csv_download, problem
+from gptviz.app.shared.widgets import csv_download, problem, text_block
 from gptviz.app.tokenizers import formulas as latex
 from gptviz.app.tokenizers.controls import LABELS, gpt2_as_our_bpe, loaded
 from gptviz.app.tokenizers.languages import languages_view
@@ -106,7 +106,7 @@ def decode_section(tok: Tokenizer, example: list[int]) -> None:
         if not ids:
             st.info("Type some ids to decode.")
             return
-        st.code(tok.decode(ids) or "(empty)", language=None, wrap_lines=True)
+        text_block(tok.decode(ids) or "(empty)")
         strings = [show_bytes(tok.id_to_bytes(i)) for i in ids]
         pieces = pd.DataFrame([[str(i) for i in ids], strings], index=["id", "token"])
         st.dataframe(pieces, width="stretch")

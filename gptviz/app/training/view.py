@@ -16,7 +16,7 @@ from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
 from gptviz.app.shared.trainers import trainer_slots
-from gptviz.app.shared.widgets import on_demand
+from gptviz.app.shared.widgets import on_demand, text_block
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
@@ -185,7 +185,7 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
         last = snap.samples[-1]
         st.markdown(f"**Sample at step {last.step}** (validation loss {last.val_loss:.3f}), "
                     f"continuing “{visible(job.prompt)}”:")
-        st.code(job.prompt + last.text, language=None, wrap_lines=True)
+        text_block(job.prompt + last.text)
         _bytes_note([x.text for x in snap.samples])
         with on_demand(f"All {len(snap.samples)} samples", key="all_samples",
                        icon=":material/notes:") as shown:
@@ -267,6 +267,6 @@ def afterwards(picked: Picked) -> None:
         if math.isfinite(out.prompt_loss):
             col.latex(rf"L(\text{{prompt}}) = {out.prompt_loss:.3f},\quad "
                       rf"e^{{L}} = {grouped(math.exp(out.prompt_loss), 1)}")
-        col.code(prompt + out.text, language=None, wrap_lines=True)
+        text_block(prompt + out.text, col)
         shown.append(out.text)
     _bytes_note(shown)

@@ -131,7 +131,7 @@ def test_the_chip_pills_choose_the_tokenizers():
 def test_another_corpus_changes_our_bpe_only():
     at = run_page("tokenizers", view=LANGUAGES)
     before = bars(at)
-    at.selectbox(key="corpus").set_value("sample")
+    at.pills(key="corpus").set_value("sample")
     rerun(at)
     after = bars(at)
     assert after["BPE"] != before["BPE"] and after["GPT-2"] == before["GPT-2"]

@@ -191,7 +191,7 @@ def test_decoding_good_ids():
 @pytest.mark.parametrize("vocab, message", [(100, "at least 260"), (16000, "at most")])
 def test_bad_bpe_vocab_sizes_are_explained(vocab, message):
     at = run_page("tokenizers")
-    at.selectbox(key="corpus").set_value("sample").run()
+    at.pills(key="corpus").set_value("sample").run()
     at.number_input(key="bpe_vocab").set_value(vocab).run()
     assert not at.exception
     assert message in texts(at, "error")

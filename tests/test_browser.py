@@ -77,8 +77,7 @@ def test_tokenizers_page_reacts(page, app_url):
 
 
 def _choose_upload(page) -> None:
-    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
-    page.get_by_role("option", name="Upload a .txt file…").click()
+    page.get_by_test_id("stSidebar").get_by_role("radio", name="Upload a .txt file…").click()
     wait_for_app(page)
 
 

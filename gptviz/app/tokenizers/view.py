@@ -10,7 +10,7 @@ import streamlit as st
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.shared.chips import merges_table, show_bytes, token_chips_html, token_table, visible
 from gptviz.app.shared.notes import index_note
-from gptviz.app.shared.widgets import csv_download, problem, text_block
+from gptviz.app.shared.widgets import csv_download, on_demand, problem, text_block
 from gptviz.app.tokenizers import formulas as latex
 from gptviz.app.tokenizers.controls import LABELS, gpt2_as_our_bpe, loaded
 from gptviz.app.tokenizers.languages import languages_view
@@ -57,10 +57,11 @@ def tokens_section(tok: Tokenizer, text: str, tokens, name: str) -> None:
     st.latex(latex.tokenizer_map(text, tokens, tok.vocab_size))
     st.latex(latex.one_hot_formula(tokens, tok.vocab_size))
     st.latex(emb_tex.embedding_of_one_hot(tok.vocab_size))
-    with st.expander("Every token as a table", icon=":material/table:"):
-        df = token_table(tokens, text)
-        st.dataframe(df, hide_index=True, width="stretch")
-        csv_download(df, f"tokens-{name}.csv")
+    with on_demand("Every token as a table", key=f"token_table_{name}") as shown:
+        if shown:  # closed, the page loads no data grid
+            df = token_table(tokens, text)
+            st.dataframe(df, hide_index=True, width="stretch")
+            csv_download(df, f"tokens-{name}.csv")
 
 
 def compare_section(text: str, toks: dict[str, Tokenizer]) -> None:

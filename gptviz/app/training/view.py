@@ -60,7 +60,7 @@ def data_lesson(s: Setup, loss: float | None, step: int | None) -> None:
         f"windows at random and, thanks to the causal mask, every window trains $N$ predictions "
         f"at once: **{spec.batch_size * N:,} next-token predictions per step**. Those of the "
         "first window:")
-    st.dataframe(prediction_pairs(labels, N), hide_index=True, width="stretch")
+    st.table(prediction_pairs(labels, N), hide_index=True)  # static: no data grid to load
     st.latex(cross_entropy_latex(tok.vocab_size, loss, step))
     st.latex(perplexity_latex(tok.vocab_size, loss))
 

@@ -68,7 +68,7 @@ def test_another_prompt_or_a_name_not_kept_runs_its_own_pass(picked):
 
 def test_the_untrained_twin_is_step_0_and_not_kept(picked):
     picked.checkpoint.card["train_config"] = {"seed": 3}
-    a, b = model_cache.untrained_twin(picked), model_cache.untrained_twin(picked)
+    a, b = (model_cache.untrained_twin(picked.checkpoint) for _ in range(2))
     assert a is not b  # built at each call: nothing holds its weights afterwards
     want = initial_model(picked.checkpoint.config, 3).state_dict()
     for name, tensor in a.state_dict().items():

@@ -25,6 +25,7 @@ from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.lru import ByteLRU
 from gptviz.app.shared.memory import then_give_back
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.threads import one_thread
 from gptviz.checkpoints import Checkpoint, freeze, initial_model, training_seed
 from gptviz.model import GPT
 from gptviz.model.hooks import ActivationCache
@@ -61,9 +62,12 @@ def per_model(fn: Callable[..., R]) -> Callable[..., R]:
     their arrays are read-only."""
     @functools.wraps(fn)
     def cached(picked: Picked, *args: Any) -> R:
+        def compute() -> R:
+            with one_thread(picked.checkpoint.model):  # small ops: one thread is faster
+                return fn(picked.checkpoint, *args)
+
         return _store(picked).get_or_compute(  # what a new result's pass freed leaves RSS
-            (fn.__qualname__, picked.cache_key, args),
-            then_give_back(lambda: fn(picked.checkpoint, *args)))
+            (fn.__qualname__, picked.cache_key, args), then_give_back(compute))
 
     return cached
 
@@ -179,10 +183,9 @@ def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], An
     return store(name, picked.cache_key, args, build)
 
 
-def untrained_twin(picked: Picked) -> GPT:
-    """The picked model before its first step: same shapes, and the seed its card records,
-    so it is exactly the trainer's step 0 (read-only). Built at each call (~20 ms for the
+def untrained_twin(ckpt: Checkpoint) -> GPT:
+    """The model before its first step: same shapes, and the seed its card records, so it
+    is exactly the trainer's step 0 (read-only). Built at each call (~20 ms for the
     bundled models) and not kept: callers cache what they compute with it, not its weights
     (4 MB for the default model, up to 12 MB for one the Training page trains)."""
-    ckpt = picked.checkpoint
     return freeze(initial_model(ckpt.config, training_seed(ckpt.card)))

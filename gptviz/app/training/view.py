@@ -11,7 +11,7 @@ import re
 import pandas as pd
 import streamlit as st
 
-from gptviz.app.shared.cache import untrained_twin
+from gptviz.app.shared.cache import per_model, untrained_twin
 from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
@@ -20,7 +20,7 @@ from gptviz.app.shared.widgets import on_demand, text_block
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
-from gptviz.checkpoints import checkpoint_to_zip
+from gptviz.checkpoints import Checkpoint, checkpoint_to_zip
 from gptviz.model import parameter_counts
 from gptviz.train.before_after import Continuation, continuation
 from gptviz.train.jobs import SessionTrainer, Snapshot, TrainingJob
@@ -78,10 +78,12 @@ def plan(s: Setup, holder: SessionTrainer) -> None:
                     help="From the speed of earlier runs on this server "
                          f"({trainer_slots().flops_per_s / 1e9:.0f} GFLOP/s) and nanoGPT's "
                          "6·N + 12·L·d·N_ctx FLOPs per token.")
-        with st.expander("Parameters per component"):
-            counts = parameter_counts(m)
-            st.dataframe(pd.DataFrame({"component": list(counts), "parameters": counts.values()}),
-                         hide_index=True, width="stretch")
+        with on_demand("Parameters per component", key="tr_param_counts") as shown:
+            if shown:
+                counts = parameter_counts(m)
+                st.table(pd.DataFrame({"component": list(counts),
+                                       "parameters": [f"{n:,}" for n in counts.values()]}),
+                         hide_index=True)
     for note in s.notes:
         st.info(note, icon=":material/info:")
     for problem in s.problems:
@@ -222,13 +224,13 @@ def _outcome(job: TrainingJob, snap: Snapshot, vocab_size: int) -> None:
                    "diverged); try 3e-3.", icon=":material/warning:")
 
 
-@st.cache_data(max_entries=8, show_spinner=False, scope="session")
-def _continue(model_key: str, untrained: bool, prompt: str, _picked: Picked) -> Continuation:
-    """80 sampled tokens after ``prompt`` from the picked model or, ``untrained``, from its
-    untrained twin, cached per model and prompt for this session. The twin is built only
-    when its text is not cached, and dropped once it has written it."""
-    ckpt = _picked.checkpoint
-    model = untrained_twin(_picked) if untrained else ckpt.model
+@per_model
+def _continue(ckpt: Checkpoint, untrained: bool, prompt: str) -> Continuation:
+    """80 sampled tokens after ``prompt`` from the model or, ``untrained``, from its
+    untrained twin, cached per model and prompt: for every session when the model is
+    bundled (a class opening this page pays once), for this session alone when it is its
+    own. The twin is built only when its text is not cached, and dropped once written."""
+    model = untrained_twin(ckpt) if untrained else ckpt.model
     return continuation(model, ckpt.tokenizer, prompt, 80)
 
 
@@ -254,12 +256,11 @@ def afterwards(picked: Picked) -> None:
                           key=f"tr_compare-{picked.name}", height=68)
     cols = st.columns(2)
     steps = ckpt.card.get("steps", "?")
-    key = picked.cache_key
     shown = []
     for col, untrained, title in ((cols[0], True, "Before training (step 0, same seed)"),
                                   (cols[1], False, f"After training ({steps} steps)")):
         try:
-            out = _continue(key, untrained, prompt, picked)
+            out = _continue(picked, untrained, prompt)
         except ValueError as exc:
             col.error(f"Cannot continue this prompt: {exc}", icon=":material/error:")
             continue

@@ -135,7 +135,7 @@ def svg_charts(at: AppTest) -> dict[str, list[dict]]:
 def text_blocks(at: AppTest) -> list[str]:
     """The plain texts the page shows in monospace boxes (``widgets.text_block``)."""
     return [html.unescape(m.group(1)) for h in at.get("html")
-            for m in re.finditer(r'<pre class="gv-text">(.*?)</pre>', h.value, re.S)]
+            for m in re.finditer(r'<div class="gv-text">(.*?)</div>', h.value, re.S)]
 
 
 def figure(at: AppTest, title: str) -> dict:

@@ -134,6 +134,12 @@ def test_a_model_over_the_budget_is_refused_and_the_one_in_use_stays(named, monk
     assert f"Model **{before}**" in texts(at, "caption")
     at = _page("attention", model=NAME)  # a shared link to it: refused the same way
     assert at.pills(key="model").value != NAME and "Cannot use" in texts(at, "error")
+    other = next(n for n in at.pills(key="model").options if n not in (before, NAME))
+    at.pills(key="model").set_value(other)  # from another model than the first: back to it
+    rerun(at)
+    at.pills(key="model").set_value(NAME)
+    rerun(at)
+    assert at.pills(key="model").value == other and f"Model **{other}**" in texts(at, "caption")
 
 
 def test_the_named_model_is_loaded_once_and_shared(named):

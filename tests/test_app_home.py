@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 import gptviz.checkpoints
 from gptviz.checkpoints import DEFAULT_MODEL, MODELS_DIR, bundled_models
-from tests.helpers import run_page, texts
+from tests.helpers import app_test, rerun, run_page, texts
 
 
 def test_home_opens_on_the_default_model():
@@ -43,3 +45,22 @@ def test_the_pipeline_names_the_final_layernorm_before_the_unembedding():
     """The model computes y = LN_f(h_N) W_U (gptviz/model/gpt.py): the formula says so."""
     tex = run_page(timeout=60).latex[0].value
     assert tex.index(r"\mathrm{LN}_f") < tex.index("W_U") < tex.index("softmax")
+
+
+@pytest.mark.parametrize("how", ["page switch", "empty link"])
+def test_the_model_in_use_stays_chosen_without_an_error(how):
+    """The pills come back empty after a page switch and with ``?model=``: the page keeps
+    the model in use, shows it chosen, and names no "None" model."""
+    other = next(n for n in bundled_models() if n != DEFAULT_MODEL)
+    if how == "page switch":
+        at = app_test(model=other)
+        rerun(at)
+        at.switch_page("app_pages/attention.py")
+        rerun(at)
+        want = other
+    else:
+        at = run_page("embeddings", model="")
+        want = DEFAULT_MODEL
+    assert "Cannot use" not in texts(at, "error")
+    assert at.pills(key="model").value == want
+    assert f"Model **{want}**" in texts(at, "caption")

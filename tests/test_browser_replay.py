@@ -104,7 +104,7 @@ def check_step(page, direct: Direct, step: int) -> None:
     curve = score["data"][0]
     at = list(array_of(curve["x"])).index(step)
     assert array_of(curve["y"])[at] == pytest.approx(direct.evals[step]["induction_score"])
-    sample = main.locator("pre.gv-text").inner_text()
+    sample = main.locator("div.gv-text").inner_text()
     assert sample.strip() == direct.sample(step).strip()
 
 

@@ -232,3 +232,16 @@ def test_series_of_mismatched_lengths_or_unknown_style_are_refused():
         Series("s", "area", [1], [1.0])
     with pytest.raises(ValueError, match="bars go to bar_chart"):
         line_chart([Series("s", "bar", ["a"], [1.0])], title="t", x_title="x", y_title="y")
+
+
+def test_all_zero_bars_and_unusable_y_ranges_still_draw():
+    """Bars that are all 0 get an axis of height 1 (no log10(0)); a y_range that is empty,
+    inverted or not finite falls back to the data's own range."""
+    zero = bar_chart(["a", "b"], [Series("g", "bar", ("a", "b"), (0.0, 0.0))], title="t",
+                     y_title="v", zero_line=True)
+    assert [m["y"] for m in read_marks(zero.html) if m["tag"] == "rect"] == [0.0, 0.0]
+    line = Series("l", "line", (1.0, 2.0, 3.0), (1.0, 2.0, 3.0), marker="circle")
+    for bad in ((2.0, 2.0), (3.0, 1.0), (0.0, math.inf), (math.nan, 1.0)):
+        chart = line_chart([line], title="t", x_title="x", y_title="y", y_range=bad)
+        shown = [m["y"] for m in read_marks(chart.html) if m["tag"] == "circle"]
+        assert shown == [1.0, 2.0, 3.0], bad  # every point is in view

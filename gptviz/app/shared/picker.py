@@ -191,7 +191,9 @@ def model_picker() -> Picked | None:
         st.sidebar.error(refused, icon=":material/error:")
     if name in listed:
         st.sidebar.caption(label(listed[name]))
-    for choice in dict.fromkeys([name, fallback, *good]):  # else the model in use, else ours
+    # the box's choice (None when the pills come back empty, e.g. after a page switch or an
+    # empty ?model=), else the model in use, else ours
+    for choice in dict.fromkeys(c for c in (name, fallback, *good) if c is not None):
         try:
             picked = (Picked(choice, mine[choice], bundled=False) if choice in mine else
                       Picked(choice, load_named(listed[choice]), bundled=True) if choice in
@@ -214,6 +216,7 @@ def _keep_or_refuse(listed: dict, fallback: str) -> None:
     wanted = st.session_state.get("model")
     if wanted not in listed:
         return
+    fallback = st.session_state.get(IN_USE, fallback)  # the model in use now, not at the run
     try:
         load_named(listed[wanted])
     except CheckpointError as exc:

@@ -27,9 +27,9 @@ ROOM = 110  # the longest rotated category name (px); longer ones are cut with "
 DASHES = ("solid", "dash", "dot")
 MARKERS = (None, "circle", "triangle-up", "x")
 CSS = """<style>
-.gv-svgplot{font-family:ui-sans-serif,system-ui,sans-serif;margin:0 0 .5rem}
+.gv-svgplot{font-family:ui-sans-serif,system-ui,sans-serif;margin:0 0 .5rem;overflow-x:auto}
 .gv-sp-title{font-size:16px;font-weight:600;margin:0 0 2px 4px}
-.gv-svgplot svg{display:block;overflow:visible}
+.gv-svgplot svg{display:block;overflow:visible;min-width:640px}
 .gv-sp-tick,.gv-sp-vlabel{font-size:12px;fill:currentColor;fill-opacity:.72}
 .gv-sp-atitle{font-size:13px;fill:currentColor;fill-opacity:.85}
 .gv-sp-empty{font-size:14px;fill:currentColor;fill-opacity:.6}
@@ -166,6 +166,8 @@ def bar_chart(categories: Sequence[str], series: Sequence[Series], *, title: str
     lo, hi = ax.data_range(values if log_y else [*values, 0.0], log_y, 0.05)
     if not log_y:  # bars of one sign start at the axis's end, as in plotly
         lo, hi = (0.0 if min(values) >= 0 else lo), (0.0 if max(values) <= 0 else hi)
+        if hi <= lo:  # every bar is 0: an axis of height 1 above it
+            hi = lo + 1.0
     top, right = 10.0, 12.0
     left = ax.left_margin(lo, hi, log_y, svg_h - 60)
     slot = (width - left - right) / len(cats)
@@ -219,7 +221,8 @@ def line_chart(series: Sequence[Series], *, title: str, x_title: str, y_title: s
     svg_h = _svg_height(height, series, legend)
     if not ys:
         return _chart(title, series, width, svg_h, legend, None)
-    lo, hi = y_range if y_range is not None else ax.data_range(ys, False, 0.05)
+    usable = y_range is not None and all(map(ax.real, y_range)) and y_range[0] < y_range[1]
+    lo, hi = y_range if usable else ax.data_range(ys, False, 0.05)  # a bad range: the data's
     top, right = (26.0 if vlines else 10.0), 16.0
     left = ax.left_margin(lo, hi, False, svg_h - 60)
     bottom = svg_h - 44

@@ -81,18 +81,38 @@ def problem(message: str) -> None:
     st.error(message, icon=":material/error:")
 
 
-# st.code's look for plain text (the theme's monospace face, a light box, wrapped lines)
+# st.code's look for plain text (the theme's monospace face, a light box, wrapped lines), and
+# st.table's for a small table of plain text
 TEXT_CSS = ("<style>.gv-text{font-family:'Source Code Pro',ui-monospace,monospace;"
             "font-size:.875rem;line-height:1.6;background:rgba(128,135,150,.1);"
-            "border-radius:.5rem;padding:1rem 1.25rem;margin:0;white-space:pre-wrap;"
-            "overflow-wrap:anywhere}</style>")
+            "border-radius:.5rem;padding:1rem 1.25rem;white-space:pre-wrap;"
+            "overflow-wrap:anywhere}"
+            ".gv-table{border-collapse:collapse;width:100%;font-size:.875rem}"
+            ".gv-table th,.gv-table td{border:1px solid rgba(128,135,150,.25);"
+            "padding:.35rem .75rem;text-align:left;white-space:pre-wrap}"
+            ".gv-table th{font-weight:400;opacity:.7}.gv-table td.gv-num{text-align:right}"
+            "</style>")
 
 
 def text_block(text: str, container=st) -> None:
     """Plain text in a monospace box with its lines wrapped, as ``st.code(text,
     language=None, wrap_lines=True)`` shows it, but without the syntax highlighter that
-    st.code makes a page fetch (1.5 MB of JavaScript, ~0.5 s of a fresh page's load)."""
-    container.html(f'{TEXT_CSS}<pre class="gv-text">{html.escape(text)}</pre>')
+    st.code makes a page fetch (1.5 MB of JavaScript, ~0.5 s of a fresh page's load).
+    A ``<div>``, not a ``<pre>``: HTML drops a newline that opens a ``<pre>``."""
+    container.html(f'{TEXT_CSS}<div class="gv-text">{html.escape(text)}</div>')
+
+
+def plain_table(df: pd.DataFrame, container=st) -> None:
+    """A small table whose cells are shown exactly as they are: ``st.table`` reads each cell
+    as Markdown (``$x$`` becomes a formula, ``*a*`` italics), and ``st.dataframe`` makes the
+    page fetch a data grid. Numbers are right-aligned."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = "".join(
+        "<tr>" + "".join(f'<td class="gv-num">{v}</td>' if isinstance(v, (int, float))
+                         else f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+        for row in df.itertuples(index=False))
+    container.html(f'{TEXT_CSS}<table class="gv-table"><thead><tr>{head}</tr></thead>'
+                   f"<tbody>{rows}</tbody></table>")
 
 
 def csv_download(df: pd.DataFrame, filename: str, label: str = "Download CSV") -> None:

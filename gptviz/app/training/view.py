@@ -16,7 +16,7 @@ from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
 from gptviz.app.shared.trainers import trainer_slots
-from gptviz.app.shared.widgets import on_demand, text_block
+from gptviz.app.shared.widgets import on_demand, plain_table, text_block
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
@@ -60,7 +60,7 @@ def data_lesson(s: Setup, loss: float | None, step: int | None) -> None:
         f"windows at random and, thanks to the causal mask, every window trains $N$ predictions "
         f"at once: **{spec.batch_size * N:,} next-token predictions per step**. Those of the "
         "first window:")
-    st.table(prediction_pairs(labels, N), hide_index=True)  # static: no data grid to load
+    plain_table(prediction_pairs(labels, N))
     st.latex(cross_entropy_latex(tok.vocab_size, loss, step))
     st.latex(perplexity_latex(tok.vocab_size, loss))
 
@@ -81,9 +81,8 @@ def plan(s: Setup, holder: SessionTrainer) -> None:
         with on_demand("Parameters per component", key="tr_param_counts") as shown:
             if shown:
                 counts = parameter_counts(m)
-                st.table(pd.DataFrame({"component": list(counts),
-                                       "parameters": [f"{n:,}" for n in counts.values()]}),
-                         hide_index=True)
+                plain_table(pd.DataFrame({"component": list(counts),
+                                          "parameters": [f"{n:,}" for n in counts.values()]}))
     for note in s.notes:
         st.info(note, icon=":material/info:")
     for problem in s.problems:

@@ -5,7 +5,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from gptviz.app.shared.widgets import PAGE
+from gptviz.app.shared.validators import lean_validators
+
+# Streamlit's import parsed plotly's whole validator table (~11.6 MB kept for good): read
+# it per entry instead, before the imports below reuse the memory it frees.
+lean_validators()
+
+from gptviz.app.shared.widgets import PAGE  # noqa: E402
 
 # pyarrow's default pool (jemalloc or mimalloc) keeps what the first st.dataframe allocated,
 # ~4 MB for the server's lifetime; the system pool (malloc) is shared with everything else.

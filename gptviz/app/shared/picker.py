@@ -186,7 +186,8 @@ def model_picker() -> Picked | None:
     # (a select box's made a bare page ~1.2x slower to open; pills share the page's bundle).
     name = box.pills(
         "Model", options, key="model", bind="query-params", persist_state="session",
-        required=True, default=None if "model" in st.session_state else options[0],
+        # a fixed default, as a select box's first option: the link names every other model
+        required=True, default=options[0],
         format_func=lambda n: n if n in good or n in listed else f"{n} (this session)",
         on_change=_keep_or_refuse, args=(listed, fallback),
         help="Bundled models and those the server names are shared and read-only; models "

@@ -42,8 +42,7 @@ CSS = """<style>
 .gv-sp-hid{fill-opacity:0;stroke:none}.gv-sp-hid:hover{fill-opacity:1;stroke:none}
 .gv-sp-x{fill:none;stroke-width:2.5}.gv-sp-x:hover{stroke-width:4}
 .gv-sp-legend{display:flex;flex-wrap:wrap;justify-content:center;gap:2px 18px;font-size:13px}
-.gv-sp-key{display:inline-flex;align-items:center;gap:6px}
-</style>""".replace("\n", "")
+.gv-sp-key{display:inline-flex;align-items:center;gap:6px}</style>""".replace("\n", "")
 
 
 @dataclass(frozen=True)
@@ -71,8 +70,7 @@ class Series:
         fix(self, "y", tuple(None if v is None else float(v) for v in self.y))
         fix(self, "hover", tuple(self.hover))
         fix(self, "colours", None if self.colours is None else tuple(self.colours))
-        if any(len(s) != len(self.x) for s in (self.y, self.colours or self.x,
-                                                 self.hover or self.x)):
+        if {len(self.y), len(self.colours or self.x), len(self.hover or self.x)} != {len(self.x)}:
             raise ValueError(f"series {self.name!r}: {len(self.x)} x values and a y, colours "
                              "or hover of another length.")
         if self.kind not in ("bar", "line", "markers") or self.dash not in DASHES or (
@@ -84,7 +82,7 @@ class Series:
         named = f"{self.name}, " if self.name else ""
         return self.hover[i] if self.hover else f"{named}{x}: {self.y[i]:.4g}"
 
-    def fill(self, i: int) -> str:
+    def fill(self, i: int) -> str:  # point i's colour
         return self.colours[i] if self.colours else self.colour
 
 
@@ -101,9 +99,8 @@ class SvgChart:
 def _mark(tag: str, cls: str, geometry: str, colour: str, series: str, x: str, y: float | None,
           tip: str, paint: str = "fill") -> str:
     y_text = "nan" if y is None else repr(float(y))
-    return (f'<{tag} class="{cls}" {geometry} {paint}="{esc(colour)}" '
-            f'data-series="{esc(series)}" data-x="{esc(x)}" data-y="{y_text}">'
-            f"<title>{esc(tip)}</title></{tag}>")
+    return (f'<{tag} class="{cls}" {geometry} {paint}="{esc(colour)}" data-series="{esc(series)}"'
+            f' data-x="{esc(x)}" data-y="{y_text}"><title>{esc(tip)}</title></{tag}>')
 
 
 def _svg_height(height: float, series: Sequence[Series], legend: bool) -> float:

@@ -1,6 +1,6 @@
 """Every page in Chromium beside a bare one-line Streamlit page, in the same run.
 
-    python benchmarks/pages.py [--reps 5] [--clicks 10]
+    python benchmarks/pages.py [--reps 5] [--clicks 10] [--floors] [--only Learning Lesson]
 
 Two servers run side by side on loopback: ``streamlit run app.py`` and a bare page
 (``st.write("hello")``, written to a temporary folder), which sets the floor: what
@@ -95,6 +95,7 @@ def pages(model: str) -> dict[str, str]:
         f"Attention, {n} tokens, all {c.n_layer * c.n_head} heads ({model})":
             f"/attention?{long}&view=All+heads",
         "Transformer block": "/block", "Generation": "/generation", "Training": "/training",
+        "Lesson": "/lesson", "Learning": "/learning",
     }
 
 
@@ -192,14 +193,18 @@ def main() -> None:
     p.add_argument("--clicks", type=int, default=10)
     p.add_argument("--floors", action="store_true",
                    help="also the bare page with one ECharts and one Vega-Lite chart")
+    p.add_argument("--only", nargs="*", default=None, metavar="PAGE",
+                   help="load only these pages (labels as in the table, e.g. Learning)")
     args = p.parse_args()
     models = bundled_models()
     longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
     with bare_and_app() as (browser, bare, app):
-        targets = {PLOTLY_FLOOR: PLOTLY_PATH, **(OTHER_FLOORS if args.floors else {}),
-                   **pages(longest)}
+        shown = {k: v for k, v in pages(longest).items() if not args.only or k in args.only}
+        targets = {PLOTLY_FLOOR: PLOTLY_PATH, **(OTHER_FLOORS if args.floors else {}), **shown}
         times = interleaved_loads(browser, bare, app, targets, args.reps)
         report_loads(times, "Pages", "page")
+        if not args.clicks:  # --clicks 0: the page loads only
+            return
         gen = clicks(browser, f"{app}/generation?model={DEFAULT_MODEL}", "Next token",
                      args.clicks)
         floor_click = clicks(browser, bare + "/", "Again", args.clicks)

@@ -129,3 +129,22 @@ def test_give_back_returns_free_pages_on_glibc():
         pytest.skip("this C library has no malloc_trim")
     trimmed, freed_mb = run.stdout.split()
     assert trimmed == "True" and int(freed_mb) > 50, run.stdout + run.stderr
+
+
+def test_keys_and_small_values_count_against_the_budget():
+    """A key holding a long prompt, and a small dataclass result, are counted: a class
+    typing 20,000-character prompts cannot grow the shared store past its budget."""
+    from dataclasses import dataclass
+
+    from gptviz.app.shared.lru import ENTRY_BYTES, ByteLRU
+
+    @dataclass(frozen=True)
+    class Sample:
+        text: str
+
+    store = ByteLRU(limit=100_000)
+    for k in range(50):
+        store.get_or_compute(("continue", "x" * 20_000 + str(k)), lambda: Sample("y" * 500))
+    assert store.used <= 100_000 and len(store.keys()) == 4  # ~21 kB each, key included
+    one = store.used // len(store.keys())
+    assert one >= 20_000 + 500 + ENTRY_BYTES

@@ -7,18 +7,19 @@ used entries past its budget. Values are returned as they are stored, never copi
 their numpy arrays are made read-only: a page that tried to change a shared result would
 fail loudly instead of changing another student's numbers.
 
->>> lru = ByteLRU(limit=2_000)
->>> a = lru.get_or_compute("a", lambda: np.zeros(100))        # 800 bytes
+>>> lru = ByteLRU(limit=2_500)
+>>> a = lru.get_or_compute("a", lambda: np.zeros(100))  # 800 bytes, its key and 256
 >>> b = lru.get_or_compute("b", lambda: np.zeros(100))
 >>> a is lru.get_or_compute("a", lambda: None), a.flags.writeable
 (True, False)
->>> _ = lru.get_or_compute("c", lambda: np.zeros(100))        # over 2,000: drops "b"
+>>> _ = lru.get_or_compute("c", lambda: np.zeros(100))  # over 2,500: drops "b"
 >>> sorted(lru.keys()), lru.used
-(['a', 'c'], 1600)
+(['a', 'c'], 2114)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from collections import OrderedDict
@@ -30,11 +31,20 @@ import numpy as np
 T = TypeVar("T")
 
 
+ENTRY_BYTES = 256  # what one entry costs beyond its key and value (dict slot, tuple, node)
+
+
 def nbytes(value: Any) -> int:
-    """Bytes a value holds: arrays by their buffers, containers by their items.
+    """Bytes a value holds: arrays by their buffers, containers and dataclasses by their
+    items.
 
     >>> nbytes((np.zeros((2, 3), np.float32), {"k": np.ones(4)}, "ab"))
     59
+    >>> @dataclasses.dataclass
+    ... class Text:
+    ...     text: str
+    >>> nbytes(Text("x" * 1000)) > 1000
+    True
     """
     if isinstance(value, np.ndarray):
         return int(value.nbytes)
@@ -44,6 +54,9 @@ def nbytes(value: Any) -> int:
         return sum(nbytes(v) for v in value)
     if isinstance(value, str):
         return len(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sys.getsizeof(value) + sum(nbytes(getattr(value, f.name))
+                                          for f in dataclasses.fields(value))
     return sys.getsizeof(value)
 
 
@@ -61,7 +74,7 @@ def freeze_arrays(value: Any) -> Any:
 
 
 class ByteLRU:
-    """Least-recently-used entries dropped once the values pass ``limit`` bytes.
+    """Least-recently-used entries dropped once their keys and values pass ``limit`` bytes.
 
     A value larger than the whole budget is computed and returned but not kept. Two
     threads asking for the same missing key may both compute it; the first stored wins.
@@ -83,7 +96,7 @@ class ByteLRU:
                 self._items.move_to_end(key)
                 return self._items[key][0]
         value = freeze_arrays(compute())
-        size = nbytes(value)
+        size = nbytes(value) + nbytes(key) + ENTRY_BYTES  # a key may hold a long prompt
         with self._lock:
             if key in self._items:  # another thread stored it meanwhile
                 return self._items[key][0]

@@ -206,3 +206,19 @@ def test_small_word_vocab_shows_unknown_words():
     assert "<|UNK|>" in texts(at, "info")
     table = comparison(show(at, "Compare"))
     assert table.loc[table["tokenizer"] == "Word", "round trip"].item() == "✗"
+
+
+def test_the_corpus_and_pattern_survive_a_page_switch():
+    """Away to Home and back: the sidebar's corpus pills and split-pattern control give a
+    corpus and a pattern (never None), and the page draws its tokens."""
+    at = app_test()
+    at.switch_page("app_pages/tokenizers.py")
+    rerun(at)
+    at.pills(key="corpus").set_value("sample").run()
+    at.switch_page("app_pages/home.py")
+    rerun(at)
+    at.switch_page("app_pages/tokenizers.py")
+    rerun(at)
+    assert at.pills(key="corpus").value in ("sample", "mathematics")
+    assert at.segmented_control(key="bpe_pattern").value is not None
+    assert 'class="gv-chip' in chips_html(at) and not texts(at, "error")

@@ -50,9 +50,9 @@ def corpus_picker() -> Corpus:
     """Sidebar: a bundled corpus or an uploaded ``.txt`` (bad uploads fall back, with a message)."""
     names = list(bundled_corpora())
     choice = st.sidebar.pills("Corpus to train on", [*names, UPLOAD], key="corpus",
-                              required=True, default=None if "corpus" in st.session_state
-                              else names[0],
-                              help="What the character, word and BPE tokenizers learn from.")
+                              required=True, default=names[0],
+                              help="What the character, word and BPE tokenizers learn from."
+                              ) or names[0]  # pills that came back empty: the first corpus
     if choice == UPLOAD:
         upload = st.sidebar.file_uploader("Plain-text file (UTF-8)", type=["txt"], key="upload")
         if upload is not None:
@@ -78,11 +78,12 @@ def train_settings() -> TrainSettings:
         bpe_vocab = st.number_input(
             "BPE vocab size", min_value=1, max_value=16384, value=512, step=64, key="bpe_vocab",
             help="256 bytes + merges + 4 special tokens.")
+        first = next(iter(PATTERNS))
         pattern = st.segmented_control("BPE split pattern", list(PATTERNS), key="bpe_pattern",
-                                       required=True, default=None if "bpe_pattern" in
-                                       st.session_state else next(iter(PATTERNS)),
+                                       required=True, default=first,
                                        help="Merges never cross the chunks this regex "
-                                            "cuts; 'none' merges across the whole text.")
+                                            "cuts; 'none' merges across the whole text."
+                                       ) or first  # empty: the first pattern
         word_vocab = st.number_input(
             "Word vocab size (0 = every word)", min_value=0, max_value=100_000, value=0,
             step=50, key="word_vocab",

@@ -48,7 +48,7 @@ CHROMIUM = os.environ.get("GPTVIZ_CHROMIUM") or shutil.which("chromium") or "/us
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # a chart that has drawn: plotly's once its SVG exists, an inline SVG chart (svgplot) at once
-CHART = '[data-testid="stPlotlyChart"]:has(.main-svg), .gv-svgplot'
+CHART = '[data-testid="stPlotlyChart"]:has(.main-svg), .gv-svgplot, .gv-heat[data-drawn="1"]'
 MAIN = '[data-testid="stMainBlockContainer"]'  # the main column: no sidebar, no toolbar
 
 # The views of each model page, as its view picker names them.
@@ -116,8 +116,25 @@ def metric(at: AppTest, label: str) -> str:
 # ---- plotly figures -----------------------------------------------------------------------
 
 def figures(at: AppTest) -> list[dict]:
-    """Every plotly figure on the page as its JSON dict (arrays still encoded)."""
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    """Every plotly figure on the page, in page order, as its JSON dict (arrays still
+    encoded): those plotly.js draws and those drawn on a canvas (``heatcanvas``)."""
+    from gptviz.app.shared.heatcanvas import NAME
+
+    out = []
+    for e in at._tree:
+        if e.type == "plotly_chart":
+            out.append(json.loads(e.proto.spec))
+        elif e.type == "bidi_component" and e.proto.component_name == NAME:
+            out.append(json.loads(e.proto.json)["figure"])
+    return out
+
+
+def canvas_figures(at: AppTest) -> list[dict]:
+    """The figures drawn on a canvas (no plotly.js in the page), as ``figures`` gives them."""
+    from gptviz.app.shared.heatcanvas import NAME
+
+    return [json.loads(e.proto.json)["figure"] for e in at.get("bidi_component")
+            if e.proto.component_name == NAME]
 
 
 def svg_charts(at: AppTest) -> dict[str, list[dict]]:
@@ -291,6 +308,8 @@ def eventually(condition: Callable[[], Any], timeout_s: float = 20.0,
 def check_no_exception(page, where: str) -> None:
     errors = page.locator('[data-testid="stException"]')
     assert errors.count() == 0, f"{where}: {errors.first.inner_text()[:500]}"
+    failed = page.locator('.gv-heat[data-drawn="error"]').count()
+    assert failed == 0, f"{where}: {failed} canvas heatmap(s) could not be drawn"
 
 
 def screenshot(page, name: str) -> Path:
@@ -307,6 +326,8 @@ SETTLED = """(quietMs) => {
     if (document.querySelector('[data-testid="stSkeleton"], [data-stale="true"]')) return false;
     for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]'))
         if (!c.querySelector('.main-svg')) return false;
+    for (const c of document.querySelectorAll('.gv-heat'))
+        if (!c.dataset.drawn) return false;  // "1", or "error" (check_no_exception fails it)
     const html = app.innerHTML;
     if (window.__gvLast !== html) { window.__gvLast = html; window.__gvSince = performance.now(); }
     return performance.now() - window.__gvSince >= quietMs;

@@ -20,6 +20,7 @@ from tests.helpers import (
     app_test,
     checkpoint_uploader,
     figure,
+    figures,
     rerun,
     run_page,
     texts,
@@ -58,7 +59,7 @@ def test_every_circuits_view_draws_on_every_model(model):
     at = run_page("attention", model=model, layer="1", head="1")
     for view in NEW_VIEWS:
         show(at, view)
-        assert at.get("plotly_chart") and at.latex or view == "Head taxonomy", view
+        assert figures(at) and at.latex or view == "Head taxonomy", view
         assert not texts(at, "error"), (view, texts(at, "error"))
         assert len(at.get("download_button")) >= len(at.dataframe), view
     show(at, "Circuits of a head")

@@ -18,7 +18,7 @@ from gptviz.checkpoints import bundled_models, load_checkpoint
 from gptviz.data import read_corpus
 from gptviz.gpt2_weights import save_hf_gpt2
 from gptviz.model import GPT, GPTConfig
-from tests.helpers import app_test, metric, rerun, texts
+from tests.helpers import app_test, figures, metric, rerun, texts
 
 NAME = "long-gpt2"
 N_CTX = 1024
@@ -117,4 +117,4 @@ def test_the_positional_table_is_written_only_when_asked(ckpt):
 def test_a_model_from_disk_has_nothing_to_replay(ckpt):
     at = _page("learning", view="Training replay")
     assert "Nothing to replay" in texts(at, "info")
-    assert not at.get("select_slider") and not at.get("plotly_chart")
+    assert not at.get("select_slider") and not figures(at)

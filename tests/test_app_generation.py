@@ -65,7 +65,7 @@ def test_page_shows_the_step_before_any_click():
     assert any(r"\sigma\!\Big(\frac{y_N}{T}\Big)_i" in x.value for x in at.latex)
     assert any(r"\mapsto \begin{cases}" in x.value for x in at.latex)  # the seeds' display
     assert new_chips(at) == 0
-    assert not at.get("plotly_chart")  # the top-k bars are HTML: no chart library to load
+    assert not figures(at)  # the top-k bars are HTML: no chart library to load
     bars = [h.value for h in at.get("html") if "gv-topk" in h.value]
     assert len(bars) == 1 and bars[0].count('class="gv-topk-row" data-id=') == 10
     assert at.button(key="gen_undo").disabled and at.button(key="gen_reset").disabled
@@ -234,7 +234,7 @@ def test_n_zero_draws_is_explained():
     at = run_page("generation", view="Sample N times")
     at.number_input(key="gen_samples").set_value(0).run()
     assert not at.exception and "N = 0" in messages(at)
-    assert not at.get("plotly_chart")
+    assert not figures(at)
 
 
 def test_a_bad_temperature_in_the_url_is_explained():

@@ -24,7 +24,7 @@ from gptviz.app.shared.inputs import Prompt, example_prompt
 from gptviz.app.shared.picker import SESSION_MODELS, Picked
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints import Checkpoint, bundled_models, load_checkpoint
-from tests.helpers import app_test, rerun, texts, tiny_gpt
+from tests.helpers import app_test, figures, rerun, texts, tiny_gpt
 
 MODELS = sorted(bundled_models())
 LESSON = "app_pages/lesson.py"
@@ -48,7 +48,7 @@ def walk(at, reveal: bool = True) -> dict[int, str]:
         at.session_state["step"] = step
         rerun(at)
         if reveal and any(b.key == "lesson_reveal" for b in at.button):
-            assert not at.get("plotly_chart") and not at.latex  # nothing before the answer
+            assert not figures(at) and not at.latex  # nothing before the answer
             at.button(key="lesson_reveal").click()
             rerun(at)
         assert at.latex, f"step {step} shows no formula"
@@ -254,7 +254,7 @@ def _right_choice(at) -> str:
 def test_an_empty_prompt_gets_a_message(prompt):
     at = lesson_app(prompt=prompt)
     assert "there is none to follow" in texts(at, "info")
-    assert not at.get("plotly_chart") and not at.subheader
+    assert not figures(at) and not at.subheader
 
 
 def test_hostile_and_long_prompts_build_every_step():

@@ -39,7 +39,7 @@ def test_every_view_of_every_page_runs_on_every_model(model):
         for view in views:
             at.session_state["view"] = view
             rerun(at)
-            assert at.get("plotly_chart") or at.latex, f"{page} / {view} drew nothing"
+            assert figures(at) or at.latex, f"{page} / {view} drew nothing"
             tables, csvs = len(at.dataframe), len(at.get("download_button"))
             assert csvs >= tables, f"{page} / {view}: {tables} tables, {csvs} CSV buttons"
 
@@ -136,7 +136,7 @@ def test_positional_formula_point_is_the_formula():
 def test_empty_prompt_gets_a_message(page):
     at = run_page(page, prompt="")
     assert "The prompt is empty" in texts(at, "info")
-    assert not at.get("plotly_chart")
+    assert not figures(at)
 
 
 def test_long_prompt_is_cropped_and_the_crop_is_shown():
@@ -156,7 +156,7 @@ def test_bad_layer_or_head_in_the_url_gets_a_message(layer, head):
     warnings = texts(at, "warning")
     assert f"asks for layer “{layer}”" in warnings
     assert at.segmented_control(key="layer").value == 0
-    assert at.get("plotly_chart")  # the page still draws
+    assert figures(at)  # the page still draws
 
 
 def test_uploads_malformed_then_good_checkpoint():
@@ -167,7 +167,7 @@ def test_uploads_malformed_then_good_checkpoint():
     rerun(at)
     checkpoint_uploader(at).set_value(("broken.zip", b"not a zip", "application/zip"))
     rerun(at)
-    assert "Cannot use broken.zip" in texts(at, "error") and at.get("plotly_chart")
+    assert "Cannot use broken.zip" in texts(at, "error") and figures(at)
     tok = load_checkpoint(bundled_models()[MODELS[0]]).tokenizer
     mine = tiny_gpt(tok.vocab_size, context_length=16, positional="sinusoidal",
                     tie_embeddings=False)
@@ -185,7 +185,7 @@ def test_uploads_malformed_then_good_checkpoint():
             at.text_area(key=box_key("prompt", page)).input(LONG)
         rerun(at)
         assert at.pills(key="model").value == "mine"
-        assert at.get("plotly_chart") or at.latex
+        assert figures(at) or at.latex
 
 
 def test_a_short_prompt_is_kept_in_the_link_and_a_long_one_is_not():

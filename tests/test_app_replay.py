@@ -19,6 +19,7 @@ from tests.helpers import (
     array_of,
     checkpoint_uploader,
     figure,
+    figures,
     rerun,
     run_page,
     text_blocks,
@@ -82,8 +83,7 @@ def test_the_slider_replays_the_bundled_snapshot_on_fixed_axes():
     snap = ckpt.snapshots.model_at(0, ckpt.model)
     with torch.no_grad():
         _, cache = snap.run_with_cache(window, names_filter=[act_name("pattern", 0)])
-    grid = next(f for f in at.get("plotly_chart") if "L0 H0" in f.proto.spec)
-    spec = json.loads(grid.proto.spec)
+    spec = next(f for f in figures(at) if "L0 H0" in json.dumps(f))
     z = grid_tile(z_of(spec["data"][0]), spec["layout"]["meta"], 0, 0)
     np.testing.assert_allclose(z, cache[act_name("pattern", 0)][0, 0].numpy(), atol=1e-5)
     assert "Step 800**: a snapshot kept during training" in texts(at, "markdown")

@@ -197,7 +197,7 @@ def test_positional_figures():
     pe = A.sinusoidal_pe(16, 8)
     np.testing.assert_array_equal(VP.pe_heatmap(pe).data[0].z, pe)
     curves = VP.pe_curves(pe, [0, 1, 6])
-    np.testing.assert_array_equal(curves.data[2].y, pe[:, 6])
+    np.testing.assert_allclose(curves.series[2].y, pe[:, 6], rtol=1e-6)
     with pytest.raises(ValueError, match="out of range"):
         VP.pe_curves(pe, [8])
     sim = A.pe_similarity(pe)

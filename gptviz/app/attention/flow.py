@@ -16,6 +16,7 @@ from gptviz.app.attention import circuit_formulas as cm
 from gptviz.app.shared.cache import cached_figure
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import plot
 from gptviz.model.hooks import ActivationCache
 
 
@@ -56,7 +57,7 @@ def summed_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: i
     fig = cached_figure(picked, "summed", (prompt.ids,), lambda: cf.layer_panels(
         summed, prompt.labels, float(c.n_head), f"Σ over the {c.n_head} heads of each layer "
         f"(colour scale 0 … {c.n_head})", [f"layer {ly}" for ly in range(c.n_layer)]))
-    st.plotly_chart(fig, width="stretch")
+    plot(fig)
     matrix_csv(summed[layer], prompt.labels, f"summed-L{layer}.csv",
                f"Download layer {layer}'s sum as CSV")
 
@@ -80,7 +81,7 @@ def rollout_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None
     fig = cached_figure(picked, "rollout", (prompt.ids,), lambda: cf.layer_panels(
         r, prompt.labels, 1.0, "rollout R after each layer (colour scale 0 … 1)",
         [f"after layer {ly}" for ly in range(c.n_layer)]))
-    st.plotly_chart(fig, width="stretch")
+    plot(fig)
     last = r[-1, -1]  # (T,): what reaches the last position after the last layer
     top = np.argsort(-last, kind="stable")[:10]
     shown = [f"{k}: {prompt.labels[k]}" for k in top]
@@ -88,7 +89,7 @@ def rollout_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None
         shown, last[top], [], [], f"Row {len(last) - 1} of the final R: the input tokens "
         "that reach the last position most", names=("share", ""),
         x_title=f"R_{len(last) - 1},j"))
-    st.plotly_chart(bars, width="stretch")
+    plot(bars)
     st.caption(
         "Rollout is a heuristic: it follows the patterns only, ignores what the values, W_O "
         "and the FFNs do with what is read, and assumes the residual stream weighs as much as "

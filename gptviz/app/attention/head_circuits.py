@@ -14,7 +14,7 @@ from gptviz.app.attention import circuit_formulas as cm
 from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download, problem
+from gptviz.app.shared.widgets import csv_download, plot, problem
 from gptviz.checkpoints import Checkpoint
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name
@@ -86,7 +86,7 @@ def circuits_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
         cf.circuit_matrix(to_numpy(C.qk_circuit(w)), f"W_QK, layer {layer}, head {head}"),
         cf.circuit_matrix(to_numpy(C.ov_circuit(w)), f"W_OV, layer {layer}, head {head}")))
     for col, fig in zip(st.columns(2), figs, strict=True):
-        col.plotly_chart(fig, width="stretch")
+        plot(fig, container=col)
     _score_identity(picked, prompt, cache, layer, head)
 
 
@@ -113,7 +113,7 @@ def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
     shown = {k: v for k, v in terms.items() if len(terms) > 2 or k == "xWx"}
     fig = cached_figure(picked, "score-terms", (prompt.ids, layer, head), lambda: (
         cf.score_term_panels(shown, TERM_TITLES, labels)))
-    st.plotly_chart(fig, width="stretch")
+    plot(fig)
     exact, page, tol = identity_deltas(picked, prompt.ids)
     st.latex(cm.identity_check(exact, page, tol, c.bias))
     ok = page <= tol
@@ -199,7 +199,7 @@ def ov_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
             [f"{vocab[t]} ({t})" for t in order[:10]], logits[order[:10]],
             [f"{vocab[t]} ({t})" for t in order[::-1][:10]], logits[order[::-1][:10]],
             f"E W_OV W_U for {vocab[source]!r}, layer {layer}, head {head}"))
-        st.plotly_chart(bars, width="stretch")
+        plot(bars)
     st.caption(
         f"The source token itself is at rank {rank} of {size} (rank 0 = raised most). Ranks "
         "count from 0. The direct path only: E's row enters without LN₁ and without the "

@@ -16,7 +16,7 @@ from gptviz.app.attention import figures as va
 from gptviz.app.shared.cache import cached_figure, per_model
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download
+from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.checkpoints import Checkpoint
 from gptviz.induction import PROTOCOL, STANDARD_LENGTHS
 from gptviz.model.hooks import ActivationCache
@@ -76,7 +76,7 @@ def taxonomy_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     grid = cached_figure(picked, "taxonomy-grid", (prompt.ids, layer, head), lambda: (
         va.attention_grid(patterns, prompt.labels, selected=(layer, head),
                           cell_px=max(80, min(200, 900 // c.n_head)), titles=titles)))
-    st.plotly_chart(grid, width="stretch")
+    plot(grid)
     st.caption(f"Every head on this prompt, titled with its label; the framed one is layer "
                f"{layer}, head {head}.")
     scores = {k: to_numpy(v) for k, v in tax.scores.items()}  # kind -> (L, H)
@@ -84,7 +84,7 @@ def taxonomy_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     with left:
         fig = cached_figure(picked, "taxonomy-scores", (prompt.ids,),
                             lambda: cf.taxonomy_scores(scores, tax.labels))
-        st.plotly_chart(fig, width="stretch")
+        plot(fig)
     with right:
         _how_measured(tax, t)
     df = taxonomy_table(tax)

@@ -15,7 +15,7 @@ from gptviz.app.shared.cache import ablation, activations, cached_figure, vocab_
 from gptviz.app.shared.heatmaps import fit_margins, thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download, on_demand
+from gptviz.app.shared.widgets import chart, csv_download, on_demand, plot
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name, attention_page_names
 
@@ -65,7 +65,7 @@ def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
     grid = cached_figure(picked, "attention-grid", key, lambda: va.attention_grid(
         am.all_patterns(cache, c.n_layer), labels, selected=(layer, head),
         cell_px=grid_cell_px(c.n_head)))
-    st.plotly_chart(grid, width="stretch")
+    plot(grid)
     st.caption(f"All {c.n_layer * c.n_head} heads: layers down, heads across; row i of a "
                "thumbnail is how token i spreads its attention over tokens 0..i. The framed "
                "head is shown large below. Choose another with Layer and Head above.")
@@ -74,7 +74,7 @@ def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
     large = cached_figure(picked, "attention-pattern", key, lambda: fit_margins(title_room(
         thin_ticks(va.attention_pattern(steps["pattern"], labels, height=640,
                                         title=f"layer {layer}, head {head}: W_attn")))))
-    left.plotly_chart(large, width="stretch")
+    plot(large, container=left)
     with right:
         query = position_input(prompt, "Query token (a row of W_attn)", key="query")
         top = np.argsort(-steps["pattern"][query], kind="stable")[:5]
@@ -114,7 +114,7 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
             steps, prompt.labels, c.bias).items()})
     for row in STEP_ROWS:
         for col, name in zip(st.columns(3), row, strict=False):
-            col.plotly_chart(figs[name], width="stretch", key=f"step-{name}")
+            plot(figs[name], key=f"step-{name}", container=col)
     st.caption("Q, K, V and Z: tokens down, the head's d_k dimensions across. Scores, mask and "
                "pattern: queries down, keys across; grey cells are −∞, the future a token "
                "may not see.")
@@ -148,7 +148,7 @@ def masks_and_check(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
     st.latex(mp.masking_equality(delta, head_delta, layer, head))
     fig = cached_figure(picked, "masks", (prompt.ids,), lambda: thin_ticks(
         va.masking_comparison(simple, renorm, neg_inf, prompt.labels, delta)))
-    st.plotly_chart(fig, width="stretch")
+    plot(fig)
     st.markdown("**The hand-written attention against PyTorch's fused kernel.** The model "
                 "computes attention step by step here (so that every step can be shown) and "
                 "with `torch.nn.functional.scaled_dot_product_attention` when it trains. From "

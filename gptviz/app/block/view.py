@@ -15,7 +15,7 @@ from gptviz.app.block.prediction import attribution_view, commitment_view
 from gptviz.app.shared.cache import activations, cached_figure, vocab_labels
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download, on_demand
+from gptviz.app.shared.widgets import chart, csv_download, on_demand, plot
 from gptviz.model.config import ACTIVATION_TEX, ACTIVATION_TEXT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name, block_page_names
@@ -37,7 +37,7 @@ def flow(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int, hea
     stages = block_stages(cache, layer, head, c.activation, c.bias)
     fig = cached_figure(picked, "block-flow", (prompt.ids, layer, head),
                         lambda: block_flow(stages, prompt.labels))
-    st.plotly_chart(fig, width="stretch")
+    plot(fig)
     st.caption("Each thumbnail is a live tensor of this prompt (tokens down); ⊕ marks the "
                "residual additions, the only way information passes a block untouched. "
                "One letter per quantity: A enters the activation, H leaves it."
@@ -83,7 +83,7 @@ def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int
 def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> None:
     """GELU vs ReLU as curves, at one x, and on this layer's real FFN inputs."""
     plotted = analysis.activation_curves()
-    st.plotly_chart(vb.activation_curves_figure(plotted), width="stretch")
+    plot(vb.activation_curves_figure(plotted))
     x = st.slider("x", -4.0, 4.0, -0.5, 0.1, key="act_x")
     curves = analysis.activation_curves(x, x, 1)
     st.latex(mb.activation_point(x, *(float(curves[k][0]) for k in ("GELU", "GELU (tanh)",
@@ -112,8 +112,7 @@ def parameters(picked: Picked) -> None:
     """Parameter counts per component: this model, and the seeds' GPT_CONFIG_124M."""
     c, model = picked.checkpoint.config, picked.checkpoint.model
     counts = analysis.parameter_table(c)
-    st.plotly_chart(vb.parameter_bars(counts, f"{picked.name}: parameters per component"),
-                    width="stretch")
+    plot(vb.parameter_bars(counts, f"{picked.name}: parameters per component"))
     mine = pd.DataFrame({"component": list(counts), "parameters": list(counts.values())})
     st.dataframe(mine, hide_index=True, width="stretch", height="content",
                  column_config={"parameters": COUNT})
@@ -142,7 +141,7 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
     """‖x_t‖ along the residual stream, and the logit lens after every block."""
     c, model = picked.checkpoint.config, picked.checkpoint.model
     stages, norms = analysis.residual_norms(cache, c.n_layer)  # (S,), (S, T)
-    st.plotly_chart(vb.residual_norms_figure(norms, stages, prompt.labels), width="stretch")
+    plot(vb.residual_norms_figure(norms, stages, prompt.labels))
     df = pd.DataFrame(norms.T, columns=stages)
     df.insert(0, "token", prompt.labels)
     with on_demand("Norms as a table", key="norms_table") as shown:
@@ -157,7 +156,7 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
     st.latex(mb.logit_lens_formula(pos, prompt.labels[pos],
                            [(r, g[0], float(p[0])) for r, g, p in zip(rows, guesses, probs,
                                                                       strict=True)]))
-    st.plotly_chart(vb.logit_lens_figure(rows, guesses, probs), width="stretch")
+    plot(vb.logit_lens_figure(rows, guesses, probs))
     lens = pd.DataFrame({"read after": np.repeat(rows, probs.shape[1]),
                          "rank": np.tile(np.arange(1, probs.shape[1] + 1), len(rows)),
                          "token": [g for row in guesses for g in row],

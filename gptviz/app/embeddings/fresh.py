@@ -24,7 +24,7 @@ from gptviz.app.shared.cache import vocab_labels, vocab_pca
 from gptviz.app.shared.heatmaps import legend_on_top
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download
+from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.checkpoints import training_seed
 from gptviz.model import GPTConfig
 
@@ -93,9 +93,8 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
             (left, right), [("trained", vocab_pca(picked, 2)),
                             ("freshly initialised", _fresh_pca(*key, tuple(prompt.ids), 2))],
             strict=True):
-        col.plotly_chart(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
-                                                      title=f"E {name}")),
-                         width="stretch", key=f"pca-{name}")
+        plot(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio, title=f"E {name}")),
+             key=f"pca-{name}", container=col)
     token_id, label = prompt.ids[pos], prompt.labels[pos]
     E = analysis.to_numpy(picked.checkpoint.model.embed.weight)  # (|V|, d)
     rows = {}

@@ -15,7 +15,7 @@ from gptviz.app.shared.cache import cached_figure, vocab_labels, vocab_pca
 from gptviz.app.shared.heatmaps import legend_on_top, thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import SHOWN_DIMS, csv_download
+from gptviz.app.shared.widgets import SHOWN_DIMS, csv_download, plot
 
 
 def embedding_matrix(picked: Picked) -> np.ndarray:
@@ -33,8 +33,8 @@ def lookup(picked: Picked, prompt: Prompt, pos: int) -> None:
     figs = cached_figure(picked, "lookup", prompt.ids, lambda: [
         thin_ticks(title_room(ve.one_hot_figure(one_hot, labels, ids))),
         thin_ticks(title_room(ve.embedding_rows(rows, labels)))])
-    left.plotly_chart(figs[0], width="stretch")
-    right.plotly_chart(figs[1], width="stretch")
+    plot(figs[0], container=left)
+    plot(figs[1], container=right)
     st.caption(f"Multiplying the one-hot matrix OH ({len(ids)} × {E.shape[0]:,}) by E "
                f"({E.shape[0]:,} × {E.shape[1]}) picks rows of E: no arithmetic happens, "
                "which is why frameworks implement it as a table lookup.")
@@ -76,11 +76,10 @@ def vocabulary(picked: Picked, prompt: Prompt, pos: int) -> None:
     labels = vocab_labels(picked)
     left_out = int(np.isnan(coords[:, 0]).sum())  # the special tokens training never feeds
     fitted = "all" if not left_out else f"{len(labels) - left_out:,} of the {len(labels):,}"
-    st.plotly_chart(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
+    plot(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
                                                  title=f"{fitted} rows of E, PCA"
                                                  + (f" ({ve.MAX_POINTS:,} drawn)" if
-                                                    sampled_note(len(labels)) else ""))),
-                    width="stretch")
+                                                    sampled_note(len(labels)) else ""))))
     st.caption(f"The top {k} principal axes keep {100 * float(ratio.sum()):.1f} % of the "
                f"variance of E's {coords.shape[0] - left_out:,} rows in "
                f"{picked.checkpoint.config.d_model} dimensions: the picture is a shadow, and "
@@ -110,7 +109,7 @@ def neighbours(picked: Picked, prompt: Prompt, pos: int, labels: list[str]) -> N
              rf",\qquad \max_{{b \ne a}} \cos\big(E_{{{tx.tex_text(label, 12)}}}, E_b\big) = "
              rf"{tx.num(sims[0])}\ \text{{for }} {tx.tex_text(labels[ids[0]], 12)}")
     left, right = st.columns(2)
-    left.plotly_chart(ve.neighbour_bars([labels[i] for i in ids], sims, label), width="stretch")
+    plot(ve.neighbour_bars([labels[i] for i in ids], sims, label), container=left)
     df = pd.DataFrame({"rank": range(1, len(ids) + 1), "id": ids,
                        "token": [labels[i] for i in ids], "cosine": sims})
     right.dataframe(df, hide_index=True, width="stretch")

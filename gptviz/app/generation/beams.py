@@ -16,7 +16,7 @@ from gptviz.app.generation.state import History, sampling_caption
 from gptviz.app.shared.cache import per_model, vocab_labels
 from gptviz.app.shared.chips import visible
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download, problem
+from gptviz.app.shared.widgets import csv_download, plot, problem
 from gptviz.checkpoints import Checkpoint
 from gptviz.generate import Sampling
 
@@ -101,11 +101,11 @@ def beam_view(hist: History, picked: Picked, sampling: Sampling) -> None:
         st.caption("T = 0: the sampled text is the greedy one. Raise T above 0 to sample.")
     labels = vocab_labels(picked)
     lineage = [found.lineage(n - 1, b) for b in range(len(last.tokens))]
-    st.plotly_chart(beam_tree(
+    plot(beam_tree(
         [[labels[i] for i in s.tokens] for s in found.steps], [s.parents for s in found.steps],
         [s.logprobs for s in found.steps], [s.scores for s in found.steps], lineage,
         title=f"the {width} beam{'s' if width > 1 else ''} after every step (hover: "
-              "log-probabilities)"), width="stretch", key="gen_beam_tree")
+              "log-probabilities)"), key="gen_beam_tree")
     st.latex(tex.greedy_vs_beam(sum(g_lp), last.scores[0], width, _pruned(found, greedy)))
     _beams_at(found, labels, picked, width, n)
 

@@ -19,7 +19,7 @@ from gptviz.app.generation.search_figures import branch_tree
 from gptviz.app.generation.state import History, Path, Viewed
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download
+from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.generate import Sampling
 from gptviz.model import GPT
 
@@ -126,13 +126,12 @@ def _tree(hist: History, labels: list[str]) -> None:
     nodes = hist.nodes
     xy = tree.layout(nodes)
     logp = {p: turn.logp for p, turn in nodes.items()}  # log P(token | before), T = 1
-    st.plotly_chart(branch_tree(
+    plot(branch_tree(
         xy, {p: labels[p[-1]] for p in nodes}, {p: float(np.exp(lp)) for p, lp in logp.items()},
         hist.path, {p: _key(p) for p in xy},
         title=f"{len(tree.leaves(nodes))} branches, {len(nodes):,} tokens · edge: P(token | "
               "the text before it) · click a node to make it the text"),
-        width="stretch", key=CHART, on_select=lambda: _clicked(hist),
-        selection_mode="points")
+        key=CHART, on_select=lambda: _clicked(hist), selection_mode="points")
     leaf_paths, kids = tree.leaves(nodes), tree.children(nodes)
     stops = [()] + [p for p in xy if p and (len(kids[p]) > 1 or not kids[p])]
     rows = {leaf: n for n, leaf in enumerate(leaf_paths)}

@@ -22,7 +22,7 @@ from gptviz.app.shared.chips import token_label
 from gptviz.app.shared.heatmaps import heatmap
 from gptviz.app.shared.inputs import layer_and_head
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download
+from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.generate import Sampling
 from gptviz.model.names import act_name, generation_page_names
 
@@ -148,8 +148,8 @@ def temperatures(v: Viewed, picked: Picked) -> None:
         rf"H({dist}_{{{t:g}}}) = {abs(h):.3f}" for t, _, h in panels) +
         rf"\quad(\text{{uniform: }} \log|V| = {np.log(v.step.logits.numel()):.3f})"
         r"\end{gathered}")
-    st.plotly_chart(figs.temperature_panels(vocab_labels(picked), panels, v.step.logits.numpy()),
-                    width="stretch", key="gen_temps_fig")
+    plot(figs.temperature_panels(vocab_labels(picked), panels, v.step.logits.numpy()),
+         key="gen_temps_fig")
     st.caption("Same logits y_N, same candidates (the 10 largest logits). Lower T sharpens, "
                "higher T flattens; T → 0 puts all mass on the argmax (H = 0), T → ∞ tends to "
                "uniform." + (f" top-k/top-p/min-p of this step applied: {sampling_caption(s)}."
@@ -172,8 +172,8 @@ def samples(v: Viewed, picked: Picked) -> None:
     b.metric(f"Distance ½Σ|c_i/N − {sym}(i)|", f"{tv:.4f}")
     st.latex(rf"\hat P(i) = \frac{{c_i}}{{N}},\ N = {int(n):,}:\qquad \tfrac12\sum_i "
              rf"\big|\hat P(i) - {sym}(i)\big| = {tv:.4f} \xrightarrow[N\to\infty]{{}} 0")
-    st.plotly_chart(figs.sample_histogram(vocab_labels(picked), counts, v.step.probs.numpy(),
-                                          symbol=sym), width="stretch", key="gen_hist")
+    plot(figs.sample_histogram(vocab_labels(picked), counts, v.step.probs.numpy(),
+                                          symbol=sym), key="gen_hist")
 
 
 def attention(v: Viewed, picked: Picked) -> None:
@@ -192,9 +192,9 @@ def attention(v: Viewed, picked: Picked) -> None:
                 "context (darker = more).")
     st.html(figs.attention_chips_html(infos, rows[head]))
     st.latex(attention_row(labels[-1], len(labels) - 1, labels, scores, rows[head], cfg.d_head))
-    st.plotly_chart(heatmap(rows, labels, [f"head {h}" for h in range(cfg.n_head)], kind="prob",
+    plot(heatmap(rows, labels, [f"head {h}" for h in range(cfg.n_head)], kind="prob",
                             title=f"layer {layer}: the last position's attention, every head",
-                            height=120 + 34 * cfg.n_head), width="stretch", key="gen_attn")
+                            height=120 + 34 * cfg.n_head), key="gen_attn")
 
 
 def history_view(hist: History, picked: Picked) -> None:

@@ -22,7 +22,7 @@ from gptviz.app.embeddings.figures import WEBGL_ABOVE
 from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import text_block
+from gptviz.app.shared.widgets import plot, text_block
 from gptviz.checkpoints import Checkpoint
 from gptviz.generate import generate
 from gptviz.learning import Window
@@ -181,18 +181,18 @@ def _steps_view(picked: Picked, window: Window, steps: Sequence[int], evals: Seq
                                            lambda: _step_figures(picked, window, step, evals))
     left, right = st.columns(2)
     if loss is not None:
-        left.plotly_chart(loss, width="stretch", key="replay_loss")
+        plot(loss, key="replay_loss", container=left)
     else:
         left.info("The card records no losses during training.", icon=":material/show_chart:")
     if score is not None:
-        right.plotly_chart(score, width="stretch", key="replay_induction")
+        plot(score, key="replay_induction", container=right)
         right.caption("The mean attention a repeated token pays to the token after its "
                       "first copy, as the trainer measured it. A sharp rise is the phase "
                       "change in which an induction head forms; the loss often bends there.")
     else:
         right.info("The card has no induction score over training (only runs on the "
                    "induction task record one).", icon=":material/info:")
-    st.plotly_chart(pca, width="stretch", key="replay_pca")
+    plot(pca, key="replay_pca")
     st.caption(
         "Each point is a row of E (one token). The two axes are fitted once, on the final "
         "model's E, and every step's E is projected on them with the same centring and "
@@ -202,7 +202,7 @@ def _steps_view(picked: Picked, window: Window, steps: Sequence[int], evals: Seq
         "their rows only drift, together, far from the rest.")
     st.markdown("**Every head's attention on the window** (layers down, heads across; "
                 "rows are queries, columns the keys they read)")
-    st.plotly_chart(grid, width="stretch", key="replay_grid")
+    plot(grid, key="replay_grid")
     _sample_view(picked, window, step)
 
 

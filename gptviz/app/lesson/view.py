@@ -18,6 +18,7 @@ from gptviz.app.lesson.run import Lesson, StepView
 from gptviz.app.lesson.steps import STEPS, TITLES
 from gptviz.app.shared.inputs import Prompt, encode, layer_and_head, prompt_input
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.widgets import plot
 
 STEP = "step"  # the step's key and URL parameter (?step=7), from 1
 ANSWERS = "lesson_answers"  # st.session_state: {lesson: {step: (question, choice or None)}}
@@ -124,7 +125,7 @@ def revealed(ls: Lesson, step: int, q: Question | None) -> tuple[bool, str | Non
 
 def _figure(fig: Any, where: Any, key: str) -> None:
     if isinstance(fig, go.Figure):
-        where.plotly_chart(fig, width="stretch", key=key)
+        plot(fig, key=key, container=where)
     elif isinstance(fig, pd.DataFrame):
         where.dataframe(fig, hide_index=True, width="stretch", height=260)
     else:

@@ -14,6 +14,9 @@ from gptviz.app.shared.heatmaps import (
     matrix_panels,
     title_room,
 )
+from gptviz.app.shared.svgplot import Series, SvgChart, line_chart
+
+CURVES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
 def pe_heatmap(P, title: str = "PE: positions × dimensions") -> go.Figure:
@@ -27,26 +30,27 @@ def pe_heatmap(P, title: str = "PE: positions × dimensions") -> go.Figure:
 
 
 def pe_curves(P, dims: Sequence[int], title: str = "chosen dimensions along the positions"
-              ) -> go.Figure:
-    """Column ``dim`` of PE against the position, one line per chosen dimension.
+              ) -> SvgChart:
+    """Column ``dim`` of PE against the position, one line per chosen dimension (an inline
+    SVG chart: the page's other figures are heatmaps on a canvas, so it loads no chart
+    library).
 
     For the sinusoidal table, column 2j is sin(i / 10000^(2j/d)) and 2j+1 its cosine:
     low dimensions swing fast, high ones slowly.
 
-    >>> [t.name for t in pe_curves(np.zeros((4, 6)), [0, 5]).data]
+    >>> [s.name for s in pe_curves(np.zeros((4, 6)), [0, 5]).series]
     ['dim 0', 'dim 5']
     """
     p = as_float32(P)  # (N, d)
     bad = [d for d in dims if not 0 <= d < p.shape[1]]
     if bad:
         raise ValueError(f"dimension(s) {bad} out of range: PE has {p.shape[1]} dimensions.")
-    i = np.arange(p.shape[0])
-    fig = go.Figure([go.Scatter(x=i, y=p[:, d], mode="lines", name=f"dim {d}",
-                                hovertemplate=f"dim {d}, i = %{{x}}: %{{y:.3f}}<extra></extra>")
-                     for d in dims])
-    fig.update_layout(title=title, xaxis_title="position i", yaxis_title="PE[i, dim]",
-                      margin=dict(l=10, r=10, t=40, b=10))
-    return fig
+    i = list(range(p.shape[0]))
+    series = [Series(f"dim {d}", "line", i, p[:, d].tolist(), colour=CURVES[k % len(CURVES)],
+                     hover=[f"dim {d}, i = {n}: {v:.3f}" for n, v in enumerate(p[:, d])])
+              for k, d in enumerate(dims)]
+    return line_chart(series, title=title, x_title="position i", y_title="PE[i, dim]",
+                      height=380)
 
 
 def pe_similarity_heatmap(S, title: str = "position similarity PE · PEᵀ") -> go.Figure:

@@ -16,7 +16,7 @@ from gptviz.app.shared.cache import activations, cached_figure
 from gptviz.app.shared.heatmaps import title_room
 from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import SHOWN_DIMS, chart, csv_download, on_demand
+from gptviz.app.shared.widgets import SHOWN_DIMS, chart, csv_download, on_demand, plot
 from gptviz.model.names import act_name, embedding_names
 
 
@@ -40,11 +40,10 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
         vp.pe_heatmap(P, title=f"{name}: {n} positions × {d} dims")))
     sim = cached_figure(picked, f"pe-sim-{key}", (), lambda: title_room(
         vp.pe_similarity_heatmap(analysis.pe_similarity(P), title=f"{name}: similarity P Pᵀ")))
-    left.plotly_chart(heat, width="stretch", key=f"heat-{key}")
-    right.plotly_chart(sim, width="stretch", key=f"sim-{key}")
+    plot(heat, key=f"heat-{key}", container=left)
+    plot(sim, key=f"sim-{key}", container=right)
     if dims:
-        st.plotly_chart(vp.pe_curves(P, dims, title=f"{name}: chosen dimensions along i"),
-                        width="stretch", key=f"curves-{key}")
+        chart(vp.pe_curves(P, dims, title=f"{name}: chosen dimensions along i"))
     if formula:
         st.caption(formula)
     df = pd.DataFrame(P, columns=[f"d{k}" for k in range(d)])

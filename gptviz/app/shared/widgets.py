@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from gptviz.app.shared import heatcanvas
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.svgplot import SvgChart
 
@@ -121,15 +122,26 @@ def csv_download(df: pd.DataFrame, filename: str, label: str = "Download CSV") -
 
 
 def chart(fig: go.Figure | SvgChart, key: str | None = None, container=st) -> None:
-    """A chart at full width: a plotly figure with at most 32 token labels per axis, or an
-    inline SVG chart (``svgplot``, no chart library to load).
+    """A chart at full width: an inline SVG chart (``svgplot``), a figure of heatmaps on a
+    canvas (``heatcanvas``), both without a chart library to load, or any other plotly
+    figure with at most 32 token labels per axis.
 
-    Do not pass a plotly figure shared through a cache: this changes the figure's ticks.
+    Do not pass a non-heatmap plotly figure shared through a cache: this changes its ticks.
     """
     if isinstance(fig, SvgChart):  # st.html would strip the SVG (DOMPurify's HTML profile)
         container.markdown(fig.html, unsafe_allow_html=True)
     else:
-        container.plotly_chart(thin_ticks(fig), width="stretch", key=key)
+        plot(fig if heatcanvas.drawable(fig) else thin_ticks(fig), key=key, container=container)
+
+
+def plot(fig: go.Figure, key: str | None = None, container=st, **kwargs: Any) -> None:
+    """A plotly figure as it is, at full width: on a canvas when its traces are all
+    heatmaps (``heatcanvas``: the page loads no chart library), else by plotly.js.
+    ``kwargs`` go to ``st.plotly_chart`` (e.g. ``on_select``)."""
+    if heatcanvas.drawable(fig) and not kwargs:
+        heatcanvas.draw(fig, key=key, container=container)
+    else:
+        container.plotly_chart(fig, width="stretch", key=key, **kwargs)
 
 
 def view_tabs(views: Mapping[str, Callable[..., None]], inputs: Mapping[str, Any],

@@ -16,7 +16,7 @@ from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
 from gptviz.app.shared.trainers import trainer_slots
-from gptviz.app.shared.widgets import on_demand, plain_table, text_block
+from gptviz.app.shared.widgets import on_demand, plain_table, plot, text_block
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
@@ -180,7 +180,7 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
         c[3].metric("Validation perplexity", f"{last_val.val_perplexity:,.2f}",
                     help=f"e^L; an untrained model has about |V| = {v:,}.")
     evals = [(e.step, e.train_loss, e.val_loss) for e in snap.evals]
-    st.plotly_chart(loss_figure(snap.losses, evals, v, snap.total), width="stretch",
+    plot(loss_figure(snap.losses, evals, v, snap.total),
                     key="tr_curves")
     if snap.samples:
         last = snap.samples[-1]

@@ -1,0 +1,84 @@
+"""Heatmaps drawn on a ``<canvas>``: the same plotly figure, without plotly.js in the page.
+
+A page that draws one plotly chart makes the browser fetch and evaluate plotly.js (4.6 MB);
+in our page benchmark that alone took a bare page to about 2× its load time. Most of our
+figures are heatmaps, and a heatmap is a picture: one pixel per cell, scaled up. So a
+figure whose traces are all heatmaps is sent as its plotly JSON to a small
+``st.components.v2`` component (``heatcanvas_js``, ~300 lines, nothing downloaded), which
+draws exactly what the JSON holds: the cells with their colour scale and range (``zmin``,
+``zmax``, ``zmid``, a shared ``coloraxis``), NaN cells as gaps showing ``plot_bgcolor``,
+subplot domains, token tick labels (every k-th when crowded, turned when long), axis and
+figure titles, annotations, rectangle shapes, colour bars, and the hover text of
+``hovertemplate`` filled in per cell. Margins grow to hold the labels, as plotly's
+automargin does.
+
+The figure itself is not changed; tests read it back from the page (``tests.helpers.figures``)
+just as they read a plotly chart's.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from gptviz.app.shared import heatcanvas_js, heatcanvas_paint_js
+
+NAME = "gptviz.heatmap"
+_HTML = '<div class="gv-heat"><canvas role="img"></canvas><div class="gv-heat-tip"></div></div>'
+_CSS = """
+.gv-heat{position:relative;width:100%;font-family:inherit;color:inherit}
+.gv-heat canvas{display:block}
+.gv-heat-tip{display:none;position:absolute;pointer-events:none;z-index:5;white-space:pre;
+font-size:13px;line-height:1.35;padding:.3rem .5rem;border-radius:.3rem;
+background:rgba(38,39,48,.92);color:#fff;box-shadow:0 2px 6px rgba(0,0,0,.25)}
+"""
+_SPECS: dict[int, dict] = {}  # id(figure) -> its JSON, while the figure lives
+
+
+def drawable(fig: Any) -> bool:
+    """Whether the canvas draws ``fig``: a plotly figure whose traces are all heatmaps.
+
+    >>> drawable(go.Figure(go.Heatmap(z=[[1]]))), drawable(go.Figure(go.Scatter(y=[1])))
+    (True, False)
+    """
+    return isinstance(fig, go.Figure) and bool(fig.data) and all(
+        t.type == "heatmap" for t in fig.data)
+
+
+def spec(fig: go.Figure) -> dict:
+    """The figure as the JSON plotly.js would get (arrays as typed-array ``bdata``), without
+    its template. Figures shared through a cache are read once, not at every rerun.
+
+    >>> spec(go.Figure(go.Heatmap(z=[[1.0, 2.0]])))["data"][0]["type"]
+    'heatmap'
+    """
+    key = id(fig)
+    if key not in _SPECS:
+        out = json.loads(fig.to_json(validate=False))
+        out.get("layout", {}).pop("template", None)
+        _SPECS[key] = out
+        weakref.finalize(fig, _SPECS.pop, key, None)
+    return _SPECS[key]
+
+
+@functools.cache
+def _component() -> Callable[..., Any]:
+    return st.components.v2.component(NAME, html=_HTML, css=_CSS,
+                                      js=heatcanvas_js.JS + heatcanvas_paint_js.JS,
+                                      isolate_styles=False)
+
+
+def draw(fig: go.Figure, key: str | None = None, container=st) -> None:
+    """Draw a heatmap-only figure (``drawable``) at full width in ``container``."""
+    mount = functools.partial(_component(), key=key, data={"figure": spec(fig)})
+    if container is st:
+        mount()
+    else:
+        with container:
+            mount()

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from tests.helpers import tables
+
 # A number as gptviz.app.shared.tex writes it: 0.123, -4, 12{,}345, 2.0 \times 10^{-7}.
 NUM = r"-?\d+(?:\{,\}\d{3})*(?:\.\d+)?(?:\s*\\times\s*10\^\{-?\d+\})?"
 NOT_INDEX = r"(?![\d.}])"  # "k=0}" in \sum_{k=0} is an index, not a value
@@ -164,8 +166,8 @@ def opened(at, *keys: str):
 
 def table(at, *columns: str):
     """The first table with all of ``columns``."""
-    found = [d.value for d in at.dataframe if set(columns) <= set(d.value.columns)]
-    assert found, f"no table with {columns}: {[list(d.value.columns) for d in at.dataframe]}"
+    found = [d.value for d in tables(at) if set(columns) <= set(d.value.columns)]
+    assert found, f"no table with {columns}: {[list(d.value.columns) for d in tables(at)]}"
     return found[0]
 
 

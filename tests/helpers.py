@@ -28,9 +28,10 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 import pytest
 
 if TYPE_CHECKING:
@@ -147,6 +148,37 @@ def svg_charts(at: AppTest) -> dict[str, list[dict]]:
             title = re.search(r'data-title="([^"]*)"', m.value).group(1)
             charts[html.unescape(title)] = read_marks(m.value)
     return charts
+
+
+class Table(NamedTuple):
+    value: pd.DataFrame  # as st.dataframe's element gives it: ``tables(at)[0].value``
+
+
+def _html_table(body: str) -> pd.DataFrame:
+    """A ``widgets.plain_table`` read back: floats from their exact ``data-v``, ints, text."""
+    def cell(m: re.Match) -> Any:
+        attrs, text = m.group(1), html.unescape(m.group(2))
+        exact = re.search(r'data-v="([^"]*)"', attrs)
+        if exact:
+            return float(exact.group(1))
+        return int(text) if "gv-num" in attrs else text
+
+    head = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", body, re.S)]
+    rows = [[cell(m) for m in re.finditer(r"<td([^>]*)>(.*?)</td>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1], re.S)]
+    return pd.DataFrame(rows, columns=head)
+
+
+def tables(at: AppTest) -> list[Table]:
+    """Every table on the page, in page order: data grids (``st.dataframe``) and plain HTML
+    tables (``widgets.plain_table``), each with its DataFrame as ``.value``."""
+    out = []
+    for e in at._tree:
+        if e.type == "dataframe":
+            out.append(Table(e.value))
+        elif e.type == "html" and 'class="gv-table"' in e.value:
+            out.append(Table(_html_table(e.value)))
+    return out
 
 
 def text_blocks(at: AppTest) -> list[str]:

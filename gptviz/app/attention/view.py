@@ -15,7 +15,7 @@ from gptviz.app.shared.cache import ablation, activations, cached_figure, vocab_
 from gptviz.app.shared.heatmaps import fit_margins, thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download, on_demand, plot
+from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name, attention_page_names
 
@@ -80,7 +80,7 @@ def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
         top = np.argsort(-steps["pattern"][query], kind="stable")[:5]
         best = pd.DataFrame({"key": [f"{j}: {labels[j]}" for j in top],
                              "weight": steps["pattern"][query][top]})
-        st.dataframe(best, hide_index=True, width="stretch")
+        plain_table(best)
         csv_download(best, f"top-keys-L{layer}-H{head}-q{query}.csv")
         st.caption(f"Where {labels[query]!r} (position {query}) looks most: the largest "
                    "weights of its row. The row is worked out below.")

@@ -15,7 +15,7 @@ from gptviz.app.block.prediction import attribution_view, commitment_view
 from gptviz.app.shared.cache import activations, cached_figure, vocab_labels
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download, on_demand, plot
+from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
 from gptviz.model.config import ACTIVATION_TEX, ACTIVATION_TEXT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name, block_page_names
@@ -44,8 +44,7 @@ def flow(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int, hea
                + (" The biases b_O, b₁, b₂ are part of the tensors drawn." if c.bias else
                   " This model has no biases, so no + b appears."))
     df = pd.DataFrame(stage_table(stages))
-    st.dataframe(df, hide_index=True, width="stretch", column_config={
-        k: st.column_config.NumberColumn(format="%.4f") for k in ("mean", "std", "min", "max")})
+    plain_table(df)
     csv_download(df, f"block-{layer}-stages.csv")
 
 

@@ -15,7 +15,7 @@ from gptviz.app.shared.cache import cached_figure, vocab_labels, vocab_pca
 from gptviz.app.shared.heatmaps import legend_on_top, thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import SHOWN_DIMS, csv_download, plot
+from gptviz.app.shared.widgets import SHOWN_DIMS, csv_download, plain_table, plot
 
 
 def embedding_matrix(picked: Picked) -> np.ndarray:
@@ -41,7 +41,7 @@ def lookup(picked: Picked, prompt: Prompt, pos: int) -> None:
     df = pd.DataFrame(rows, columns=[f"d{k}" for k in range(rows.shape[1])])
     df.insert(0, "token", labels)
     df.insert(0, "id", ids)
-    st.dataframe(df.iloc[:, : 2 + SHOWN_DIMS], hide_index=True, width="stretch", height=220)
+    plain_table(df.iloc[:, : 2 + SHOWN_DIMS], height=220)
     st.caption(f"The first {SHOWN_DIMS} of {rows.shape[1]} dimensions; the CSV has them all.")
     csv_download(df, f"embeddings-{picked.name}.csv", "Download E[ids] as CSV")
     tied_note(picked, ids[pos], labels[pos])

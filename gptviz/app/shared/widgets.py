@@ -9,6 +9,7 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -92,6 +93,8 @@ TEXT_CSS = ("<style>.gv-text{font-family:'Source Code Pro',ui-monospace,monospac
             ".gv-table th,.gv-table td{border:1px solid rgba(128,135,150,.25);"
             "padding:.35rem .75rem;text-align:left;white-space:pre-wrap}"
             ".gv-table th{font-weight:400;opacity:.7}.gv-table td.gv-num{text-align:right}"
+            ".gv-scroll{overflow:auto}.gv-scroll th{position:sticky;top:0;"
+            "background:var(--st-background-color,#fff)}"
             "</style>")
 
 
@@ -103,17 +106,45 @@ def text_block(text: str, container=st) -> None:
     container.html(f'{TEXT_CSS}<div class="gv-text">{html.escape(text)}</div>')
 
 
-def plain_table(df: pd.DataFrame, container=st) -> None:
-    """A small table whose cells are shown exactly as they are: ``st.table`` reads each cell
-    as Markdown (``$x$`` becomes a formula, ``*a*`` italics), and ``st.dataframe`` makes the
-    page fetch a data grid. Numbers are right-aligned."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    rows = "".join(
-        "<tr>" + "".join(f'<td class="gv-num">{v}</td>' if isinstance(v, (int, float))
-                         else f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-        for row in df.itertuples(index=False))
-    container.html(f'{TEXT_CSS}<table class="gv-table"><thead><tr>{head}</tr></thead>'
-                   f"<tbody>{rows}</tbody></table>")
+def number_text(v: float, decimals: int = 4) -> str:
+    """A float as a table shows it: ``decimals`` places, or 3 significant digits in
+    scientific notation when that would show 0 for a non-zero value.
+
+    >>> number_text(0.15634), number_text(-2e-7), number_text(0.0), number_text(float("nan"))
+    ('0.1563', '-2.000e-07', '0.0000', 'NaN')
+    """
+    if v != v:
+        return "NaN"
+    if v != 0 and abs(v) < 0.5 * 10 ** -decimals:
+        return f"{v:.3e}"
+    return f"{v:.{decimals}f}"
+
+
+def _cell(v: Any, decimals: int) -> str:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+        return f"<td>{html.escape(str(v))}</td>"
+    if isinstance(v, (int, np.integer)):
+        return f'<td class="gv-num">{int(v)}</td>'
+    return f'<td class="gv-num" data-v="{float(v)!r}">{number_text(float(v), decimals)}</td>'
+
+
+def plain_table(df: pd.DataFrame, container=st, *, index: bool = False, decimals: int = 4,
+                height: int | None = None) -> None:
+    """A table drawn as plain HTML, its cells shown exactly as they are: ``st.table`` reads
+    each cell as Markdown (``$x$`` becomes a formula, ``*a*`` italics), and ``st.dataframe``
+    makes the page fetch a data grid (~1.5 MB of JavaScript). Numbers are right-aligned,
+    floats shown with ``decimals`` places and kept exactly in ``data-v`` (what tests read
+    back). ``index`` adds the index as the first column; ``height`` (px) scrolls a long
+    table under a header that stays in view."""
+    columns = ([df.index.name or ""] if index else []) + [str(c) for c in df.columns]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    rows = "".join("<tr>" + "".join(_cell(v, decimals) for v in row) + "</tr>"
+                   for row in df.itertuples(index=index))
+    table = (f'<table class="gv-table"><thead><tr>{head}</tr></thead>'
+             f"<tbody>{rows}</tbody></table>")
+    if height is not None:
+        table = f'<div class="gv-scroll" style="max-height:{int(height)}px">{table}</div>'
+    container.html(TEXT_CSS + table)
 
 
 def csv_download(df: pd.DataFrame, filename: str, label: str = "Download CSV") -> None:

@@ -62,9 +62,28 @@ def spec(fig: go.Figure) -> dict:
     if key not in _SPECS:
         out = json.loads(fig.to_json(validate=False))
         out.get("layout", {}).pop("template", None)
+        for trace in out.get("data", []):
+            _compact_hover(trace)
         _SPECS[key] = out
         weakref.finalize(fig, _SPECS.pop, key, None)
     return _SPECS[key]
+
+
+def _compact_hover(trace: dict) -> None:
+    """Hover text that need not travel one string per cell: text ``heatmaps.hover_text`` wrote
+    (its recipe is in ``meta``; the browser writes the same strings), and rows of one label
+    each (sent once per row).
+
+    >>> t = {"customdata": [["a", "a"], ["b", "b"]]}; _compact_hover(t); t["customdata"]
+    ['a', 'b']
+    """
+    custom = trace.get("customdata")
+    if not isinstance(custom, list) or not custom:
+        return
+    if isinstance(trace.get("meta"), dict) and "hover" in trace["meta"]:
+        del trace["customdata"]
+    elif all(isinstance(row, list) and row and all(c == row[0] for c in row) for row in custom):
+        trace["customdata"] = [row[0] for row in custom]
 
 
 @functools.cache

@@ -118,6 +118,11 @@ function paint(root, P) {
 }
 function cellOf(arr, i, j) { const row = arr[i]; return Array.isArray(row) ? row[j] : row; }
 function hoverText(tr, i, j, v) {
+  const recipe = tr.t.meta && tr.t.meta.hover;  // heatmaps.hover_text, written here
+  if (recipe && !tr.custom) {
+    const value = Number.isFinite(v) ? v.toFixed(recipe.decimals) : recipe.masked;
+    return `${recipe.y[i]} (${i}) → ${recipe.x[j]} (${j})\n${value}`;
+  }
   const value = k => k === "x" ? (tr.x ? tr.x[j] : j) : k === "y" ? (tr.y ? tr.y[i] : i)
     : k === "z" ? v : k === "customdata" ? cellOf(tr.custom, i, j)
     : k === "text" ? cellOf(tr.text, i, j) : "";

@@ -81,6 +81,19 @@ def hover_text(z: np.ndarray, x: list[str], y: list[str], decimals: int = 3) -> 
     return text
 
 
+def hover_recipe(z: np.ndarray, x: list[str], y: list[str], decimals: int = 3) -> dict:
+    """How ``hover_text`` wrote a trace's customdata, so the canvas (``heatcanvas``) can write
+    the same text in the browser instead of receiving one string per cell; ``None`` in a
+    matrix that holds NaN or +∞ (hover_text writes "nan", "inf"; the canvas would say −∞).
+
+    >>> hover_recipe(np.zeros((1, 1)), ["a"], ["q"])
+    {'hover': {'x': ['a'], 'y': ['q'], 'decimals': 3, 'masked': '−∞ (masked)'}}
+    """
+    if np.isnan(z).any() or np.isposinf(z).any():
+        return {}
+    return {"hover": {"x": list(x), "y": list(y), "decimals": decimals, "masked": MASKED}}
+
+
 def heatmap(z, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | None = None,
             *, kind: str = "signed", title: str = "", x_title: str = "", y_title: str = "",
             decimals: int = 3, height: int | None = None) -> go.Figure:
@@ -103,7 +116,8 @@ def heatmap(z, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | 
                        zmid=0.0 if kind == "signed" else None)
     if raw.size <= MAX_HOVER_CELLS:
         trace.update(customdata=hover_text(raw, x, y, decimals), **_masked_labels(raw),
-                     hovertemplate="%{customdata}<extra></extra>")
+                     hovertemplate="%{customdata}<extra></extra>", meta=hover_recipe(raw, x, y,
+                                                                                     decimals))
     else:
         trace.update(hovertemplate="row %{y}, col %{x}: %{z:.3f}<extra></extra>")
     fig = go.Figure(trace)
@@ -149,7 +163,7 @@ def matrix_panels(panels: dict[str, np.ndarray], x_labels: Sequence[str] | None 
         x, y = axis_labels(x_labels, m.shape[1]), axis_labels(y_labels, m.shape[0])
         fig.add_trace(go.Heatmap(z=np.where(np.isfinite(m), m, np.float32("nan")),
                                  coloraxis="coloraxis", name=name,
-                                 customdata=hover_text(m, x, y),
+                                 customdata=hover_text(m, x, y), meta=hover_recipe(m, x, y),
                                  hovertemplate="%{customdata}<extra></extra>"),
                       row=1, col=col)
         fig.update_xaxes(**_ticks(x_labels, x), row=1, col=col)

@@ -60,7 +60,9 @@ SETTLED = """([text, tex, tokens]) => {
         || $('[data-testid="stSkeleton"]') || !shown.includes(text) || (tex && !$('.katex'))
         || (tokens !== null && !shown.includes(tokens + ' generated'))) return false;
     return [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(
-        chart => chart.querySelector('.main-svg')) && performance.now() - (window.gvClick || 0);
+        chart => chart.querySelector('.main-svg'))
+        && [...document.querySelectorAll('.gv-heat')].every(heat => heat.dataset.drawn)
+        && performance.now() - (window.gvClick || 0);
 }"""  # ms since the navigation (or the last click) once the page has settled
 
 

@@ -78,14 +78,16 @@ class Run:
 
     def fingerprint(self) -> dict[str, str]:
         """What the student was shown, by delta path: the text of every text element and
-        metric, the JSON of every plotly figure. Widgets, toasts, spinners and progress
-        bars (which may differ with timing) are left out."""
+        metric, the JSON of every figure (plotly's, or a component's data). Widgets, toasts,
+        spinners and progress bars (which may differ with timing) are left out."""
         shown = {}
         for path, (kind, element) in sorted(self.elements.items()):
             if kind in TEXT_KINDS:
                 text = _text_of(kind, element)
             elif kind == "plotly_chart":
                 text = element.spec
+            elif kind == "bidi_component":  # a canvas heatmap's figure, a button's label
+                text = element.json
             elif kind == "metric":
                 text = f"{element.label}: {element.body} ({element.delta})"
             else:

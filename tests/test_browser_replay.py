@@ -37,10 +37,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("from_home"),
 MODEL = "induction-2layer"
 MOVES = [0, 1000, 1500, 4000, 7000]  # from the final step: Home, then rightwards
 FIGURE = """key => {
-    const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+    const heat = document.querySelector(`.st-key-${key} .gv-heat`);
+    const gd = heat ? {data: heat.gvFigure.data, layout: heat.gvFigure.layout}
+                    : document.querySelector(`.st-key-${key} .js-plotly-plot`);
     return gd && JSON.parse(JSON.stringify({data: gd.data, title: gd.layout.title,
                                             shapes: gd.layout.shapes, meta: gd.layout.meta}));
-}"""  # the figure as plotly holds it in the page (arrays still encoded)
+}"""  # the figure as plotly, or the canvas heatmap, holds it in the page (arrays encoded)
 
 
 def title(step: int) -> str:

@@ -30,10 +30,13 @@ import streamlit as st
 from gptviz.app.shared import heatcanvas_js, heatcanvas_paint_js
 
 NAME = "gptviz.heatmap"
-_HTML = '<div class="gv-heat"><canvas role="img"></canvas><div class="gv-heat-tip"></div></div>'
+_HTML = ('<div class="gv-heat"><div class="gv-heat-title"></div><canvas role="img"></canvas>'
+         '<div class="gv-heat-tip"></div></div>')
 _CSS = """
 .gv-heat{position:relative;width:100%;font-family:inherit;color:inherit}
 .gv-heat canvas{display:block}
+.gv-heat-title{font-weight:600;font-size:1rem;line-height:1.3;padding:.25rem .5rem 0}
+.gv-heat-title:empty{display:none}
 .gv-heat-tip{display:none;position:absolute;pointer-events:none;z-index:5;white-space:pre;
 font-size:13px;line-height:1.35;padding:.3rem .5rem;border-radius:.3rem;
 background:rgba(38,39,48,.92);color:#fff;box-shadow:0 2px 6px rgba(0,0,0,.25)}

@@ -121,19 +121,6 @@ function prepare(fig) {  // parse once: traces with their matrices, colours and 
   return {L, traces};
 }
 
-function wrap(ctx, text, width) {  // a title's lines within ``width`` px
-  const out = [];
-  for (const para of text.split("\n")) {
-    let line = "";
-    for (const w of para.split(" ")) {
-      const next = line ? line + " " + w : w;
-      if (line && ctx.measureText(next).width > width) { out.push(line); line = w; }
-      else line = next;
-    }
-    out.push(line);
-  }
-  return out.filter((l, k) => l || k === 0);
-}
 function axisTicks(ax, tr, n, letter) {  // [[index, label]] before thinning
   if (ax.showticklabels === false) return [];
   const labels = letter === "x" ? tr.x : tr.y;
@@ -151,6 +138,7 @@ function axisTicks(ax, tr, n, letter) {  // [[index, label]] before thinning
 function layout(ctx, P, W) {
   const {L, traces} = P, fonts = [], axes = {};
   const m = Object.assign({l: 80, r: 80, t: 100, b: 80}, L.margin || {});
+  if (titleOf(L.title)) m.t = 10;  // the title is HTML above the canvas; its room is not needed
   const H = L.height || 450;
   const pairs = traces.flatMap(tr => [[tr, tr.xk, tr.z.cols, "x"], [tr, tr.yk, tr.z.rows, "y"]]);
   for (const [tr, k, n, letter] of pairs) {
@@ -163,9 +151,7 @@ function layout(ctx, P, W) {
                side: ax.side || (letter === "x" ? "bottom" : "left"), title: titleOf(ax.title),
                reversed: ax.autorange === "reversed"};
   }
-  ctx.font = `600 16px ${P.font}`;
-  const title = titleOf(L.title), titleLines = title ? wrap(ctx, title, W - 16) : [];
-  const need = {t: titleLines.length ? titleLines.length * 21 + 10 : 0, b: 0, l: 0, r: 0};
+  const need = {t: 0, b: 0, l: 0, r: 0};
   let axisT = 0;
   for (const a of Object.values(axes)) {
     const room = a.title ? 22 : 0;
@@ -199,7 +185,7 @@ function layout(ctx, P, W) {
   const g = {l: Math.max(m.l, need.l + 4), r: Math.max(m.r, need.r), t: Math.max(m.t, need.t),
              b: Math.max(m.b, need.b + 4)};
   const ph = Math.max(40, H - g.t - g.b);
-  return {axes, g, W, H: g.t + ph + g.b, pw: Math.max(40, W - g.l - g.r), ph, titleLines};
+  return {axes, g, W, H: g.t + ph + g.b, pw: Math.max(40, W - g.l - g.r), ph};
 }
 function place(G, a) {  // an axis's pixel span, from its domain
   const [d0, d1] = a.domain;

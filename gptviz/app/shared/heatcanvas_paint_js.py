@@ -101,9 +101,6 @@ function paint(root, P) {
       top += 1.3 * l.size;
     }
   }
-  ctx.fillStyle = P.ink; ctx.textAlign = "left"; ctx.textBaseline = "top";
-  ctx.font = `600 16px ${P.font}`;
-  G.titleLines.forEach((line, k) => ctx.fillText(line, 8, 8 + 21 * k));
   for (const b of P.bars) {
     const x = G.g.l + G.pw + 10, y = G.g.t, h = G.ph;
     const grad = ctx.createLinearGradient(0, y + h, 0, y);
@@ -160,7 +157,8 @@ export default function (component) {
   P.ink = style.color || "#31333f";
   const canvas = root.querySelector("canvas"), title = titleOf(P.L.title);
   canvas.setAttribute("aria-label", title || "heatmap");
-  root.dataset.title = title;
+  root.querySelector(".gv-heat-title").textContent = title;  // text a reader can find
+  root.gvFigure = component.data.figure;  // what is drawn, for tests in the browser
   root.gvPaint = () => {
     try { paint(root, P); root.dataset.drawn = "1"; }
     catch (err) { root.dataset.drawn = "error"; console.error("gptviz heatmap:", err); }

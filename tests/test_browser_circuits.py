@@ -58,6 +58,6 @@ def test_a_typed_ov_source_changes_the_table(page, app_url):
 
 def test_the_taxonomy_says_how_each_score_is_measured(page, app_url):
     visit(page, f"{app_url}/attention?model=mathematics-char&view=Head+taxonomy")
-    drawn(page, "taxonomy", text="L0 H0")
+    drawn(page, "taxonomy", text="standard repeated random sequence")  # and its grid drawn
     assert page.locator(MAIN).get_by_text("standard repeated random sequence").is_visible()
     screenshot(page, "circuits-taxonomy-char")

@@ -35,6 +35,7 @@ from tests.helpers import (
     metric,
     rerun,
     run_page,
+    tables,
     texts,
     tiny_gpt,
     z_of,
@@ -114,7 +115,7 @@ def test_block_page_draws_a_and_h_as_named():
     titles = [a["text"] for a in flow["layout"]["annotations"] if "<b>" in a.get("text", "")]
     assert titles[4].startswith("<b>attention out Z W_O + b_O")
     assert titles[8].startswith("<b>A = LN₂(Y) W₁ + b₁") and titles[9].startswith("<b>H = GELU(A)")
-    assert list(at.dataframe[0].value["stage"])[8] == "A = LN₂(Y) W₁ + b₁"
+    assert list(tables(at)[0].value["stage"])[8] == "A = LN₂(Y) W₁ + b₁"
     ckpt, ids = page_model(at)
     blk, model = ckpt.model.blocks[0], ckpt.model
     with torch.no_grad():  # block 0 by hand: X = E[ids] + P, Y = X + attn(LN₁(X))

@@ -62,7 +62,7 @@ const num = v => Number.isInteger(v) ? String(v)
   : String(Number(v.toPrecision(4)));
 function fmt(v, spec) {
   if (typeof v !== "number") return v == null ? "" : String(v);
-  if (Number.isNaN(v)) return "NaN";
+  if (Number.isNaN(v)) return "";  // a gap: plotly leaves the value out
   const m = /^\.(\d+)([fe%])$/.exec(spec || "");
   if (!m) return num(v);
   const d = Number(m[1]);
@@ -97,8 +97,9 @@ function prepare(fig) {  // parse once: traces with their matrices, colours and 
         if (Number.isFinite(v)) { if (v < a) a = v; if (v > b) b = v; }
       }
       if (a > b) { a = 0; b = 1; }
+      if (a === b) { a -= 0.5; b += 0.5; }  // one value: plotly's range around it
       if (mid != null) {
-        const r = Math.max(Math.abs(a - mid), Math.abs(b - mid)) || 1;
+        const r = Math.max(Math.abs(a - mid), Math.abs(b - mid)) || 0.5;
         a = mid - r; b = mid + r;
       }
       lo = lo ?? a; hi = hi ?? b;
@@ -171,21 +172,38 @@ function layout(ctx, P, W) {
     const size = (an.font && an.font.size) || 12;
     axisT = Math.max(axisT, plain(an.text).split("\n").length * 1.3 * size + 4);
   }
-  need.t += axisT;
   P.bars = [];
   for (const tr of traces) {
     const owner = tr.ca || tr.t;
     if (owner.showscale === false || P.bars.some(b => b.owner === (tr.t.coloraxis || tr))) continue;
     if (!tr.ca && P.bars.length) continue;  // plotly draws trace bars on top of each other
-    P.bars.push({owner: tr.t.coloraxis || tr, tr, ticks: niceTicks(tr.lo, tr.hi, 5)});
+    const cb = owner.colorbar || {}, vals = list(cb.tickvals);
+    const ticks = vals ? vals.map((v, k) => [v, plain((list(cb.ticktext) || vals)[k])])
+                       : niceTicks(tr.lo, tr.hi, 5).map(v => [v, num(v)]);
+    P.bars.push({owner: tr.t.coloraxis || tr, tr, cb, ticks, title: titleOf(cb.title),
+                 horizontal: cb.orientation === "h"});
   }
   ctx.font = `12px ${P.font}`;
-  for (const b of P.bars)
-    need.r = Math.max(need.r, 34 + Math.max(...b.ticks.map(v => ctx.measureText(num(v)).width)));
+  for (const b of P.bars) {
+    if (b.horizontal) {  // title, bar and labels stacked, above or below the plot
+      const room = (b.title ? 18 : 0) + (b.cb.thickness || 10) + 20;
+      if ((b.cb.y ?? 1.02) >= 1) axisT = Math.max(axisT, room + 6); else need.b += room;
+      continue;
+    }
+    const widest = Math.max(...b.ticks.map(([, s]) => ctx.measureText(s).width));
+    need.r = Math.max(need.r, 34 + widest);
+  }
+  need.t += axisT;
   const g = {l: Math.max(m.l, need.l + 4), r: Math.max(m.r, need.r), t: Math.max(m.t, need.t),
              b: Math.max(m.b, need.b + 4)};
-  const ph = Math.max(40, H - g.t - g.b);
-  return {axes, g, W, H: g.t + ph + g.b, pw: Math.max(40, W - g.l - g.r), ph};
+  let ph = Math.max(40, H - g.t - g.b), pw = Math.max(40, W - g.l - g.r);
+  const only = traces.length === 1 && traces[0], ya = only && (L[only.yk] || {});
+  if (only && ya.scaleanchor === only.xk.replace("axis", "")) {  // square cells, centred
+    const unit = Math.min(pw / only.z.cols, ph / only.z.rows);
+    g.l += (pw - unit * only.z.cols) / 2;
+    pw = unit * only.z.cols; ph = unit * only.z.rows;
+  }
+  return {axes, g, W, H: g.t + ph + g.b, pw, ph};
 }
 function place(G, a) {  // an axis's pixel span, from its domain
   const [d0, d1] = a.domain;

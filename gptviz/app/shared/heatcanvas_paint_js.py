@@ -12,9 +12,62 @@ function richLines(text, size) {  // "<b>name</b><br><span style='font-size:10px
     return {text: plain(seg), bold: /<b>/.test(seg), size: px ? Number(px[1]) : size};
   });
 }
+function gaps(ctx, L, tr, x0, x1, y0, y1, cw, ch) {  // xgap / ygap: lines of background
+  const strips = [];
+  if (tr.t.xgap > 0) for (let j = 1; j < tr.z.cols; j++)
+    strips.push([x0 + j * cw - tr.t.xgap / 2, y0, tr.t.xgap, y1 - y0]);
+  if (tr.t.ygap > 0) for (let i = 1; i < tr.z.rows; i++)
+    strips.push([x0, y0 + i * ch - tr.t.ygap / 2, x1 - x0, tr.t.ygap]);
+  for (const s of strips) {
+    ctx.clearRect(...s);
+    if (L.plot_bgcolor) { ctx.fillStyle = L.plot_bgcolor; ctx.fillRect(...s); }
+  }
+}
+function cellTexts(ctx, G, P, tr, cw, ch) {  // texttemplate: sized to the cell, in contrast
+  const ax = G.axes[tr.xk], ay = G.axes[tr.yk], span = tr.hi - tr.lo || 1;
+  ctx.textAlign = "center"; ctx.textBaseline = "middle";
+  for (let i = 0; i < tr.z.rows; i++) for (let j = 0; j < tr.z.cols; j++) {
+    const s = plain(cellOf(tr.text, i, j));
+    if (!s) continue;
+    let size = Math.min(12, ch * 0.75);
+    ctx.font = `${size}px ${P.font}`;
+    const w = ctx.measureText(s).width;
+    if (w > cw * 0.9) size *= cw * 0.9 / w;
+    if (size < 6) continue;  // too small to read: hover still names the cell
+    const v = tr.z.flat[i * tr.z.cols + j];
+    const [r, g, b] = Number.isFinite(v) ? colour(tr.cs, (v - tr.lo) / span) : [212, 212, 212];
+    ctx.fillStyle = 0.299 * r + 0.587 * g + 0.114 * b < 140 ? "#fff" : "#262730";
+    ctx.font = `${size}px ${P.font}`;
+    ctx.fillText(s, at(G, ax, j), at(G, ay, i));
+  }
+}
+function colourBar(ctx, G, P, b) {
+  const span = b.tr.hi - b.tr.lo || 1, th = b.cb.thickness || 14;
+  ctx.font = `12px ${P.font}`; ctx.fillStyle = P.ink;
+  if (b.horizontal) {
+    const w = (b.cb.len ?? 1) * G.pw, ax = G.g.l + (b.cb.x ?? 0.5) * G.pw;
+    const x = b.cb.xanchor === "right" ? ax - w : b.cb.xanchor === "left" ? ax : ax - w / 2;
+    const bottom = G.g.t + (1 - (b.cb.y ?? 1.02)) * G.ph, y = bottom - 18 - th;
+    const grad = ctx.createLinearGradient(x, 0, x + w, 0);
+    for (const [t, c] of b.tr.cs) grad.addColorStop(Math.min(1, Math.max(0, t)), `rgb(${c})`);
+    ctx.fillStyle = grad; ctx.fillRect(x, y, w, th);
+    ctx.fillStyle = P.ink; ctx.textAlign = "center"; ctx.textBaseline = "top";
+    for (const [v, s] of b.ticks) ctx.fillText(s, x + (v - b.tr.lo) / span * w, y + th + 3);
+    if (b.title) { ctx.textBaseline = "bottom"; ctx.fillText(b.title, x + w / 2, y - 3); }
+    return;
+  }
+  const x = G.g.l + G.pw + 10, y = G.g.t, h = G.ph;
+  const grad = ctx.createLinearGradient(0, y + h, 0, y);
+  for (const [t, c] of b.tr.cs) grad.addColorStop(Math.min(1, Math.max(0, t)), `rgb(${c})`);
+  ctx.fillStyle = grad; ctx.fillRect(x, y, 14, h);
+  ctx.strokeStyle = "rgba(128,128,128,.5)"; ctx.lineWidth = 1; ctx.strokeRect(x, y, 14, h);
+  ctx.fillStyle = P.ink; ctx.textAlign = "left"; ctx.textBaseline = "middle";
+  for (const [v, s] of b.ticks) ctx.fillText(s, x + 20, y + h - (v - b.tr.lo) / span * h);
+  if (b.title) { ctx.textBaseline = "bottom"; ctx.fillText(b.title, x, y - 4); }
+}
 function paint(root, P) {
   const canvas = root.querySelector("canvas"), ctx = canvas.getContext("2d");
-  const W = Math.max(240, root.clientWidth || 640), G = layout(ctx, P, W), L = P.L;
+  const W = Math.max(120, root.clientWidth || 640), G = layout(ctx, P, W), L = P.L;
   const dpr = window.devicePixelRatio || 1;
   canvas.width = Math.round(W * dpr); canvas.height = Math.round(G.H * dpr);
   canvas.style.width = W + "px"; canvas.style.height = G.H + "px";
@@ -30,15 +83,9 @@ function paint(root, P) {
     ctx.scale(ax.reversed ? -1 : 1, ay.reversed ? 1 : -1);
     ctx.drawImage(tr.bitmap, 0, 0, x1 - x0, y1 - y0);
     ctx.restore();
-    const ch = (y1 - y0) / tr.z.rows;
-    if (tr.text && /%\{text\}/.test(tr.t.texttemplate || "") && ch >= 9) {
-      ctx.font = `${Math.min(12, ch * 0.7)}px ${P.font}`;
-      ctx.fillStyle = "#444"; ctx.textAlign = "center"; ctx.textBaseline = "middle";
-      for (let i = 0; i < tr.z.rows; i++) for (let j = 0; j < tr.z.cols; j++) {
-        const s = cellOf(tr.text, i, j);
-        if (s) ctx.fillText(plain(s), at(G, ax, j), at(G, ay, i));
-      }
-    }
+    const cw = (x1 - x0) / tr.z.cols, ch = (y1 - y0) / tr.z.rows;
+    gaps(ctx, L, tr, x0, x1, y0, y1, cw, ch);
+    if (tr.text && /%\{text\}/.test(tr.t.texttemplate || "")) cellTexts(ctx, G, P, tr, cw, ch);
     P.hits.push({tr, ax, ay, x0, x1, y0, y1});
   }
   for (const s of L.shapes || []) {
@@ -46,15 +93,17 @@ function paint(root, P) {
     const ya = refPx(G, s.yref || "y", s.y0, "y"), yb = refPx(G, s.yref || "y", s.y1, "y");
     const box = [Math.min(xa, xb), Math.min(ya, yb), Math.abs(xb - xa), Math.abs(yb - ya)];
     if (s.fillcolor) { ctx.fillStyle = s.fillcolor; ctx.fillRect(...box); }
+    const width = (s.line && s.line.width) ?? 2;
+    if (width <= 0) continue;
     ctx.strokeStyle = (s.line && s.line.color) || "#444";
-    ctx.lineWidth = (s.line && s.line.width) ?? 2;
+    ctx.lineWidth = width;
     ctx.strokeRect(...box);
   }
   ctx.fillStyle = P.ink;
   for (const [key, a] of Object.entries(G.axes)) {
     const [s0, s1] = place(G, a), [c0, c1] = cross(G, P, key), span = s1 - s0;
     const room = a.letter === "y" || !a.rotated ? a.fs * 1.3 : a.widest + 6;
-    const pitch = a.letter === "x" && !a.rotated ? a.widest + 6 : a.fs * 1.3;
+    const pitch = a.letter === "x" && !a.rotated ? a.widest + 6 : a.fs * 1.1;
     const fits = Math.max(1, Math.floor(span / pitch));
     const step = Math.ceil(a.ticks.length / fits);
     ctx.font = `${a.fs}px ${P.font}`;
@@ -101,17 +150,8 @@ function paint(root, P) {
       top += 1.3 * l.size;
     }
   }
-  for (const b of P.bars) {
-    const x = G.g.l + G.pw + 10, y = G.g.t, h = G.ph;
-    const grad = ctx.createLinearGradient(0, y + h, 0, y);
-    for (const [t, c] of b.tr.cs) grad.addColorStop(Math.min(1, Math.max(0, t)), `rgb(${c})`);
-    ctx.fillStyle = grad; ctx.fillRect(x, y, 14, h);
-    ctx.strokeStyle = "rgba(128,128,128,.5)"; ctx.lineWidth = 1; ctx.strokeRect(x, y, 14, h);
-    ctx.fillStyle = P.ink; ctx.font = `12px ${P.font}`;
-    ctx.textAlign = "left"; ctx.textBaseline = "middle";
-    const span = b.tr.hi - b.tr.lo || 1;
-    for (const v of b.ticks) ctx.fillText(num(v), x + 20, y + h - (v - b.tr.lo) / span * h);
-  }
+  for (const b of P.bars) colourBar(ctx, G, P, b);
+
 }
 function cellOf(arr, i, j) { const row = arr[i]; return Array.isArray(row) ? row[j] : row; }
 function hoverText(tr, i, j, v) {
@@ -128,7 +168,7 @@ function hoverText(tr, i, j, v) {
     .replace(/%\{(\w+)(?::([^}]*))?\}/g, (_, k, spec) => fmt(value(k), spec)));
 }
 function hover(root, P, e) {
-  const tip = root.querySelector(".gv-heat-tip");
+  const tip = root.querySelector(".gv-heat-tip"), box = root.getBoundingClientRect();
   const r = root.querySelector("canvas").getBoundingClientRect();
   const mx = e.clientX - r.left, my = e.clientY - r.top;
   const inside = h => mx >= h.x0 && mx < h.x1 && my >= h.y0 && my < h.y1;
@@ -146,9 +186,10 @@ function hover(root, P, e) {
   if (!Number.isFinite(v) && t.hoverongaps === false) { tip.style.display = "none"; return; }
   tip.textContent = hoverText(hit.tr, i, j, v);
   tip.style.display = "block";
-  tip.style.left = Math.max(0, Math.min(mx + 14, r.width - tip.offsetWidth - 4)) + "px";
-  const below = my + 16 + tip.offsetHeight <= r.height;
-  tip.style.top = (below ? my + 16 : my - tip.offsetHeight - 8) + "px";
+  const px = e.clientX - box.left, py = e.clientY - box.top;  // the tip lives in the root
+  tip.style.left = Math.max(0, Math.min(px + 14, box.width - tip.offsetWidth - 4)) + "px";
+  const below = py + 16 + tip.offsetHeight <= box.height;
+  tip.style.top = Math.max(0, below ? py + 16 : py - tip.offsetHeight - 8) + "px";
 }
 export default function (component) {
   const root = component.parentElement.querySelector(".gv-heat");

@@ -201,7 +201,7 @@ export default function (component) {
   root.querySelector(".gv-heat-title").textContent = title;  // text a reader can find
   root.gvFigure = component.data.figure;  // what is drawn, for tests in the browser
   root.gvPaint = () => {
-    try { paint(root, P); root.dataset.drawn = "1"; }
+    try { paint(root, P); root.gvHits = P.hits; root.dataset.drawn = "1"; }
     catch (err) { root.dataset.drawn = "error"; console.error("gptviz heatmap:", err); }
   };
   root.gvPaint();

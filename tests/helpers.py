@@ -130,14 +130,6 @@ def figures(at: AppTest) -> list[dict]:
     return out
 
 
-def canvas_figures(at: AppTest) -> list[dict]:
-    """The figures drawn on a canvas (no plotly.js in the page), as ``figures`` gives them."""
-    from gptviz.app.shared.heatcanvas import NAME
-
-    return [json.loads(e.proto.json)["figure"] for e in at.get("bidi_component")
-            if e.proto.component_name == NAME]
-
-
 def svg_charts(at: AppTest) -> dict[str, list[dict]]:
     """The page's inline SVG charts (``svgplot``), by title: the marks each one draws."""
     from gptviz.app.shared.svgplot import read_marks

@@ -172,8 +172,8 @@ def samples(v: Viewed, picked: Picked) -> None:
     b.metric(f"Distance ½Σ|c_i/N − {sym}(i)|", f"{tv:.4f}")
     st.latex(rf"\hat P(i) = \frac{{c_i}}{{N}},\ N = {int(n):,}:\qquad \tfrac12\sum_i "
              rf"\big|\hat P(i) - {sym}(i)\big| = {tv:.4f} \xrightarrow[N\to\infty]{{}} 0")
-    plot(figs.sample_histogram(vocab_labels(picked), counts, v.step.probs.numpy(),
-                                          symbol=sym), key="gen_hist")
+    plot(figs.sample_histogram(vocab_labels(picked), counts, v.step.probs.numpy(), symbol=sym),
+         key="gen_hist")
 
 
 def attention(v: Viewed, picked: Picked) -> None:
@@ -193,8 +193,8 @@ def attention(v: Viewed, picked: Picked) -> None:
     st.html(figs.attention_chips_html(infos, rows[head]))
     st.latex(attention_row(labels[-1], len(labels) - 1, labels, scores, rows[head], cfg.d_head))
     plot(heatmap(rows, labels, [f"head {h}" for h in range(cfg.n_head)], kind="prob",
-                            title=f"layer {layer}: the last position's attention, every head",
-                            height=120 + 34 * cfg.n_head), key="gen_attn")
+                 title=f"layer {layer}: the last position's attention, every head",
+                 height=120 + 34 * cfg.n_head), key="gen_attn")
 
 
 def history_view(hist: History, picked: Picked) -> None:

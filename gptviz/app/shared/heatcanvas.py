@@ -4,13 +4,15 @@ A page that draws one plotly chart makes the browser fetch and evaluate plotly.j
 in our page benchmark that alone took a bare page to about 2× its load time. Most of our
 figures are heatmaps, and a heatmap is a picture: one pixel per cell, scaled up. So a
 figure whose traces are all heatmaps is sent as its plotly JSON to a small
-``st.components.v2`` component (``heatcanvas_js``, ~300 lines, nothing downloaded), which
+``st.components.v2`` component (``heatcanvas_js`` and ``heatcanvas_paint_js``, ~440 lines of
+JavaScript, nothing downloaded), which
 draws exactly what the JSON holds: the cells with their colour scale and range (``zmin``,
 ``zmax``, ``zmid``, a shared ``coloraxis``), NaN cells as gaps showing ``plot_bgcolor``,
 subplot domains, token tick labels (every k-th when crowded, turned when long), axis and
-figure titles, annotations, rectangle shapes, colour bars, and the hover text of
+figure titles, annotations, rectangle shapes, colour bars (vertical or horizontal), cell
+gaps, square cells under ``scaleanchor``, text in cells, and the hover text of
 ``hovertemplate`` filled in per cell. Margins grow to hold the labels, as plotly's
-automargin does.
+automargin does; the title is HTML above the canvas.
 
 The figure itself is not changed; tests read it back from the page (``tests.helpers.figures``)
 just as they read a plotly chart's.

@@ -83,8 +83,9 @@ def hover_text(z: np.ndarray, x: list[str], y: list[str], decimals: int = 3) -> 
 
 def hover_recipe(z: np.ndarray, x: list[str], y: list[str], decimals: int = 3) -> dict:
     """How ``hover_text`` wrote a trace's customdata, so the canvas (``heatcanvas``) can write
-    the same text in the browser instead of receiving one string per cell; ``None`` in a
-    matrix that holds NaN or +∞ (hover_text writes "nan", "inf"; the canvas would say −∞).
+    the same text in the browser instead of receiving one string per cell; no recipe (an
+    empty ``meta``) for a matrix that holds NaN or +∞ (hover_text writes "nan", "inf"
+    there, and the canvas would say −∞).
 
     >>> hover_recipe(np.zeros((1, 1)), ["a"], ["q"])
     {'hover': {'x': ['a'], 'y': ['q'], 'decimals': 3, 'masked': '−∞ (masked)'}}

@@ -120,26 +120,23 @@ def number_text(v: float, decimals: int = 4) -> str:
     return f"{v:.{decimals}f}"
 
 
-def _cell(v: Any, decimals: int) -> str:
+def _cell(v: Any) -> str:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
         return f"<td>{html.escape(str(v))}</td>"
     if isinstance(v, (int, np.integer)):
         return f'<td class="gv-num">{int(v)}</td>'
-    return f'<td class="gv-num" data-v="{float(v)!r}">{number_text(float(v), decimals)}</td>'
+    return f'<td class="gv-num" data-v="{float(v)!r}">{number_text(float(v))}</td>'
 
 
-def plain_table(df: pd.DataFrame, container=st, *, index: bool = False, decimals: int = 4,
-                height: int | None = None) -> None:
+def plain_table(df: pd.DataFrame, container=st, *, height: int | None = None) -> None:
     """A table drawn as plain HTML, its cells shown exactly as they are: ``st.table`` reads
     each cell as Markdown (``$x$`` becomes a formula, ``*a*`` italics), and ``st.dataframe``
     makes the page fetch a data grid (~1.5 MB of JavaScript). Numbers are right-aligned,
-    floats shown with ``decimals`` places and kept exactly in ``data-v`` (what tests read
-    back). ``index`` adds the index as the first column; ``height`` (px) scrolls a long
-    table under a header that stays in view."""
-    columns = ([df.index.name or ""] if index else []) + [str(c) for c in df.columns]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    rows = "".join("<tr>" + "".join(_cell(v, decimals) for v in row) + "</tr>"
-                   for row in df.itertuples(index=index))
+    floats shown as ``number_text`` writes them and kept exactly in ``data-v`` (what tests
+    read back); ``height`` (px) scrolls a long table under a header that stays in view."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>"
+                   for row in df.itertuples(index=False))
     table = (f'<table class="gv-table"><thead><tr>{head}</tr></thead>'
              f"<tbody>{rows}</tbody></table>")
     if height is not None:

@@ -180,8 +180,7 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
         c[3].metric("Validation perplexity", f"{last_val.val_perplexity:,.2f}",
                     help=f"e^L; an untrained model has about |V| = {v:,}.")
     evals = [(e.step, e.train_loss, e.val_loss) for e in snap.evals]
-    plot(loss_figure(snap.losses, evals, v, snap.total),
-                    key="tr_curves")
+    plot(loss_figure(snap.losses, evals, v, snap.total), key="tr_curves")
     if snap.samples:
         last = snap.samples[-1]
         st.markdown(f"**Sample at step {last.step}** (validation loss {last.val_loss:.3f}), "

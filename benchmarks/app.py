@@ -53,9 +53,10 @@ DRAWN = """(charts) => {
     const app = document.querySelector('[data-testid="stApp"]');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
     if (document.querySelector('[data-testid="stSkeleton"]')) return false;
-    const all = document.querySelectorAll('[data-testid="stPlotlyChart"], .gv-heat').length;
-    const drawn = document.querySelectorAll(
-        '[data-testid="stPlotlyChart"] .main-svg, .gv-heat[data-drawn="1"]').length;
+    const all = document.querySelectorAll(
+        '[data-testid="stPlotlyChart"], .gv-heat, .gv-svgbox').length;
+    const drawn = document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg, '
+        + '.gv-heat[data-drawn="1"], .gv-svgbox[data-drawn="1"]').length;
     return all >= charts && drawn >= all && document.querySelectorAll('.katex').length > 0;
 }"""  # script finished, every chart drawn (plotly's SVG, a canvas heatmap), formulas typeset
 

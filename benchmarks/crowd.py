@@ -61,7 +61,7 @@ SETTLED = """([text, tex, tokens]) => {
         || (tokens !== null && !shown.includes(tokens + ' generated'))) return false;
     return [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(
         chart => chart.querySelector('.main-svg'))
-        && [...document.querySelectorAll('.gv-heat')].every(heat => heat.dataset.drawn)
+        && [...document.querySelectorAll('.gv-heat, .gv-svgbox')].every(c => c.dataset.drawn)
         && performance.now() - (window.gvClick || 0);
 }"""  # ms since the navigation (or the last click) once the page has settled
 

@@ -48,7 +48,8 @@ SCREENSHOTS = ARTIFACTS / "screenshots"
 CHROMIUM = os.environ.get("GPTVIZ_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-# a chart that has drawn: plotly's once its SVG exists, an inline SVG chart (svgplot) at once
+# a chart that has drawn: plotly's once its SVG exists, an inline SVG chart (svgplot) once
+# its component has put it in the page, a canvas heatmap once painted
 CHART = '[data-testid="stPlotlyChart"]:has(.main-svg), .gv-svgplot, .gv-heat[data-drawn="1"]'
 MAIN = '[data-testid="stMainBlockContainer"]'  # the main column: no sidebar, no toolbar
 
@@ -132,13 +133,15 @@ def figures(at: AppTest) -> list[dict]:
 
 def svg_charts(at: AppTest) -> dict[str, list[dict]]:
     """The page's inline SVG charts (``svgplot``), by title: the marks each one draws."""
+    from gptviz.app.shared.svgbox import NAME
     from gptviz.app.shared.svgplot import read_marks
 
     charts = {}
-    for m in at.markdown:
-        if 'class="gv-svgplot"' in str(m.value):
-            title = re.search(r'data-title="([^"]*)"', m.value).group(1)
-            charts[html.unescape(title)] = read_marks(m.value)
+    for e in at._tree:
+        if e.type == "bidi_component" and e.proto.component_name == NAME:
+            body = json.loads(e.proto.json)["html"]
+            title = re.search(r'data-title="([^"]*)"', body).group(1)
+            charts[html.unescape(title)] = read_marks(body)
     return charts
 
 
@@ -350,7 +353,7 @@ SETTLED = """(quietMs) => {
     if (document.querySelector('[data-testid="stSkeleton"], [data-stale="true"]')) return false;
     for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]'))
         if (!c.querySelector('.main-svg')) return false;
-    for (const c of document.querySelectorAll('.gv-heat'))
+    for (const c of document.querySelectorAll('.gv-heat, .gv-svgbox'))
         if (!c.dataset.drawn) return false;  // "1", or "error" (check_no_exception fails it)
     const html = app.innerHTML;
     if (window.__gvLast !== html) { window.__gvLast = html; window.__gvSince = performance.now(); }

@@ -2,11 +2,10 @@
 on a linear or log axis.
 
 A page with a plotly chart loads plotly.js (about twice the cost of a bare page in a fresh
-browser); these charts cost a few kB of HTML. Draw one with ``st.markdown(chart.html,
-unsafe_allow_html=True)``: st.html sanitises with DOMPurify's HTML-only profile, which drops
-every SVG element. No JavaScript: the browser's tooltip shows a mark's ``<title>``, CSS
-highlights the mark under the pointer, and the HTML holds no newline (Markdown would end the
-HTML block at a blank line).
+browser); these charts cost a few kB of HTML. Draw one with ``widgets.chart`` (``svgbox``
+puts the HTML in the page as it is). No JavaScript: the browser's tooltip shows a mark's
+``<title>``, CSS highlights the mark under the pointer, and the HTML holds no newline (so it
+could also go through Markdown, which ends an HTML block at a blank line).
 Every mark carries ``data-series``, ``data-x`` and ``data-y`` (``repr`` of the float) so that
 ``read_marks`` reads back exactly what is drawn. Pure Python: no streamlit, no plotly.
 """
@@ -29,7 +28,7 @@ MARKERS = (None, "circle", "triangle-up", "x")
 CSS = """<style>
 .gv-svgplot{font-family:ui-sans-serif,system-ui,sans-serif;margin:0 0 .5rem;overflow-x:auto}
 .gv-sp-title{font-size:16px;font-weight:600;margin:0 0 2px 4px}
-.gv-svgplot svg{display:block;overflow:visible;min-width:640px}
+.gv-svgplot>svg{display:block;overflow:visible;min-width:640px}
 .gv-sp-tick,.gv-sp-vlabel{font-size:12px;fill:currentColor;fill-opacity:.72}
 .gv-sp-atitle{font-size:13px;fill:currentColor;fill-opacity:.85}
 .gv-sp-empty{font-size:14px;fill:currentColor;fill-opacity:.6}
@@ -89,7 +88,7 @@ class Series:
 @dataclass(frozen=True)
 class SvgChart:
     """A chart built by ``bar_chart`` or ``line_chart``: its series and its HTML, to draw with
-    ``st.markdown(chart.html, unsafe_allow_html=True)`` (st.html drops every SVG element)."""
+    ``widgets.chart``."""
 
     title: str
     series: tuple[Series, ...]

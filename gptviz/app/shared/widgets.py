@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from gptviz.app.shared import heatcanvas
+from gptviz.app.shared import heatcanvas, svgbox
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.svgplot import SvgChart
 
@@ -156,8 +156,8 @@ def chart(fig: go.Figure | SvgChart, key: str | None = None, container=st) -> No
 
     Do not pass a non-heatmap plotly figure shared through a cache: this changes its ticks.
     """
-    if isinstance(fig, SvgChart):  # st.html would strip the SVG (DOMPurify's HTML profile)
-        container.markdown(fig.html, unsafe_allow_html=True)
+    if isinstance(fig, SvgChart):
+        svgbox.draw(fig, key=key, container=container)
     else:
         plot(fig if heatcanvas.drawable(fig) else thin_ticks(fig), key=key, container=container)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 import torch
 
@@ -159,7 +160,10 @@ def test_branching_from_the_link_reproduces_the_same_tree():
     assert dict(again.query_params)["branches"] == link["branches"]
     view(again, "Branches")
     view(at, "Branches")
-    assert again.dataframe[0].value.equals(at.dataframe[0].value)
+    # the same table; its log P, a sum of per-token log-probabilities each within 2e-4 and
+    # rounded to 4 places, may differ in the last place (the CPU's matmul kernels decide)
+    pd.testing.assert_frame_equal(again.dataframe[0].value, at.dataframe[0].value,
+                                  check_exact=False, rtol=0, atol=5e-4)
 
 
 @pytest.mark.parametrize("branches, at_, message", [

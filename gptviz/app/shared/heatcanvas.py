@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from gptviz.app.shared import heatcanvas_js, heatcanvas_paint_js
+from gptviz.app.shared.mount import mount
 
 NAME = "gptviz.heatmap"
 _HTML = ('<div class="gv-heat"><div class="gv-heat-title"></div><canvas role="img"></canvas>'
@@ -100,9 +101,4 @@ def _component() -> Callable[..., Any]:
 
 def draw(fig: go.Figure, key: str | None = None, container=st) -> None:
     """Draw a heatmap-only figure (``drawable``) at full width in ``container``."""
-    mount = functools.partial(_component(), key=key, data={"figure": spec(fig)})
-    if container is st:
-        mount()
-    else:
-        with container:
-            mount()
+    mount(_component(), {"figure": spec(fig)}, key, container)

@@ -21,6 +21,7 @@ from typing import Any
 
 import streamlit as st
 
+from gptviz.app.shared.mount import mount
 from gptviz.app.shared.svgplot import SvgChart
 
 NAME = "gptviz.svg"
@@ -40,9 +41,4 @@ def _component() -> Callable[..., Any]:
 
 def draw(chart: SvgChart, key: str | None = None, container=st) -> None:
     """Draw ``chart`` at full width in ``container``."""
-    mount = functools.partial(_component(), key=key, data={"html": chart.html})
-    if container is st:
-        mount()
-    else:
-        with container:
-            mount()
+    mount(_component(), {"html": chart.html}, key, container)

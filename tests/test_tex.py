@@ -120,11 +120,30 @@ console.log(JSON.stringify(out));
 """
 
 
+def streamlit_katex_version() -> str | None:
+    """The KaTeX version Streamlit's Markdown draws with (from its bundled JavaScript)."""
+    import streamlit
+
+    for chunk in (Path(streamlit.__file__).parent / "static" / "static" / "js").glob(
+            "rehype-katex.*.js"):
+        found = re.search(r"version:`(\d+\.\d+\.\d+)`", chunk.read_text(encoding="utf-8"))
+        if found:
+            return found.group(1)
+    return None
+
+
 def katex_errors(formulas: list[str]) -> list[tuple[str, str]]:
-    """The formulas KaTeX refuses, with its messages."""
+    """The formulas KaTeX refuses, with its messages: the KaTeX of ``npm install katex@V``
+    in ``$KATEX_DIR`` or /tmp/katex, V being the version Streamlit draws with (KaTeX 0.19,
+    for one, refuses ``\\text{↤}``, which Streamlit's 0.16.47 draws)."""
     where = _katex_dir()
     if shutil.which("node") is None or where is None:
         pytest.skip("node or the katex npm package is missing")
+    wanted = streamlit_katex_version()
+    have = json.loads((where / "node_modules" / "katex" / "package.json").read_text())["version"]
+    if wanted is not None and have != wanted:
+        pytest.skip(f"KaTeX {have} is installed; Streamlit draws with {wanted}: "
+                    f"npm install katex@{wanted}")
     done = subprocess.run(["node", "-e", _RENDER], cwd=where, capture_output=True, text=True,
                           input=json.dumps(formulas), timeout=300, check=True,
                           encoding="utf-8", errors="surrogatepass")

@@ -58,7 +58,8 @@ DRAWN = """(charts) => {
     const drawn = document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg, '
         + '.gv-heat[data-drawn="1"], .gv-svgbox[data-drawn="1"]').length;
     return all >= charts && drawn >= all && document.querySelectorAll('.katex').length > 0;
-}"""  # script finished, every chart drawn (plotly's SVG, a canvas heatmap), formulas typeset
+}"""  # script finished, every chart drawn (plotly's SVG, a canvas heatmap, an SVG chart),
+# formulas typeset
 
 
 def warm_runs(sessions: dict[str, AppTest], reps: int) -> dict[str, tuple[float, float]]:

@@ -3,11 +3,11 @@
 
 ``st.markdown(chart.html, unsafe_allow_html=True)`` draws the same chart, but the browser then
 parses the HTML as Markdown, turns it into a syntax tree (rehype-raw) and rebuilds it as one
-React element per SVG node, a few hundred per chart. In the page benchmark the Learning page,
-with three such charts on its first view, took 1.70 s that way and 1.50 s this way (the bare
-page: 1.0 s). ``st.html`` would be as cheap, but its sanitiser (DOMPurify's HTML profile)
-drops every SVG element. The HTML is built by ``svgplot`` from numbers, with every text
-escaped (``svgaxes.esc``), so nothing is sanitised here.
+React element per SVG node, a few hundred per chart. In the page benchmark (6 loads each,
+beside a bare page) the Learning page, with three such charts on its first view, went from
+1.74x to 1.68x the bare page this way. ``st.html`` would be as cheap, but its sanitiser
+(DOMPurify's HTML profile) drops every SVG element. The HTML is built by ``svgplot`` from
+numbers, with every text escaped (``svgaxes.esc``), so nothing is sanitised here.
 
 Tests read the chart back from the page (``tests.helpers.svg_charts``) as they read a
 heatmap's figure.

@@ -83,6 +83,23 @@ def problem(message: str) -> None:
     st.error(message, icon=":material/error:")
 
 
+# Display formulas wider than their column scroll sideways, with a scrollbar that shows (the
+# stock one sat under the markdown box's clipped edge, so a long formula looked cut off).
+# The 3 px pad holds the 2 px spacer KaTeX ends a subscript with, so a formula that fits
+# gets no scrollbar.
+FORMULA_CSS = ("<style>.stMarkdown .katex-display{overflow-x:auto;overflow-y:hidden;"
+               "padding-bottom:2px;scrollbar-width:thin;scrollbar-color:#b8bcc6 transparent}"
+               ".stMarkdown .katex-display>.katex{padding-right:3px}"
+               ".stMarkdown .katex-display::-webkit-scrollbar{height:7px}"
+               ".stMarkdown .katex-display::-webkit-scrollbar-thumb{background:#b8bcc6;"
+               "border-radius:4px}</style>")
+
+
+def page_style() -> None:
+    """Styles every page shares (the formulas'); drawn once per run, by the router."""
+    st.html(FORMULA_CSS)
+
+
 # st.code's look for plain text (the theme's monospace face, a light box, wrapped lines), and
 # st.table's for a small table of plain text
 TEXT_CSS = ("<style>.gv-text{font-family:'Source Code Pro',ui-monospace,monospace;"

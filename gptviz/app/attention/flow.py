@@ -14,6 +14,7 @@ from gptviz.analysis import to_numpy
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import circuit_formulas as cm
 from gptviz.app.shared.cache import cached_figure
+from gptviz.app.shared.heatmaps import shown_label
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import plot
@@ -84,7 +85,7 @@ def rollout_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None
     plot(fig)
     last = r[-1, -1]  # (T,): what reaches the last position after the last layer
     top = np.argsort(-last, kind="stable")[:10]
-    shown = [f"{k}: {prompt.labels[k]}" for k in top]
+    shown = [shown_label(prompt.labels[k], f"{k}: ") for k in top]  # "0: The", "1: ·Steen"
     bars = cached_figure(picked, "rollout-last", (prompt.ids,), lambda: cf.ov_bars(
         shown, last[top], [], [], f"Row {len(last) - 1} of the final R: the input tokens "
         "that reach the last position most", names=("share", ""),

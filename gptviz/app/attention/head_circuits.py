@@ -12,6 +12,7 @@ from gptviz.analysis import to_numpy
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import circuit_formulas as cm
 from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
+from gptviz.app.shared.heatmaps import shown_label
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot, problem
@@ -196,8 +197,9 @@ def ov_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
         csv_download(df, f"ov-L{layer}-H{head}-source{source}.csv")
     with right:
         bars = cached_figure(picked, "ov-bars", (layer, head, source), lambda: cf.ov_bars(
-            [f"{vocab[t]} ({t})" for t in order[:10]], logits[order[:10]],
-            [f"{vocab[t]} ({t})" for t in order[::-1][:10]], logits[order[::-1][:10]],
+            [shown_label(vocab[t], suffix=f" ({t})") for t in order[:10]], logits[order[:10]],
+            [shown_label(vocab[t], suffix=f" ({t})") for t in order[::-1][:10]],
+            logits[order[::-1][:10]],
             f"E W_OV W_U for {vocab[source]!r}, layer {layer}, head {head}"))
         plot(bars)
     st.caption(

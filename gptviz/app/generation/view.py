@@ -19,7 +19,7 @@ from gptviz.app.generation.controls import STEP, token_info
 from gptviz.app.generation.state import History, Viewed, sampling_caption
 from gptviz.app.shared.cache import activations, vocab_labels
 from gptviz.app.shared.chips import token_label
-from gptviz.app.shared.heatmaps import heatmap
+from gptviz.app.shared.heatmaps import Shown, heatmap
 from gptviz.app.shared.inputs import layer_and_head
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
@@ -192,7 +192,7 @@ def attention(v: Viewed, picked: Picked) -> None:
                 "context (darker = more).")
     st.html(figs.attention_chips_html(infos, rows[head]))
     st.latex(attention_row(labels[-1], len(labels) - 1, labels, scores, rows[head], cfg.d_head))
-    plot(heatmap(rows, labels, [f"head {h}" for h in range(cfg.n_head)], kind="prob",
+    plot(heatmap(rows, labels, [Shown(f"head {h}") for h in range(cfg.n_head)], kind="prob",
                  title=f"layer {layer}: the last position's attention, every head",
                  height=120 + 34 * cfg.n_head), key="gen_attn")
 

@@ -54,8 +54,28 @@ def as_float32(values) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
+class Shown(str):
+    """A label that is display text already, e.g. "head 0" or "3: ·the": ``axis_labels``
+    keeps it as it is. Only a token's own whitespace is made visible; a space the page
+    writes between a position and a token, or in "head 0", stays a space (made visible, it
+    would read "head·0"). Like ``markupsafe.Markup``, the type says the text is ready.
+
+    >>> axis_labels([Shown("head 0"), "a b"], 2)
+    ['head 0', 'a·b']
+    """
+
+
+def shown_label(token: str, prefix: str = "", suffix: str = "") -> Shown:
+    """A label that writes ``prefix`` and ``suffix`` as they are around ``token`` made visible.
+
+    >>> shown_label("the", "0: "), shown_label(" the", "1: "), shown_label("a b", suffix=" (7)")
+    ('0: the', '1: ·the', 'a·b (7)')
+    """
+    return Shown(f"{prefix}{visible(token)}{suffix}")
+
+
 def axis_labels(labels: Sequence[str] | None, n: int) -> list[str]:
-    """Visible tick labels, or the positions 0 .. n-1 as text.
+    """Visible tick labels, or the positions 0 .. n-1 as text; a ``Shown`` label is kept.
 
     >>> axis_labels(["a b", "\\n"], 2), axis_labels(None, 2)
     (['a·b', '↵'], ['0', '1'])
@@ -64,7 +84,7 @@ def axis_labels(labels: Sequence[str] | None, n: int) -> list[str]:
         return [str(i) for i in range(n)]
     if len(labels) != n:
         raise ValueError(f"{len(labels)} labels for an axis of {n} cells.")
-    return [visible(str(s)) for s in labels]
+    return [str(s) if isinstance(s, Shown) else visible(str(s)) for s in labels]
 
 
 def hover_text(z: np.ndarray, x: list[str], y: list[str], decimals: int = 3) -> np.ndarray:

@@ -33,22 +33,28 @@ if picked is not None:
         if induction:
             st.caption(induction)
 
-STEPS = [
+TOKENIZERS = ("app_pages/tokenizers.py", "Tokenizers")
+EMBEDDINGS = ("app_pages/embeddings.py", "Embeddings")
+POSITIONAL = ("app_pages/positional.py", "Positional encoding")
+ATTENTION = ("app_pages/attention.py", "Attention")
+BLOCK = ("app_pages/block.py", "Transformer block")
+GENERATION = ("app_pages/generation.py", "Generation")
+STEPS = [  # (step, what it does, the pages that show it)
     ("Tokens", "Cut the text into tokens and number them: characters, words, byte-level BPE "
-     "or GPT-2's encoding.", "app_pages/tokenizers.py"),
+     "or GPT-2's encoding.", [TOKENIZERS]),
     ("Embeddings + positions", "Each id selects a row of the embedding matrix; a positional "
-     "encoding says where the token stands.", "app_pages/embeddings.py"),
+     "encoding says where the token stands.", [EMBEDDINGS, POSITIONAL]),
     ("Transformer blocks", "LayerNorm, causal self-attention and a feed-forward network, "
-     "each added back to the residual stream.", "app_pages/block.py"),
+     "each added back to the residual stream.", [ATTENTION, BLOCK]),
     ("Logits", "The last row of the final stream is mapped to one score per vocabulary "
-     "entry (the Generation page shows them for every step).", "app_pages/generation.py"),
+     "entry, for every step of generation.", [GENERATION]),
     ("Sampling", "Temperature, top-k and top-p turn scores into a distribution; one token is "
-     "drawn and appended, and the loop starts again.", "app_pages/generation.py"),
+     "drawn and appended, and the loop starts again.", [GENERATION]),
 ]
-for i, (name, what, page) in enumerate(STEPS, start=1):
+for i, (name, what, pages) in enumerate(STEPS, start=1):
     with st.container(border=True):
         st.markdown(f"**{i}. {name}** — {what}")
-        st.page_link(page, label=f"Open the {name} page" if name != "Logits" else
-                     "See them on the Generation page", icon=":material/arrow_forward:")
+        for page, title in pages:
+            st.page_link(page, label=f"Open the {title} page", icon=":material/arrow_forward:")
 st.page_link("app_pages/training.py", label="Train your own GPT", icon=":material/model_training:")
 st.caption("Runs offline: every model, tokenizer and corpus ships with the app.")

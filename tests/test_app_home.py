@@ -1,15 +1,16 @@
 """The Home page opens on a bundled model, and a broken bundled model is named
-while the app still starts with the intact ones."""
+while the app still starts with the intact ones; each of its links names the page it opens."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
 
 import gptviz.checkpoints
 from gptviz.checkpoints import DEFAULT_MODEL, MODELS_DIR, bundled_models
-from tests.helpers import app_test, rerun, run_page, texts
+from tests.helpers import ROOT, app_test, rerun, run_page, texts
 
 
 def test_home_opens_on_the_default_model():
@@ -61,3 +62,16 @@ def test_the_pills_never_come_back_empty(how):
         at = run_page("embeddings", model="")
     assert "Cannot use" not in texts(at, "error")
     assert any(f"Model **{name}**" in texts(at, "caption") for name in bundled_models())
+
+
+def test_each_link_names_the_page_it_opens():
+    """By the title the sidebar gives it (the links once said "the Tokens page", "the
+    Sampling page")."""
+    titles = dict(re.findall(r'st\.Page\("app_pages/(\w+)\.py", title="([^"]+)"',
+                             (ROOT / "app.py").read_text()))
+    links = [(p.proto.label, p.proto.page) for p in run_page(timeout=60).get("page_link")]
+    opens = [(label, page) for label, page in links if label.startswith("Open the ")]
+    assert len(opens) >= 6
+    assert all(label == f"Open the {titles[page]} page" for label, page in opens), opens
+    assert {"tokenizers", "embeddings", "positional", "attention", "block",
+            "generation"} <= {page for _, page in opens}

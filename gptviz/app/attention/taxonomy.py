@@ -15,6 +15,7 @@ from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import figures as va
 from gptviz.app.shared.cache import cached_figure, per_model
 from gptviz.app.shared.inputs import Prompt
+from gptviz.app.shared.notes import counted
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.checkpoints import Checkpoint
@@ -55,7 +56,7 @@ def taxonomy_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     c = picked.checkpoint.config
     t = len(prompt.ids)
     if t < 3:
-        st.info(f"The prompt has {t} token(s); the previous-token, first-token and self "
+        st.info(f"The prompt has {counted(t, 'token')}; the previous-token, first-token and self "
                 "scores need at least 3 (from the third token on, the previous token, the "
                 "first and the token itself are three different keys). Type a longer prompt.",
                 icon=":material/info:")

@@ -15,6 +15,7 @@ from gptviz.app.block import formulas as mb
 from gptviz.app.lesson import formulas as lt
 from gptviz.app.lesson import questions as q
 from gptviz.app.lesson.run import Lesson, StepView
+from gptviz.app.shared.notes import counted
 from gptviz.model.config import ACTIVATION_TEXT
 from gptviz.model.names import act_name
 
@@ -37,9 +38,10 @@ def layernorm(ls: Lesson) -> StepView:
              f"the residual stream as block {layer - 1} left it")
     shift = " and shifts it by a trained $b$" if c.bias else " (this model has no shift $b$)"
     narrative = (
-        f"A GPT is a stack of {c.n_layer} identical block(s); we follow block {layer}, which "
-        f"reads {reads}. Its first move normalises every token's row on its own: subtract the "
-        "row's mean $\\mu$, divide by its spread $\\sqrt{\\sigma^2 + \\varepsilon}$, then "
+        f"A GPT is a stack of {counted(c.n_layer, 'identical block')}; we follow block "
+        f"{layer}, which reads {reads}. Its first move normalises every token's row on its "
+        "own: subtract the row's mean $\\mu$, divide by its spread "
+        "$\\sqrt{\\sigma^2 + \\varepsilon}$, then "
         f"scale each dimension by a trained $\\lambda${shift}. This keeps the numbers in a "
         "steady range however large they grow along the stack. The bars show each row's mean "
         "and variance before, after standardising, and after $\\lambda$ and $b$.")
@@ -92,9 +94,9 @@ def all_heads(ls: Lesson) -> StepView:
     narrative = (
         f"A layer {several} Their outputs $z^{{(h)}}$ ({ls.n} × {c.d_head} each) are laid side "
         f"by side and multiplied by $W_O$, back to $d = {c.d_model}$ columns, and the result "
-        f"is added to the residual stream. The grid shows every pattern of all {c.n_layer} "
-        "layer(s), layers down and heads across; the framed one is the head of the previous "
-        "step.")
+        f"is added to the residual stream. The grid shows every pattern of "
+        f"{'the' if c.n_layer == 1 else 'all'} {counted(c.n_layer, 'layer')}, layers down and "
+        "heads across; the framed one is the head of the previous step.")
     return StepView(narrative, [fig], [lt.heads_formula(ls.n, c.d_model, c.n_head, c.d_head,
                                                         c.bias)],
                     ls.link("app_pages/attention.py", "Attention", "All heads", layer=ls.layer,
@@ -135,8 +137,9 @@ def residual(ls: Lesson) -> StepView:
     narrative = (
         "Every token's vector flows through the model as the *residual stream*: each attention "
         "layer and each FFN reads it (through a LayerNorm) and adds its result back, and "
-        f"nothing else changes it. After {c.n_layer} block(s) the vector is the embedding plus "
-        f"{2 * c.n_layer} additions, which is why one can ask what each of them contributed. "
+        f"nothing else changes it. After {counted(c.n_layer, 'block')} the vector is the "
+        f"embedding plus {2 * c.n_layer} additions, which is why one can ask what each of them "
+        "contributed. "
         "The plot follows the length $\\lVert x_t \\rVert$ of every token's vector through "
         "the stages: thin lines are tokens, the thick line their mean.")
     return StepView(narrative, [fig], [lt.residual_formula(last, stages, norms[:, last])],

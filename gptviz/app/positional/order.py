@@ -14,6 +14,7 @@ from gptviz import positions
 from gptviz.app.shared.cache import per_model, vocab_labels
 from gptviz.app.shared.chips import token_chips_html
 from gptviz.app.shared.inputs import Prompt, encode, prompt_input
+from gptviz.app.shared.notes import counted
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download
 from gptviz.checkpoints import Checkpoint
@@ -92,8 +93,8 @@ def order_view(picked: Picked) -> None:
         return
     n = len(prompt.ids)
     if n < 3:
-        st.info(f"The prompt has {n} token(s): shuffling needs at least two tokens before the "
-                "last one. Type a longer prompt.", icon=":material/shuffle:")
+        st.info(f"The prompt has {counted(n, 'token')}: shuffling needs at least two tokens "
+                "before the last one. Type a longer prompt.", icon=":material/shuffle:")
         return
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     st.session_state.setdefault(SEED, 0)

@@ -13,6 +13,7 @@ import streamlit as st
 
 from gptviz.app.shared.cache import per_model, untrained_twin
 from gptviz.app.shared.chips import show_bytes, visible
+from gptviz.app.shared.notes import counted
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
 from gptviz.app.shared.trainers import trainer_slots
@@ -93,7 +94,8 @@ def plan(s: Setup, holder: SessionTrainer) -> None:
     cap = caps()
     st.caption(f"Limits on this server: {cap.max_params:,} parameters, {cap.max_steps:,} steps, "
                f"context {cap.max_context}, batch {cap.max_batch}, "
-               f"{_duration(cap.max_seconds)} per run; {trainer_slots().limit} run(s) at a time.")
+               f"{_duration(cap.max_seconds)} per run; "
+               f"{counted(trainer_slots().limit, 'run')} at a time.")
     if st.button("Start training", type="primary", icon=":material/play_arrow:",
                  disabled=bool(s.problems) or active, key="tr_start"):
         card = {"name": f"trained-{s.corpus_name}-{s.spec.tokenizer}", "corpus": s.corpus_name,
@@ -154,9 +156,11 @@ def live_panel(holder: SessionTrainer, active: bool) -> None:
 def _draw(job: TrainingJob, snap: Snapshot) -> None:
     v = job.run.model.vocab_size
     if snap.status == "queued":
-        st.info(f"Waiting for a free trainer: this server trains {trainer_slots().limit} model(s) "
-                f"at a time and {snap.others_running} run(s) are in progress, so yours is "
-                "queued. It starts by itself when one ends — keep this tab open.",
+        st.info(f"Waiting for a free trainer: this server trains "
+                f"{counted(trainer_slots().limit, 'model')} at a time and "
+                f"{counted(snap.others_running, 'run')} "
+                f"{'is' if snap.others_running == 1 else 'are'} in progress, so yours is queued. "
+                "It starts by itself when one ends — keep this tab open.",
                 icon=":material/hourglass_top:")
         st.button("Cancel", key="tr_cancel", on_click=job.stop, icon=":material/close:")
         return

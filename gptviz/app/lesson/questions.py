@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import torch
 
 from gptviz.app.shared.chips import token_label
+from gptviz.circuits import kind_scores
 from gptviz.tokenizers.base import TokenInfo
 
 TIE = 1e-6  # two numbers closer than this are a tie: no question is asked on a tie
@@ -186,15 +188,18 @@ def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: 
 def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
     """Which head of a layer puts the most weight on the previous token, on average?
 
-    >>> p = np.stack([np.eye(3), np.eye(3, k=-1) + np.eye(3) * [[1], [0], [0]]])
+    Scored as the Attention page's head taxonomy scores it (``circuits.kind_scores``): the
+    mean weight on key i−1 over the queries i = 2 … T−1, so both pages give the same numbers.
+
+    >>> p = np.stack([np.eye(4), np.eye(4, k=-1) + np.eye(4) * [[1], [0], [0], [0]]])
     >>> q = previous_token_head(p, 0); q.choices[q.answer]
     'head 1'
     """
     p = np.asarray(patterns, np.float64)  # (n_head, T, T)
-    if p.shape[0] < 2 or p.shape[-1] < 2:
+    if p.shape[0] < 2 or p.shape[-1] < 3:
         return None
     t = p.shape[-1]
-    score = p[:, np.arange(1, t), np.arange(t - 1)].mean(axis=1)  # (n_head,)
+    score = kind_scores(torch.from_numpy(p)[None])["previous-token"][0].numpy()  # (n_head,)
     best = int(np.argmax(score))
     if np.sum(score >= score[best] - TIE) > 1:
         return None
@@ -202,7 +207,9 @@ def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
     return Question(f"A *previous-token head* sends each token's attention to the token just "
                     f"before it. Which head of layer {layer} does that most, on average over "
                     "your prompt?", tuple(f"head {h}" for h in range(p.shape[0])), best,
-                    f"Mean weight on the previous token, w[i, i−1]: {scores}.")
+                    f"Mean weight on the previous token, w[i, i−1], over the queries "
+                    f"i = 2 … {t - 1} (as the Attention page's head taxonomy measures it): "
+                    f"{scores}.")
 
 
 def ffn_norm(before: float, after: float, layer: int, label: str) -> Question | None:

@@ -13,6 +13,7 @@ import pytest
 import torch
 from plotly.offline import get_plotlyjs
 
+from gptviz import attention_math as am
 from gptviz import generate as gen
 from gptviz.app.lesson.handout import lesson_handout
 from gptviz.app.lesson.presenter import PRESENTER_CSS
@@ -24,6 +25,7 @@ from gptviz.app.shared.inputs import Prompt, example_prompt
 from gptviz.app.shared.picker import SESSION_MODELS, Picked
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints import Checkpoint, bundled_models, load_checkpoint
+from gptviz.circuits import kind_scores
 from tests.helpers import app_test, figures, rerun, texts, tiny_gpt
 
 MODELS = sorted(bundled_models())
@@ -117,7 +119,8 @@ def _model_answers(ckpt: Checkpoint, ls) -> dict[int, str]:
     x_post = cache[f"blocks.{layer}.hook_resid_post"][0, last]
     ln_in = (e + p)[last] if layer == 0 else cache[f"blocks.{layer - 1}.hook_resid_post"][0, last]
     pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0]  # (H, N, N)
-    prev = torch.stack([pattern[h].diagonal(-1).mean() for h in range(c.n_head)])
+    # the Attention page's head taxonomy's score: the weight on key i-1 over queries i >= 2
+    prev = torch.stack([pattern[h].diagonal(-1)[1:].mean() for h in range(c.n_head)])
     y = logits[0, -1].double()
     ent = [float(-(q * q.clamp_min(1e-300).log()).sum())
            for q in (torch.softmax(y / 0.2, 0), torch.softmax(y / 2.0, 0))]
@@ -157,6 +160,10 @@ def test_every_question_has_one_right_answer_the_models(name, ckpt, text):
             assert q.choices[q.answer] == str(n)
         else:
             assert q.choices[q.answer] == expected[step], (name, step, q.choices)
+        if step == 8:  # the numbers given are the taxonomy's scores of the layer's heads
+            patterns = torch.from_numpy(np.asarray(am.all_patterns(ls.cache, ls.config.n_layer)))
+            taxonomy = kind_scores(patterns)["previous-token"][ls.layer]  # (H,)
+            assert all(f"head {h}: {float(v):.3f}" in q.why for h, v in enumerate(taxonomy))
     assert asked >= 6, f"{name}: only {asked} questions"
 
 
@@ -250,11 +257,13 @@ def _right_choice(at) -> str:
     return show_bytes(ckpt.tokenizer.id_to_bytes(best))
 
 
-@pytest.mark.parametrize("prompt", ["", "   \n "])
-def test_an_empty_prompt_gets_a_message(prompt):
-    at = lesson_app(prompt=prompt)
+def test_an_empty_prompt_gets_a_message_and_blanks_are_a_prompt():
+    at = lesson_app(prompt="")
     assert "there is none to follow" in texts(at, "info")
     assert not figures(at) and not at.subheader
+    at = lesson_app(prompt="   \n ")  # blanks are tokens, as on every other page
+    assert "there is none to follow" not in texts(at, "info")
+    assert at.subheader
 
 
 def test_hostile_and_long_prompts_build_every_step():

@@ -20,6 +20,7 @@ from tests.helpers import (
     figures,
     rerun,
     run_page,
+    svg_charts,
     texts,
     tiny_gpt,
     z_of,
@@ -137,6 +138,15 @@ def test_empty_prompt_gets_a_message(page):
     at = run_page(page, prompt="")
     assert "The prompt is empty" in texts(at, "info")
     assert not figures(at)
+
+
+@pytest.mark.parametrize("page", ["embeddings", "attention", "block", "generation"])
+def test_a_prompt_of_blanks_is_read_like_any_text_on_every_page(page):
+    at = run_page(page, prompt="   \n\t  ")  # spaces, a line break and a tab: 7 tokens
+    assert "The prompt is empty" not in texts(at, "info")
+    if page != "generation":  # it starts from the text as it is and says nothing
+        assert "only spaces and line breaks" in texts(at, "info")
+        assert figures(at) or svg_charts(at)  # the page goes on with the 7 tokens
 
 
 def test_long_prompt_is_cropped_and_the_crop_is_shown():

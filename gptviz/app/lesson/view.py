@@ -16,7 +16,7 @@ from gptviz.app.lesson.presenter import CONTROLS, REVEAL, nav_buttons
 from gptviz.app.lesson.questions import Question, md
 from gptviz.app.lesson.run import Lesson, StepView
 from gptviz.app.lesson.steps import STEPS, TITLES
-from gptviz.app.shared.inputs import Prompt, encode, layer_and_head, prompt_input
+from gptviz.app.shared.inputs import Prompt, encode, head_input, layer_input, prompt_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import plot
 
@@ -53,11 +53,11 @@ def settings(picked: Picked) -> tuple[Prompt | None, int, int, float, int]:
         text = prompt_input(ckpt)
         with st.expander("The prompt's tokens, and notes on them", icon=":material/token:"):
             prompt = encode(ckpt, text)  # folded: step 1 asks about them before showing them
-        left, right = st.columns([2, 1])
-        with left:
-            layer, head = layer_and_head(ckpt.config.n_layer, ckpt.config.n_head)
-        t = right.slider("Temperature T", 0.0, 3.0, 1.0, 0.05, key="temperature",
-                         bind="query-params", help="P_T = softmax(y_N / T); T = 0 is greedy.")
+        with st.container(horizontal=True, gap="large"):  # wraps when the row is narrow
+            layer, head = layer_input(ckpt.config.n_layer), head_input(ckpt.config.n_head)
+            t = st.slider("Temperature T", 0.0, 3.0, 1.0, 0.05, key="temperature",
+                          bind="query-params", width=280,
+                          help="P_T = softmax(y_N / T); T = 0 is greedy.")
         step = st.segmented_control("Jump to step", list(range(1, N_STEPS + 1)), default=1,
                                     required=True, format_func=str, key=STEP,
                                     bind="query-params")

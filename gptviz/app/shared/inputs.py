@@ -14,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from gptviz.app.shared.chips import prompt_chips_html, token_label
+from gptviz.app.shared.notes import counted
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, set_linked_text
 from gptviz.checkpoints import Checkpoint
 from gptviz.model import GPTConfig
@@ -94,7 +95,7 @@ def encode(ckpt: Checkpoint, text: str) -> Prompt | None:
     Returns None (after saying why) for an empty prompt or one that cannot be encoded.
     """
     text = cap_text(text)
-    if not text.strip():
+    if not text:
         st.info("The prompt is empty: type some text above (or use the example prompt) to see "
                 "the model at work.", icon=":material/edit_note:")
         return None
@@ -103,6 +104,14 @@ def encode(ckpt: Checkpoint, text: str) -> Prompt | None:
     except TokenizerError as exc:
         problem(f"This model's tokenizer cannot read the prompt: {exc}")
         return None
+    if not tokens:  # e.g. blanks, for a tokenizer that drops them
+        st.info("The prompt gives no tokens: type some text above (or use the example "
+                "prompt) to see the model at work.", icon=":material/edit_note:")
+        return None
+    if not text.strip():  # spaces and line breaks are tokens too, as on the Generation page
+        st.info("The prompt is only spaces and line breaks. They are tokens like any other "
+                "(shown as · and ↵), so the model reads them; type some text to see more.",
+                icon=":material/space_bar:")
     prompt = Prompt(text, tokens, max(0, len(tokens) - page_tokens(ckpt.config)))
     st.html(prompt_chips_html(tokens, text, prompt.dropped))
     _notes(prompt, ckpt)
@@ -137,8 +146,9 @@ def _notes(prompt: Prompt, ckpt: Checkpoint) -> None:
                    f"cut, {how} (faded above).", icon=":material/content_cut:")
     unknown = sum(t.unknown for t in prompt.tokens)
     if unknown:
-        st.warning(f"{unknown} piece(s) of the prompt are not in this model's vocabulary and "
-                   f"became {UNK} (red chips); the model learned little about that id. "
+        st.warning(f"{counted(unknown, 'piece')} of the prompt {'is' if unknown == 1 else 'are'} "
+                   f"not in this model's vocabulary and became {UNK} (red chips); the model "
+                   "learned little about that id. "
                    "Try the example prompt.", icon=":material/help:")
     if "<|" in prompt.text and "|>" in prompt.text:
         specials = ", ".join(sorted(ckpt.tokenizer.special_tokens)) or "none"
@@ -179,13 +189,10 @@ def head_input(n_head: int) -> int:
 
 
 def layer_and_head(n_layer: int, n_head: int) -> tuple[int, int]:
-    """Layer and head side by side."""
-    left, right = st.columns(2)
-    with left:
-        layer = layer_input(n_layer)
-    with right:
-        head = head_input(n_head)
-    return layer, head
+    """Layer and head side by side, one under the other when the row is too narrow for both
+    (columns would clip a control's last options instead)."""
+    with st.container(horizontal=True, gap="large"):
+        return layer_input(n_layer), head_input(n_head)
 
 
 def position_input(prompt: Prompt, label: str = "Token", key: str = "position",

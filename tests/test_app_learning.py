@@ -5,6 +5,7 @@ whose loss is NaN), an uploaded model, and a shared model that never changes."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -119,9 +120,12 @@ def test_the_eta_slider_moves_p_y_and_says_when_eta_is_zero_too_large_or_nan():
 def test_bad_windows_and_positions_get_messages():
     at = run_page("learning")
     at.number_input(key="start").set_value(10**9)
-    rerun(at)
-    assert "window start 1,000,000,000 is out of range" in texts(at, "error")
-    assert not svg_charts(at)
+    rerun(at)  # past the end: a note, and the page goes on with the last window
+    assert "Window start 1,000,000,000 is past the end of the text" in texts(at, "warning")
+    assert not at.error and svg_charts(at) and at.tabs
+    windows = int(re.search(r"Window [\d,]+ of ([\d,]+)", texts(at, "caption"))[1].replace(",", ""))
+    assert f"Window {windows - 1:,} of {windows:,}" in texts(at, "caption")  # the last one
+    assert f"the last window starts at {windows - 1:,}" in texts(at, "warning")
     at.number_input(key="start").set_value(89_000)
     rerun(at)
     assert "reaches into the held-out validation tail" in texts(at, "caption")

@@ -262,6 +262,8 @@ def test_loss_figure_thins_long_runs_and_marks_ln_v():
     guesses = [t for t in fig.data if t.mode == "lines+text"]
     assert guesses[0].y[0] == pytest.approx(math.log(100)) and guesses[1].y[0] == 100
     assert thin(0, 5).size == 0
+    # the log axis labels 2 and 5 between decades, not every digit ("100 9 8 7 …" crowded)
+    assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis2.dtick == "D2"
 
 
 def test_windows_show_x_over_y_shifted_by_one():

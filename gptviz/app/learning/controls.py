@@ -18,6 +18,7 @@ import streamlit as st
 
 from gptviz.app.learning.figures import window_chips_html
 from gptviz.app.shared.cache import vocab_labels
+from gptviz.app.shared.notes import counted
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import cap_text, problem
 from gptviz.checkpoints import Checkpoint
@@ -188,6 +189,11 @@ def window_or_stop(picked: Picked, source: Source) -> Window:
                  args=(last,), disabled=last < 0)
     _url_note(raw, "window start", start)
     _window_note(picked.checkpoint.model, n)
+    if 0 <= last < start:  # past the end: keep the page, take the last window
+        st.warning(f"Window start {int(start):,} is past the end of the text: the last "
+                   f"window starts at {last:,}, so that one is shown. Pick a start from 0 to "
+                   f"{last:,}.", icon=":material/last_page:")
+        start = last
     try:
         window = take_window(source.ids, int(start), n)
     except LearningError as exc:
@@ -226,9 +232,9 @@ def _unknown_note(picked: Picked, window: Window) -> None:
     unk = picked.checkpoint.tokenizer.special_tokens.get(UNK)
     count = sum(i == unk for i in (*window.x, window.y[-1])) if unk is not None else 0
     if count:
-        st.warning(f"{count} token(s) of this window are {UNK}: text this model's vocabulary "
-                   "does not have. Its predictions there mean little; try another window or "
-                   "text.", icon=":material/help:")
+        st.warning(f"{counted(count, 'token')} of this window {'is' if count == 1 else 'are'} "
+                   f"{UNK}: text this model's vocabulary does not have. Its predictions "
+                   "there mean little; try another window or text.", icon=":material/help:")
 
 
 def position_or_stop(picked: Picked, window: Window, typical: int) -> int:

@@ -90,7 +90,10 @@ def loss_figure(losses: Sequence[tuple[int, float]], evals: Sequence[tuple[int, 
     layout = dict(
         xaxis=dict(domain=[0, 0.45], anchor="y", **step_axis),
         xaxis2=dict(domain=[0.55, 1], anchor="y2", **step_axis),
-        yaxis=dict(anchor="x", rangemode="tozero"), yaxis2=dict(anchor="x2", type="log"),
+        yaxis=dict(anchor="x", rangemode="tozero"),
+        # labels at 2 and 5 between the decades: plotly's default labels every digit, which
+        # crowd into "100 9 8 7 …" at this height
+        yaxis2=dict(anchor="x2", type="log", dtick="D2"),
         annotations=titles, height=360, margin=dict(l=10, r=10, t=40, b=10),
         hovermode="x unified", legend=dict(orientation="h", y=-0.22))
     return go.Figure(dict(data=data, layout=layout))

@@ -85,6 +85,8 @@ def test_next_token_appends_exactly_one_token():
 def test_temperature_zero_is_deterministic_and_greedy():
     at = run_page("generation", temperature="0")
     assert "Greedy decoding" in messages(at)
+    next_step = " ".join(m.value for m in at.markdown if "The next step" in m.value)
+    assert "append the most probable token" in next_step and "seed" not in next_step
     first = generate(at, 12)
     click(at, "gen_reset")
     at.number_input(key="seed").set_value(99).run()  # greedy ignores the seed

@@ -74,7 +74,9 @@ def test_the_slider_replays_the_bundled_snapshot_on_fixed_axes():
         layout["xaxis"]["range"][1]
     loss = figure(at, "Loss over training")
     assert [s["x0"] for s in loss["layout"]["shapes"]] == [800]
-    assert figure(at, "Induction score over training")["layout"]["shapes"][0]["x0"] == 800
+    induction = figure(at, "Induction score over training")["layout"]
+    assert induction["shapes"][0]["x0"] == 800
+    assert induction["yaxis"]["range"][0] == 0 and induction["yaxis"]["range"][1] >= 1  # 0 … 1
 
     # the grid's first head is the snapshot's layer-0 head-0 pattern on the page's window
     start, n = at.number_input(key="start").value, ckpt.config.context_length

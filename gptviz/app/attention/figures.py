@@ -50,6 +50,9 @@ def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
 
     >>> figs = head_step_figures({"pattern": np.eye(2)}, ["a", "b"]); list(figs)
     ['pattern']
+    >>> mask = np.triu(np.full((2, 2), -np.inf), 1)
+    >>> head_step_figures({"M": mask}, ["a", "b"])["M"].data[0].showscale
+    False
     """
     figs = {}
     for name, values in steps.items():
@@ -60,6 +63,8 @@ def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
         square = name in ("scores", "M", "masked scores", "pattern")
         figs[name] = heatmap(m, tokens if square else None, tokens, kind=kind, title=caption,
                              x_title="key" if square else "", y_title="token")
+        if name == "M":  # two values, 0 and −∞ (the gaps, written in): a colour bar would
+            figs[name].update_traces(showscale=False)  # show a range M does not have
         # (Q, K, V, Z: no x title, it would run into theirs; the caption says "dimensions")
     return figs
 

@@ -78,8 +78,9 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
     labels = vocab_labels(picked)
     st.markdown("At initialisation every entry of E is drawn on its own from N(0, 0.02²), so "
                 "each row is a random vector; random vectors in "
-                f"{config.d_model} dimensions are nearly orthogonal, so no token is closer to "
-                "one than to another. Training moves tokens that are used alike towards each "
+                f"{config.d_model} dimensions are nearly orthogonal: their cosines scatter "
+                f"around 0 by about 1/√d ≈ {config.d_model ** -0.5:.2f}, so which tokens come out "
+                "nearest is chance. Training moves tokens that are used alike towards each "
                 "other. Left the trained matrix, right the same shapes freshly initialised "
                 f"with the seed training starts from ({key[1]}).")
     if config.vocab_size > ve.MAX_POINTS:

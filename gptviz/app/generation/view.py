@@ -68,8 +68,9 @@ def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> N
                         c=chosen, p=figs.share(float(step.probs[step.chosen]))) + ".")
     else:
         st.markdown(f"**The next step** ({sampling_caption(v.sampling)}): press *Next token* to "
-                    "append a token drawn from this distribution (with this seed: "
-                    f"**`{chosen}`**).")
+                    + (f"append the most probable token, **`{chosen}`**." if v.sampling.greedy
+                       else "append a token drawn from this distribution (with this seed: "
+                       f"**`{chosen}`**)."))
     left, right = st.columns([1, 1.3])
     k = min(10, int((step.probs > 0).sum()))
     sym = symbol(step, v.sampling)

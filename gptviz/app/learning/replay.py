@@ -101,8 +101,11 @@ def induction_figure(evals: Sequence[dict], step: int) -> go.Figure:
     fig = go.Figure(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts],
                                mode="lines+markers", name="induction score",
                                line_color="#2ca02c"))
+    # the score's whole scale, 0 to 1: scaled to the data, noise of 0.01 looked like the
+    # phase change
+    top = max([1.0, *(p[1] for p in pts)])
     fig.update_layout(title="Induction score over training", height=300, xaxis_title="step",
-                      yaxis_title="score", margin=MARGIN,
+                      yaxis=dict(title="score", range=[0, top * 1.02]), margin=MARGIN,
                       shapes=[marker(step)])
     return fig
 

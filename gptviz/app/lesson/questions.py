@@ -156,8 +156,9 @@ def layernorm_variance(var_standardised: float, var_before: float, d: int) -> Qu
                     f"last token's row (σ² = {var_before:.3f} before), what is the variance "
                     "of x̂?", choices, answer,
                     f"var(x̂) = σ²/(σ² + ε) = **{var_standardised:.6f}**: a hair under 1, "
-                    "because of ε. Every row leaves with mean 0 and variance ≈ 1, whatever "
-                    "its scale was.")
+                    "because of ε. Standardised, every row has mean 0 and variance ≈ 1, "
+                    "whatever its scale was; λ and b then rescale and shift each dimension, "
+                    "so the rows leave LayerNorm with the spread training chose.")
 
 
 def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: int

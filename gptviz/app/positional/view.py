@@ -131,7 +131,9 @@ def learned(picked: Picked) -> None:
                     f"$P\\in\\mathbb{{R}}^{{{c.context_length}\\times {c.d_model}}}$ "
                     "(row i is added to the token at position i), started random and shaped "
                     "only by the training loss. Compare its similarity matrix with the "
-                    "sinusoidal one: training often finds a similar band along the diagonal.")
+                    "sinusoidal one, whose band along the diagonal says that nearby positions "
+                    "are alike: a learned table has such a band only if training needed one, "
+                    "and a small model trained briefly often has little of it.")
     three_views(picked, P, "model", "this model's PE")
 
 

@@ -245,7 +245,7 @@ def test_the_score_counts_the_answers_given():
     assert "the model's answer is" in texts(at, "error")
     at.session_state["step"] = N
     rerun(at)
-    assert "Your score: 1 of 2 answered" in texts(at, "markdown")
+    assert "Your score: 1 right of 2 answered" in texts(at, "markdown")
 
 
 def _right_choice(at) -> str:

@@ -170,7 +170,7 @@ def score(ls: Lesson) -> None:
         return
     right = sum(q.right(c) for q, c in done.values())
     answered = sum(c is not None for _, c in done.values())
-    st.markdown(f"#### Your score: {right} of {answered} answered "
+    st.markdown(f"#### Your score: {right} right of {answered} answered "
                 f"({len(done)} revealed)")
     st.dataframe(pd.DataFrame({
         "step": list(done),

@@ -20,6 +20,7 @@ import streamlit as st
 from gptviz.app.shared.budget import ModelBudget, Shelf, model_bytes
 from gptviz.app.shared.memory import give_back
 from gptviz.app.shared.named import label, load_named, named_list, named_models
+from gptviz.app.shared.notes import held_out_line
 from gptviz.checkpoints import (
     DEFAULT_MODEL,
     MODELS_DIR,
@@ -238,32 +239,6 @@ def describe(picked: Picked) -> str:
     return (f"{c.n_layer} layers · {c.n_head} heads · d={c.d_model} · context {c.context_length}"
             f" · |V|={c.vocab_size:,} · {n / 1e6:.2f}M params · {c.positional} positions{tail}")
 
-
-
-def held_out_line(card: dict) -> str:
-    """The model's held-out loss as its card gives it: one total, spread over the tokens it
-    predicted and over the characters of the text (one token fewer than characters for a
-    character model: the first is never predicted, so the two figures differ a little).
-
-    >>> held_out_line({"held_out": {"nats_per_token": 3.9, "nats_per_char": 1.41}})
-    'held-out loss 3.900 nats/token = 1.410 nats/char'
-    >>> held_out_line({"held_out": {"nats_per_token": 2.7496, "nats_per_char": 2.7495,
-    ...                             "tokens": 36581, "chars": 36582}})
-    'held-out loss 2.750 nats per predicted token (36,581) = 2.749 nats per character (36,582)'
-    >>> held_out_line({"final_val_loss": 2.5}), held_out_line({"held_out": "?"})
-    ('val loss 2.500', '')
-    """
-    held = card.get("held_out")
-    if isinstance(held, dict):
-        per_token, per_char = held.get("nats_per_token"), held.get("nats_per_char")
-        tokens, chars = held.get("tokens"), held.get("chars")
-        if all(isinstance(v, (int, float)) for v in (per_token, per_char)):
-            if isinstance(tokens, int) and isinstance(chars, int):
-                return (f"held-out loss {per_token:.3f} nats per predicted token ({tokens:,}) "
-                        f"= {per_char:.3f} nats per character ({chars:,})")
-            return f"held-out loss {per_token:.3f} nats/token = {per_char:.3f} nats/char"
-    val = card.get("final_val_loss")
-    return f"val loss {val:.3f}" if isinstance(val, (int, float)) else ""
 
 
 def induction_line(card: dict) -> str:

@@ -18,7 +18,7 @@ import streamlit as st
 
 from gptviz.app.learning.figures import window_chips_html
 from gptviz.app.shared.cache import vocab_labels
-from gptviz.app.shared.notes import counted
+from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import cap_text, problem
 from gptviz.checkpoints import Checkpoint
@@ -232,7 +232,7 @@ def _unknown_note(picked: Picked, window: Window) -> None:
     unk = picked.checkpoint.tokenizer.special_tokens.get(UNK)
     count = sum(i == unk for i in (*window.x, window.y[-1])) if unk is not None else 0
     if count:
-        st.warning(f"{counted(count, 'token')} of this window {'is' if count == 1 else 'are'} "
+        st.warning(f"{counted(count, 'token')} of this window {agree(count, 'is', 'are')} "
                    f"{UNK}: text this model's vocabulary does not have. Its predictions "
                    "there mean little; try another window or text.", icon=":material/help:")
 

@@ -15,7 +15,7 @@ from gptviz.app.block import formulas as mb
 from gptviz.app.lesson import formulas as lt
 from gptviz.app.lesson import questions as q
 from gptviz.app.lesson.run import Lesson, StepView
-from gptviz.app.shared.notes import counted
+from gptviz.app.shared.notes import agree, counted
 from gptviz.model.config import ACTIVATION_TEXT
 from gptviz.model.names import act_name
 
@@ -95,7 +95,7 @@ def all_heads(ls: Lesson) -> StepView:
         f"A layer {several} Their outputs $z^{{(h)}}$ ({ls.n} × {c.d_head} each) are laid side "
         f"by side and multiplied by $W_O$, back to $d = {c.d_model}$ columns, and the result "
         f"is added to the residual stream. The grid shows every pattern of "
-        f"{'the' if c.n_layer == 1 else 'all'} {counted(c.n_layer, 'layer')}, layers down and "
+        f"{agree(c.n_layer, 'the', 'all')} {counted(c.n_layer, 'layer')}, layers down and "
         "heads across; the framed one is the head of the previous step.")
     return StepView(narrative, [fig], [lt.heads_formula(ls.n, c.d_model, c.n_head, c.d_head,
                                                         c.bias)],

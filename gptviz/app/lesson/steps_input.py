@@ -20,7 +20,7 @@ from gptviz.app.positional import figures as vp
 from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.shared.chips import prompt_chips_html, token_table
 from gptviz.app.shared.heatmaps import thin_ticks, title_room
-from gptviz.app.shared.notes import counted
+from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.widgets import LINK_LIMIT
 from gptviz.app.tokenizers import formulas as tok_tex
 from gptviz.app.tokenizers.controls import LABELS
@@ -56,11 +56,11 @@ def tokens(ls: Lesson) -> StepView:
     corpus = Path(str(ls.ckpt.card.get("corpus", ""))).stem
     learned = f", learned from the {q.md(corpus)} corpus" if corpus else ""
     crop = (f" The model reads at most $N = {c.context_length}$ tokens (its context window), so "
-            f"{counted(p.dropped, 'token')} at the start {'is' if p.dropped == 1 else 'are'} cut: "
-            f"{'it is' if p.dropped == 1 else 'they are'} faded, above the ✂."
+            f"{counted(p.dropped, 'token')} at the start {agree(p.dropped, 'is', 'are')} cut: "
+            f"{agree(p.dropped, 'it is', 'they are')} faded, above the ✂."
             if p.dropped else "")
     unknown = sum(t.unknown for t in p.tokens)
-    unk = (f" {counted(unknown, 'piece')} {'is' if unknown == 1 else 'are'} not in the "
+    unk = (f" {counted(unknown, 'piece')} {agree(unknown, 'is', 'are')} not in the "
            f"vocabulary and became {q.md(UNK)} (red)." if unknown else "")
     narrative = (
         "A GPT never reads letters. A *tokenizer* cuts the text into pieces taken from a fixed "

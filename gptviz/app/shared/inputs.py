@@ -14,7 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from gptviz.app.shared.chips import prompt_chips_html, token_label
-from gptviz.app.shared.notes import counted
+from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, set_linked_text
 from gptviz.checkpoints import Checkpoint
 from gptviz.model import GPTConfig
@@ -146,7 +146,7 @@ def _notes(prompt: Prompt, ckpt: Checkpoint) -> None:
                    f"cut, {how} (faded above).", icon=":material/content_cut:")
     unknown = sum(t.unknown for t in prompt.tokens)
     if unknown:
-        st.warning(f"{counted(unknown, 'piece')} of the prompt {'is' if unknown == 1 else 'are'} "
+        st.warning(f"{counted(unknown, 'piece')} of the prompt {agree(unknown, 'is', 'are')} "
                    f"not in this model's vocabulary and became {UNK} (red chips); the model "
                    "learned little about that id. "
                    "Try the example prompt.", icon=":material/help:")

@@ -26,6 +26,15 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
+def agree(n: int, one: str, many: str) -> str:
+    """The word that agrees with a count of ``n``: ``one`` for 1, else ``many``.
+
+    >>> f"{counted(1, 'piece')} {agree(1, 'is', 'are')}", agree(3, "it is", "they are")
+    ('1 piece is', 'they are')
+    """
+    return one if n == 1 else many
+
+
 def held_out_line(card: dict) -> str:
     """The model's held-out loss as its card gives it: one total, spread over the tokens it
     predicted and over the characters of the text (one token fewer than characters for a

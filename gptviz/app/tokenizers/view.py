@@ -9,7 +9,7 @@ import streamlit as st
 
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.shared.chips import merges_table, show_bytes, token_chips_html, token_table, visible
-from gptviz.app.shared.notes import counted, index_note
+from gptviz.app.shared.notes import agree, counted, index_note
 from gptviz.app.shared.widgets import csv_download, on_demand, problem, text_block
 from gptviz.app.tokenizers import formulas as latex
 from gptviz.app.tokenizers.controls import LABELS, gpt2_as_our_bpe, loaded
@@ -41,13 +41,13 @@ def tokens_section(tok: Tokenizer, text: str, tokens, name: str) -> None:
     notes = []
     if n_unk:
         notes.append(f"**{counted(n_unk, 'piece')}** of the text "
-                     f"{'is' if n_unk == 1 else 'are'} not in the vocabulary and became `{UNK}` "
+                     f"{agree(n_unk, 'is', 'are')} not in the vocabulary and became `{UNK}` "
                      "(red): decoding cannot give them back.")
     if n_partial:
-        one = n_partial == 1
-        notes.append(f"**{counted(n_partial, 'token')}** {'holds' if one else 'hold'} only part "
-                     f"of a multi-byte UTF-8 character; {'it is' if one else 'they are'} shown as "
-                     "their bytes ‹…› with a dashed border.")
+        notes.append(f"**{counted(n_partial, 'token')}** {agree(n_partial, 'holds', 'hold')} "
+                     "only part of a multi-byte UTF-8 character; "
+                     f"{agree(n_partial, 'it is', 'they are')} shown as their bytes ‹…› with a "
+                     "dashed border.")
     if "<|" in text and "|>" in text:
         notes.append("The text contains something that looks like a special token. It is "
                      "encoded as ordinary text unless *Recognise special tokens* is on.")

@@ -13,7 +13,7 @@ import streamlit as st
 
 from gptviz.app.shared.cache import per_model, untrained_twin
 from gptviz.app.shared.chips import show_bytes, visible
-from gptviz.app.shared.notes import counted
+from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
 from gptviz.app.shared.trainers import trainer_slots
@@ -159,7 +159,7 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
         st.info(f"Waiting for a free trainer: this server trains "
                 f"{counted(trainer_slots().limit, 'model')} at a time and "
                 f"{counted(snap.others_running, 'run')} "
-                f"{'is' if snap.others_running == 1 else 'are'} in progress, so yours is queued. "
+                f"{agree(snap.others_running, 'is', 'are')} in progress, so yours is queued. "
                 "It starts by itself when one ends — keep this tab open.",
                 icon=":material/hourglass_top:")
         st.button("Cancel", key="tr_cancel", on_click=job.stop, icon=":material/close:")

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from gptviz.app.shared.heatmaps import (
     as_float32,
+    clip_colours,
     heatmap,
     legend_on_top,
     matrix_panels,
@@ -20,13 +21,13 @@ CURVES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e3
 
 
 def pe_heatmap(P, title: str = "PE: positions × dimensions") -> go.Figure:
-    """The (N, d) table, position i down, dimension across.
+    """The (N, d) table, position i down, dimension across, over ±r of ``clipped_range``.
 
     >>> pe_heatmap(np.zeros((4, 2))).data[0].z.shape
     (4, 2)
     """
-    return heatmap(P, None, None, kind="signed", title=title, x_title="dimension",
-                   y_title="position i")
+    return clip_colours(heatmap(P, None, None, kind="signed", title=title,
+                                x_title="dimension", y_title="position i"), P)
 
 
 def pe_curves(P, dims: Sequence[int], title: str = "chosen dimensions along the positions"
@@ -55,13 +56,16 @@ def pe_curves(P, dims: Sequence[int], title: str = "chosen dimensions along the 
 
 def pe_similarity_heatmap(S, title: str = "position similarity PE · PEᵀ") -> go.Figure:
     """S (N, N): S[i, j] = PE_i · PE_j; for sinusoids it depends only on |i − j|
-    (``gptviz.positions.sinusoidal_shift_check``).
+    (``gptviz.positions.sinusoidal_shift_check``). Red above 0, blue below (learned
+    positions can point apart), over ±r of ``clipped_range``.
 
-    >>> pe_similarity_heatmap(np.eye(3)).layout.yaxis.autorange
-    'reversed'
+    >>> S = np.ones((20, 20)); S[0, 0] = 9.0
+    >>> t = pe_similarity_heatmap(S).data[0]
+    >>> t.zmin, t.zmax, t.zmid
+    (-1.0, 1.0, 0.0)
     """
-    return heatmap(S, None, None, kind="seq", title=title, x_title="position j",
-                   y_title="position i")
+    return clip_colours(heatmap(S, None, None, kind="signed", title=title,
+                                x_title="position j", y_title="position i"), S)
 
 
 def x_plus_pe_figure(X, PE, tokens: Sequence[str]) -> go.Figure:

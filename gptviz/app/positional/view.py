@@ -13,7 +13,7 @@ from gptviz.app.positional.compare import compare_view
 from gptviz.app.positional.order import order_view
 from gptviz.app.positional.rope import rope_positions, rope_sum
 from gptviz.app.shared.cache import activations, cached_figure
-from gptviz.app.shared.heatmaps import title_room
+from gptviz.app.shared.heatmaps import clip_note, title_room
 from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import SHOWN_DIMS, chart, csv_download, on_demand, plot
@@ -38,10 +38,14 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
     left, right = st.columns(2)
     heat = cached_figure(picked, f"pe-heat-{key}", (), lambda: title_room(
         vp.pe_heatmap(P, title=f"{name}: {n} positions × {d} dims")))
+    S = analysis.pe_similarity(P)  # (N, N)
     sim = cached_figure(picked, f"pe-sim-{key}", (), lambda: title_room(
-        vp.pe_similarity_heatmap(analysis.pe_similarity(P), title=f"{name}: similarity P Pᵀ")))
+        vp.pe_similarity_heatmap(S, title=f"{name}: similarity P Pᵀ")))
     plot(heat, key=f"heat-{key}", container=left)
     plot(sim, key=f"sim-{key}", container=right)
+    for container, what, values in ((left, name, P), (right, "P Pᵀ", S)):
+        if note := clip_note(what, values):
+            container.caption(note)
     if dims:
         chart(vp.pe_curves(P, dims, title=f"{name}: chosen dimensions along i"))
     if formula:

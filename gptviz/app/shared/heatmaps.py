@@ -21,6 +21,10 @@ MASKED = "−∞ (masked)"
 SCALES = {"prob": ("Blues", (0.0, 1.0)), "signed": ("RdBu_r", None), "seq": ("Viridis", None)}
 BLANK = "#d4d4d4"  # what a masked (NaN) cell shows
 MAX_LABELLED_SIDE = 32  # masked cells get a "−∞" label up to this many rows/columns
+# A cell this many times the 99th percentile of |values| stands out: a Gaussian matrix's
+# largest cell is ~1.6× it (4σ against 2.6σ) and a Laplace one's ~2.5×; a learned position
+# table's first row is 5–9× (clipped_range).
+OUTLIER = 3.0
 MAX_HOVER_CELLS = 60_000  # above this, hover shows numbers only (text arrays get heavy)
 # Streamlit's theme turns plotly's automargin on: a margin short of the labels, titles or
 # colour bar is widened after the chart is drawn, and the chart drawn a second time. The
@@ -154,7 +158,7 @@ def clipped_range(z) -> tuple[float, float]:
 
     r is top, unless a few cells stand far out: a learned position table's first row often
     has several times the norm of the others, and alone it would take the whole colour
-    scale, leaving every other cell one pale colour. Then (top > 1.5 × the 99th percentile
+    scale, leaving every other cell one pale colour. Then (top > OUTLIER × the 99th percentile
     of |z|) r is that percentile, and the cells beyond it show the scale's end colours.
 
     >>> S = np.ones((20, 20)); S[0, 0] = 9.0
@@ -167,7 +171,7 @@ def clipped_range(z) -> tuple[float, float]:
     a = a[np.isfinite(a)]
     top = float(a.max()) if a.size else 0.0
     p99 = float(np.percentile(a, 99)) if a.size else 0.0
-    return (p99 if p99 > 0 and top > 1.5 * p99 else top), top
+    return (p99 if p99 > 0 and top > OUTLIER * p99 else top), top
 
 
 def clip_colours(fig: go.Figure, z) -> go.Figure:

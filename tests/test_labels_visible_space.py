@@ -13,11 +13,13 @@ import re
 import pytest
 
 from gptviz.app.attention.circuit_figures import ov_bars
-from gptviz.app.shared.chips import show_bytes, visible
+from gptviz.app.shared.chips import show_bytes, token_label, visible
 from gptviz.app.shared.heatmaps import Shown, axis_labels, heatmap, shown_label
 from gptviz.app.shared.inputs import page_tokens
 from gptviz.app.shared.widgets import box_key
+from gptviz.app.shared.tex import tex_text
 from gptviz.checkpoints import bundled_models, load_checkpoint
+from gptviz.tokenizers.base import TokenInfo
 from tests.helpers import figure, run_page
 
 MODELS = sorted(bundled_models())
@@ -40,6 +42,22 @@ def test_heatmap_rows_named_head_h_read_head_space_h():
     assert list(fig.layout.yaxis.ticktext) == ["head 0", "head 1"]
     assert list(fig.layout.xaxis.ticktext) == ["a·b", "c"]  # tokens: spaces still shown
     assert fig.data[0].customdata[1][0].startswith("head 1 (1) → a·b (0)")
+
+
+def test_a_partial_tokens_bytes_stay_apart_by_a_space_on_every_axis():
+    """A token holding part of a UTF-8 character reads as its bytes, "‹e2 80›": the label
+    is display text already, so an axis, a hover text or a formula does not mark its
+    space again ("‹e2·80›", as a review found on the heatmaps)."""
+    part = TokenInfo(9, "\ufffd", b"\xe2\x80", (0, 1), partial=True)
+    word = TokenInfo(7, " a", b" a", (1, 3))
+    labels = [token_label(part), token_label(word)]
+    assert labels == ["‹e2 80›", "·a"]
+    fig = heatmap([[1.0, 0.0], [0.5, 0.5]], labels, labels, kind="prob")
+    assert list(fig.layout.xaxis.ticktext) == ["‹e2 80›", "·a"]
+    assert fig.data[0].customdata[1][0].startswith("·a (1) → ‹e2 80› (0)")
+    assert axis_labels(labels, 2) == ["‹e2 80›", "·a"]
+    assert tex_text(labels[0]) == r"\text{‹e2 80›}"
+    assert visible(visible(" a")) == "·a"  # a plain string is made visible once, as before
 
 
 def test_bars_of_position_labels_keep_the_separator_space():

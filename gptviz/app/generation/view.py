@@ -18,8 +18,8 @@ from gptviz.app.generation.branching import branch_view
 from gptviz.app.generation.controls import STEP, token_info
 from gptviz.app.generation.state import History, Viewed, sampling_caption
 from gptviz.app.shared.cache import activations, vocab_labels
-from gptviz.app.shared.chips import token_label
-from gptviz.app.shared.heatmaps import Shown, heatmap
+from gptviz.app.shared.chips import Shown, token_label
+from gptviz.app.shared.heatmaps import heatmap
 from gptviz.app.shared.inputs import layer_and_head
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot

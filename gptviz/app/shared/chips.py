@@ -33,12 +33,27 @@ padding:2px 4px 1px;color:#1d2129;white-space:pre;cursor:default}
 """
 
 
+class Shown(str):
+    """A label that is display text already, e.g. "head 0" or "3: ·the": ``axis_labels``
+    keeps it as it is. Only a token's own whitespace is made visible; a space the page
+    writes between a position and a token, or in "head 0", stays a space (made visible, it
+    would read "head·0"). Like ``markupsafe.Markup``, the type says the text is ready.
+
+    ``visible`` returns it as it is; ``token_label`` makes one.
+
+    >>> visible(Shown("head 0")), visible("head 0")
+    ('head 0', 'head·0')
+    """
+
+
 def visible(s: str) -> str:
     """Make whitespace and control characters visible.
 
     >>> visible("a b\\n\\x00")
     'a·b↵\\\\x00'
     """
+    if isinstance(s, Shown):
+        return s
     out = []
     for ch in s:
         if ch in _VISIBLE:
@@ -61,11 +76,18 @@ def hex_bytes(data: bytes) -> str:
     return " ".join(f"{b:02x}" for b in data)
 
 
-def token_label(tok: TokenInfo) -> str:
-    """What a chip shows: the visible string, or the bytes of a partial token."""
+def token_label(tok: TokenInfo) -> Shown:
+    """What a chip shows: the visible string, or the bytes of a partial token. It is
+    display text (``Shown``): an axis or a table that makes labels visible keeps it as it
+    is, so the space between two bytes does not become "·".
+
+    >>> token_label(TokenInfo(7, " a", b" a", (0, 2))), token_label(
+    ...     TokenInfo(9, "", b"\\xe2\\x80", (0, 1), partial=True))
+    ('·a', '‹e2 80›')
+    """
     if tok.partial:
-        return f"‹{hex_bytes(tok.bytes)}›"
-    return visible(tok.string) if tok.string else "∅"
+        return Shown(f"‹{hex_bytes(tok.bytes)}›")
+    return Shown(visible(tok.string) if tok.string else "∅")
 
 
 def chip(label: str, under: object, fill: str, tip: str, classes: str = "") -> str:

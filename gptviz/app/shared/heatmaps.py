@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from gptviz.app.shared.chips import visible
+from gptviz.app.shared.chips import Shown, visible
 
 MASKED = "−∞ (masked)"
 # kind -> (colour scale, fixed range or None); probabilities start at white = 0.
@@ -58,17 +58,6 @@ def as_float32(values) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
-class Shown(str):
-    """A label that is display text already, e.g. "head 0" or "3: ·the": ``axis_labels``
-    keeps it as it is. Only a token's own whitespace is made visible; a space the page
-    writes between a position and a token, or in "head 0", stays a space (made visible, it
-    would read "head·0"). Like ``markupsafe.Markup``, the type says the text is ready.
-
-    >>> axis_labels([Shown("head 0"), "a b"], 2)
-    ['head 0', 'a·b']
-    """
-
-
 def shown_label(token: str, prefix: str = "", suffix: str = "") -> Shown:
     """A label that writes ``prefix`` and ``suffix`` as they are around ``token`` made visible.
 
@@ -88,7 +77,7 @@ def axis_labels(labels: Sequence[str] | None, n: int) -> list[str]:
         return [str(i) for i in range(n)]
     if len(labels) != n:
         raise ValueError(f"{len(labels)} labels for an axis of {n} cells.")
-    return [str(s) if isinstance(s, Shown) else visible(str(s)) for s in labels]
+    return [str(visible(s if isinstance(s, str) else str(s))) for s in labels]
 
 
 def hover_text(z: np.ndarray, x: list[str], y: list[str], decimals: int = 3) -> np.ndarray:
@@ -187,8 +176,10 @@ def clip_note(what: str, z) -> str | None:
     """The sentence that goes with ``clip_colours`` when it clipped, else None.
 
     >>> S = np.ones((20, 20)); S[3, 4] = -9.0
-    >>> print(clip_note("P", S))
-    The colours of P stop at ±1, the 99th percentile of its |values|: 1 of its 400 cells goes beyond, up to −9 at row 3, column 4, and shows the end colour. Hover reads every value.
+    >>> print(clip_note("P", S))  # doctest: +NORMALIZE_WHITESPACE
+    The colours of P stop at ±1, the 99th percentile of its |values|: 1 of its 400 cells
+    goes beyond, up to −9 at row 3, column 4, and shows the end colour. Hover reads every
+    value.
     """
     r, top = clipped_range(z)
     if r >= top:

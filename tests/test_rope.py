@@ -164,3 +164,19 @@ def test_autocast_falls_back_to_rotating_copies():
             got = model(ids)
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.float(), want, atol=0.05, rtol=0.05)
+
+
+def test_a_table_first_made_while_generating_still_trains():
+    """``generate`` runs in inference mode; the shared table of angles it makes first must
+    still serve a training step with autograd afterwards (an inference tensor cannot be
+    saved for backward)."""
+    ROPE._tables.clear()
+    model = rope_gpt()
+    generate(model, [1, 2, 3], 40, seed=0)  # past the window: the table grows here
+    assert ROPE._tables and not any(t.is_inference() for t in ROPE._tables.values())
+    model.train()
+    loss = model(torch.tensor([[1, 2, 3, 4, 5]])).logsumexp(-1).mean()
+    loss.backward()  # would raise "Inference tensors cannot be saved for backward"
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+    ids = generate(model.eval(), [1, 2, 3], 40, seed=0)
+    assert ids == generate(model, [1, 2, 3], 40, seed=0, use_cache=False)

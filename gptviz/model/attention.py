@@ -171,8 +171,11 @@ class RopeTable:
         table = self._tables.get(key)
         if table is None or table.shape[0] < start + T:
             n = max(64, 2 ** math.ceil(math.log2(start + T)))
-            cos, sin = rope_angles(0, n, d, x.device)
-            table = torch.complex(cos, sin).to(_COMPLEX[x.dtype])  # (n, d/2)
+            # a plain tensor even when first made while generating (``generate`` runs in
+            # inference mode): training may use the same table with autograd afterwards
+            with torch.inference_mode(False):
+                cos, sin = rope_angles(0, n, d, x.device)
+                table = torch.complex(cos, sin).to(_COMPLEX[x.dtype])  # (n, d/2)
             self._tables[key] = table
         return table[start:start + T]
 

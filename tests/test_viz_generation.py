@@ -71,7 +71,7 @@ def test_temperature_panels_share_candidates_and_show_entropy():
     fig = figs.temperature_panels(list("abcd"), panels, logits.numpy(), k=3)
     assert len(fig.data) == 3
     titles = [a.text for a in fig.layout.annotations]
-    assert titles[0].startswith("T = 0.5 · H = ") and titles[2].startswith("T = 2.0")
+    assert titles[0].startswith("T = 0.5<br>H = ") and titles[2].startswith("T = 2.0")
     hs = [float(t.split("H = ")[1].split()[0]) for t in titles]
     assert hs == sorted(hs)  # higher T, flatter P_T, more entropy
     assert list(fig.layout.yaxis.ticktext) == ["a", "b", "c"]
@@ -81,7 +81,7 @@ def test_temperature_panels_share_candidates_and_show_entropy():
 def test_temperature_zero_panel_is_greedy():
     p = gen.next_token_probs(torch.tensor([1.0, 3.0]), 0)
     fig = figs.temperature_panels(["a", "b"], [(0.0, p.numpy(), gen.entropy(p))], [1.0, 3.0])
-    assert fig.layout.annotations[0].text == "T = 0 (greedy) · H = 0.000 nats"
+    assert fig.layout.annotations[0].text == "T = 0 (greedy)<br>H = 0.000"
 
 
 def test_sample_histogram_counts_every_draw():

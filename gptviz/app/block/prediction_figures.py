@@ -8,18 +8,67 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from gptviz.app.shared.heatmaps import axis_labels
+from gptviz.app.shared.heatmaps import axis_labels, label_px
 
 UP, DOWN, TOTAL = "#59a14f", "#e15759", "#4c78a8"  # raises, lowers, the sum
 MAX_BAR_TEXT = 40  # bars up to this many carry their value as text; more: hover only
+HEIGHT, TOP, BOTTOM = 460, 70, 10  # the figure's height and margins (px)
+TEXT_PX, PAD_PX = 15, 3  # a value label's height and its distance from the bar (plotly's)
+LINE_PX = 2  # room kept clear around the dashed line (px)
+
+
+def _plot_px(labels: Sequence[str], rotated: bool) -> float:
+    """At most the height (px) of the plot area: the figure less its margins and the room
+    the x tick labels take (rotated −45°: 0.71 of the longest one; level: one line)."""
+    ticks = 0.71 * label_px(labels) + 16 if rotated else 24
+    return HEIGHT - TOP - BOTTOM - ticks
+
+
+def _label_boxes(start: float, end: float, unit: float) -> dict[str, tuple[float, float]]:
+    """The y extent (data units) of a bar's value label in each place it can go, for a bar
+    from ``start`` to ``end`` and ``unit`` data units per pixel: beyond its end
+    ("outside", plotly's place), inside its end ("inside", only when the bar is tall
+    enough), or beyond its start ("base", drawn as an annotation)."""
+    up = end >= start
+    s = 1.0 if up else -1.0
+    pad, text = PAD_PX * unit, TEXT_PX * unit
+    boxes = {"outside": sorted((end + s * pad, end + s * (pad + text))),
+             "base": sorted((start - s * pad, start - s * (pad + text)))}
+    if abs(end - start) >= (2 * PAD_PX + TEXT_PX) * unit:
+        boxes["inside"] = sorted((end - s * pad, end - s * (pad + text)))
+    return {k: (a, b) for k, (a, b) in boxes.items()}
+
+
+def label_places(starts: Sequence[float], ends: Sequence[float], line: float,
+                 unit: float) -> list[str]:
+    """Where each bar's value label goes so that the dashed line at ``line`` does not cross
+    it: "outside" (beyond the bar's end) unless the line passes there, then "inside" the bar
+    when it is tall enough, else "base" (beyond its start, which the line then cannot reach:
+    the bar is shorter than a label).
+
+    >>> label_places([0.0, 2.0], [2.0, 2.5], line=2.6, unit=0.01)  # +0.5's label: on the line
+    ['outside', 'inside']
+    >>> label_places([2.4], [2.5], line=2.6, unit=0.01)  # too short for its label: below it
+    ['base']
+    """
+    clear = LINE_PX * unit
+    out = []
+    for a, b in zip(starts, ends, strict=True):
+        boxes = _label_boxes(a, b, unit)
+        out.append(next((k for k in ("outside", "inside", "base") if k in boxes and not (
+            boxes[k][0] - clear < line < boxes[k][1] + clear)), "outside"))
+    return out
 
 
 def logit_waterfall(labels: Sequence[str], values: Sequence[float], real: float,
                     title: str) -> go.Figure:
     """One bar per component, each starting where the previous one ended, then the sum Σ;
-    a dashed line marks the model's own logit ``real``.
+    a dashed line marks the model's own logit ``real``, named in a key above the plot.
 
-    The bars' ``y`` are float64: a reader can add them up to the last digit.
+    The bars' ``y`` are float64: a reader can add them up to the last digit. The y axis is
+    fixed (the bars, the line and room for a label at either end) so that the value labels'
+    place is known here: a label the dashed line would cross goes inside its bar, or beyond
+    the bar's start (``label_places``).
 
     >>> fig = logit_waterfall(["E", "FFN"], [1.5, -0.5], 1.0, "t")
     >>> list(fig.data[0].measure), list(fig.data[0].x)
@@ -28,18 +77,40 @@ def logit_waterfall(labels: Sequence[str], values: Sequence[float], real: float,
     y = np.asarray(values, dtype=np.float64)  # (C,)
     total = float(y.sum())
     n = len(y)
+    ends = np.append(np.cumsum(y), total)  # (C + 1,) where each bar ends; Σ from 0
+    starts = np.append(ends[:-1] - y, 0.0)
+    rotated = n > 12
+    names = [*labels, "Σ"]
+    plot_px = _plot_px(names, rotated)
+    lo = min(0.0, float(ends.min()), real)
+    hi = max(0.0, float(ends.max()), real)
+    span = max(hi - lo, 1e-9)
+    room = PAD_PX + TEXT_PX + LINE_PX  # px kept at either end for a label beyond a bar
+    span_all = span / (1 - 2 * room / plot_px)
+    unit = span_all / plot_px  # data units per px (at least: the plot may be taller)
     text = [f"{v:+.2f}" for v in y] + [f"{total:.2f}"] if n <= MAX_BAR_TEXT else None
+    places = label_places(starts, ends, real, unit) if text else ["outside"] * (n + 1)
     fig = go.Figure(go.Waterfall(
-        x=[*labels, "Σ"], y=np.append(y, 0.0), measure=["relative"] * n + ["total"],
-        text=text, textposition="outside", cliponaxis=False,
-        increasing=dict(marker_color=UP), decreasing=dict(marker_color=DOWN),
+        x=names, y=np.append(y, 0.0), measure=["relative"] * n + ["total"],
+        text=text, textposition=[p if p != "base" else "none" for p in places],
+        textangle=0, cliponaxis=False, increasing=dict(marker_color=UP),
+        decreasing=dict(marker_color=DOWN),
         totals=dict(marker_color=TOTAL), connector=dict(line=dict(color="#999", width=1)),
         hovertemplate="%{x}: %{y:+.4f}<extra></extra>"))
-    fig.add_hline(y=real, line_dash="dash", line_color="#333",
-                  annotation_text=f"model's logit {real:.4f}", annotation_position="top left")
-    fig.update_xaxes(type="category", tickangle=-45 if n > 12 else 0)
+    for i, place in enumerate(places):
+        if text and place == "base":  # beyond the bar's start, clear of the line
+            up = ends[i] >= starts[i]
+            fig.add_annotation(x=names[i], y=float(starts[i]), text=text[i], showarrow=False,
+                               yanchor="top" if up else "bottom", yshift=-PAD_PX if up else
+                               PAD_PX, font=dict(size=12), name="value label")
+    fig.add_hline(y=real, line_dash="dash", line_color="#333")
+    fig.add_annotation(xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
+                       yshift=2, showarrow=False, name="logit key",
+                       text=f"<b>- - -</b> model's logit {real:.4f}", font=dict(size=12))
+    fig.update_xaxes(type="category", tickangle=-45 if rotated else 0)
+    fig.update_yaxes(range=[lo - room * unit, hi + room * unit])
     fig.update_layout(title=title, yaxis_title="added to the logit", showlegend=False,
-                      margin=dict(l=10, r=10, t=60, b=10), height=460)
+                      margin=dict(l=10, r=10, t=TOP, b=BOTTOM), height=HEIGHT)
     return fig
 
 

@@ -7,7 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from gptviz.app.shared.heatmaps import as_float32, axis_labels, heatmap
+from gptviz.app.shared.heatmaps import (
+    as_float32,
+    axis_labels,
+    boxes_overlap,
+    heatmap,
+    label_px,
+)
 
 HIGHLIGHT, BACKGROUND = "#d62728", "rgba(110, 120, 140, 0.5)"
 WEBGL_ABOVE = 5000  # points; WebGL keeps big vocabularies responsive
@@ -62,7 +68,9 @@ def one_hot_figure(one_hot, tokens: Sequence[str], ids: Sequence[int]) -> go.Fig
 def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),
                 explained=None, title: str = "vocabulary, PCA of E") -> go.Figure:
     """Every vocabulary row as a point (n, 2) or (n, 3), or ``drawn_rows``' sample of a big
-    vocabulary; ``highlight`` ids (always drawn) in red, labelled.
+    vocabulary; ``highlight`` ids (always drawn) in red. In 2-D the axes are fixed and a
+    highlighted token is labelled only where its label overlaps no other label, no red point
+    and stays in the plot (``place_labels``); the legend says how many are labelled.
 
     >>> fig = pca_scatter(np.zeros((3, 2)), ["a", "b", "c"], [1]); [t.name for t in fig.data]
     ['vocabulary', 'input tokens']
@@ -74,19 +82,106 @@ def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),
     chosen = np.array(sorted(set(int(i) for i in highlight)), dtype=np.int64)
     rows = drawn_rows(c.shape[0])
     axes = _axis_titles(c.shape[1], explained)
-    fig = go.Figure([
-        _points(c[rows], names[rows], "vocabulary", dict(size=4, color=BACKGROUND), "markers"),
-        _points(c[chosen], names[chosen], "input tokens", dict(size=9, color=HIGHLIGHT),
-                "markers+text"),
-    ])
     if c.shape[1] == 3:
+        fig = go.Figure([
+            _points(c[rows], names[rows], "vocabulary", dict(size=4, color=BACKGROUND),
+                    "markers"),
+            _points(c[chosen], names[chosen], "input tokens", dict(size=9, color=HIGHLIGHT),
+                    "markers+text")])
         fig.update_layout(scene=dict(xaxis_title=axes[0], yaxis_title=axes[1],
                                      zaxis_title=axes[2]))
     else:
-        fig.update_layout(xaxis_title=axes[0], yaxis_title=axes[1])
-    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10),
+        x_range, y_range = _range(c[rows, 0], c[chosen, 0]), _range(c[rows, 1], c[chosen, 1])
+        where = place_labels(c[chosen], names[chosen].tolist(), x_range, y_range)
+        shown = sum(w is not None for w in where)
+        name = "input tokens" if shown == len(chosen) else (
+            f"input tokens ({shown} of {len(chosen)} labelled)")
+        fig = go.Figure([
+            _points(c[rows], names[rows], "vocabulary", dict(size=4, color=BACKGROUND),
+                    "markers"),
+            go.Scatter(x=c[chosen, 0], y=c[chosen, 1], mode="markers+text", name=name,
+                       marker=dict(size=MARKER_PX, color=HIGHLIGHT),
+                       text=[t if w else "" for t, w in zip(names[chosen], where, strict=True)],
+                       textposition=[w or "top center" for w in where],
+                       textfont=dict(size=TEXT_SIZE), customdata=names[chosen].tolist(),
+                       hovertemplate="%{customdata}<extra>input tokens</extra>")])
+        fig.update_xaxes(title=axes[0], range=list(x_range), autorange=False)
+        fig.update_yaxes(title=axes[1], range=list(y_range), autorange=False)
+    fig.update_layout(title=title, margin=dict(l=10, r=10, t=TOP_PX, b=10), height=HEIGHT,
                       legend=dict(orientation="h"))
     return fig
+
+
+HEIGHT, TOP_PX = 520, 70  # the 2-D scatter's height and top margin (title and legend)
+MIN_PLOT_W = 400  # px: the narrowest plot area the labels are placed for (wider only helps)
+PLOT_H = HEIGHT - TOP_PX - 10 - 60  # px: at most the plot area's height (x ticks and title)
+MARKER_PX, TEXT_SIZE, GAP_PX = 9, 12, 2  # red point diameter, label font size, label gap
+TEXT_H = 1.3 * TEXT_SIZE  # a label's line height (px)
+PLACES = ("top center", "bottom center", "middle right", "middle left")
+
+
+def _range(*values: np.ndarray) -> tuple[float, float]:
+    """The finite values' span widened by 6 % each side (a single value: ±1)."""
+    v = np.concatenate([np.asarray(a, np.float64).ravel() for a in values])
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return (-1.0, 1.0)
+    lo, hi = float(v.min()), float(v.max())
+    pad = 0.06 * (hi - lo) if hi > lo else 1.0
+    return (lo - pad, hi + pad)
+
+
+def label_box(x: float, y: float, width: float, place: str) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) px of a label ``width`` px wide at ``place`` around the
+    point at px (x, y), y downwards, as plotly puts ``textposition`` text."""
+    r = MARKER_PX / 2 + GAP_PX
+    if place == "top center":
+        return (x - width / 2, y - r - TEXT_H, x + width / 2, y - r)
+    if place == "bottom center":
+        return (x - width / 2, y + r, x + width / 2, y + r + TEXT_H)
+    if place == "middle right":
+        return (x + r, y - TEXT_H / 2, x + r + width, y + TEXT_H / 2)
+    return (x - r - width, y - TEXT_H / 2, x - r, y + TEXT_H / 2)  # middle left
+
+
+def to_px(points: np.ndarray, x_range: Sequence[float], y_range: Sequence[float],
+          width: float = MIN_PLOT_W, height: float = PLOT_H) -> np.ndarray:
+    """Data (n, 2) → px (n, 2) in a plot area ``width`` × ``height``, y downwards."""
+    p = np.asarray(points, np.float64)
+    x = (p[:, 0] - x_range[0]) / (x_range[1] - x_range[0]) * width
+    y = (y_range[1] - p[:, 1]) / (y_range[1] - y_range[0]) * height
+    return np.stack([x, y], axis=1)
+
+
+def place_labels(points: np.ndarray, texts: Sequence[str], x_range: Sequence[float],
+                 y_range: Sequence[float]) -> list[str | None]:
+    """A ``textposition`` for each point's label, or None to leave it unlabelled: in order,
+    the first place (``PLACES``) whose box stays in the plot and overlaps no label placed
+    before and no point. Boxes are measured in the narrowest plot (``MIN_PLOT_W`` ×
+    ``PLOT_H``): a wider or taller one only moves the points apart.
+
+    >>> place_labels(np.array([[0.0, 0.0], [0.0, 0.0]]), ["a", "b"], (-1, 1), (-1, 1))
+    ['top center', 'bottom center']
+    """
+    px = to_px(points, x_range, y_range)
+    r = MARKER_PX / 2
+    dots = [(x - r, y - r, x + r, y + r) for x, y in px if np.isfinite(x) and np.isfinite(y)]
+    placed: list[tuple[float, float, float, float]] = []
+    out: list[str | None] = []
+    for (x, y), text in zip(px, texts, strict=True):
+        where = None
+        if np.isfinite(x) and np.isfinite(y) and text:
+            w = label_px([text], TEXT_SIZE)
+            for place in PLACES:
+                box = label_box(x, y, w, place)
+                inside = box[0] >= 0 and box[1] >= 0 and box[2] <= MIN_PLOT_W and (
+                    box[3] <= PLOT_H)
+                if inside and not any(boxes_overlap(box, o) for o in placed + dots):
+                    where = place
+                    placed.append(box)
+                    break
+        out.append(where)
+    return out
 
 
 def _points(c: np.ndarray, names: np.ndarray, name: str, marker: dict, mode: str):

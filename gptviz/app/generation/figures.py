@@ -104,15 +104,23 @@ def temperature_panels(labels: Sequence[str], panels: Sequence[tuple[float, np.n
                        logits, k: int = 10) -> go.Figure:
     """One panel per (T, P_T, entropy), all on the same candidates (the k largest logits).
 
+    The panels stand 3 % of the width apart: a tick label centred on one panel's last tick
+    ("100%") would run into the next panel's first ("0%"). Each label starts at its tick
+    instead, and one that would leave its panel is hidden; each title breaks before H and
+    leaves out its unit (the page around says nats), so that narrow panels' titles stay
+    apart too.
+
     >>> fig = temperature_panels(["a", "b"], [(0.5, np.array([.9, .1]), .33),
     ...                                        (2.0, np.array([.6, .4]), .67)], [2.0, 1.0])
     >>> [a.text for a in fig.layout.annotations]
-    ['T = 0.5 · H = 0.330 nats', 'T = 2.0 · H = 0.670 nats']
+    ['T = 0.5<br>H = 0.330', 'T = 2.0<br>H = 0.670']
+    >>> fig.layout.xaxis2.ticklabelposition, fig.layout.xaxis2.ticklabeloverflow
+    ('outside right', 'hide past domain')
     """
     ids = top_ids(as_float32(logits), k)
     names = tick_names(labels, ids)
     pos = np.arange(len(ids))
-    titles = [f"{'T = 0 (greedy)' if t == 0 else f'T = {t:.1f}'} · H = {abs(h):.3f} nats"
+    titles = [f"{'T = 0 (greedy)' if t == 0 else f'T = {t:.1f}'}<br>H = {abs(h):.3f}"
               for t, _, h in panels]  # abs: a one-hot P_T has H = -0.0
     fig = make_subplots(rows=1, cols=max(1, len(panels)), shared_yaxes=True,
                         subplot_titles=titles, horizontal_spacing=0.03)
@@ -125,11 +133,12 @@ def temperature_panels(labels: Sequence[str], panels: Sequence[tuple[float, np.n
                              hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"),
                       row=1, col=col)
         fig.update_xaxes(range=[0, min(1.0, 1.15 * top)],
-                         tickformat=percent_ticks(min(1.0, 1.15 * top)), row=1, col=col)
+                         tickformat=percent_ticks(min(1.0, 1.15 * top)), row=1, col=col,
+                         ticklabelposition="outside right", ticklabeloverflow="hide past domain")
     fig.update_yaxes(tickmode="array", tickvals=pos, ticktext=names, autorange="reversed",
                      tickfont=dict(family="monospace", size=13))
     fig.update_annotations(font_size=13)
-    fig.update_layout(height=90 + 28 * len(ids), margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(height=106 + 28 * len(ids), margin=dict(l=10, r=10, t=66, b=10))
     return fig
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from gptviz.app.shared.heatmaps import boxes_overlap
 from gptviz.app.shared.tex import percent
 
 CURRENT, BEST, KEPT, PRUNED = "#f58518", "#f58518", "#4c78a8", "#c7c7c7"
@@ -119,18 +120,112 @@ def beam_tree(tokens: Sequence[Sequence[str]], parents: Sequence[Sequence[int]],
         f"{logprobs[t - 1][b]:.3f}<br>score = {scores[t - 1][b]:.3f}" for t, b in nodes]
     color = [BEST] + [BEST if n in best else KEPT if n in alive else PRUNED for n in nodes]
     many = len(nodes) > LABELS_UP_TO * 2
+    width = max((len(row) for row in tokens), default=1)
+    segments = [pair for pairs in groups.values() for pair in pairs]
+    places = ["top center"] * len(xs) if many else tree_label_places(
+        list(zip(xs, ys, strict=True)), text, segments, n_steps, width)
     traces.append(go.Scatter(
         x=xs, y=ys, mode="markers" if many else "markers+text", text=text,
-        textposition="top center", textfont=dict(family="monospace", size=11),
-        marker=dict(size=9, color=color, line=dict(color="white", width=1)),
+        textposition=places, textfont=dict(family="monospace", size=TREE_FONT),
+        marker=dict(size=TREE_MARKER, color=color, line=dict(color="white", width=1)),
         hovertext=hover, hoverinfo="text", showlegend=False))
-    width = max((len(row) for row in tokens), default=1)
     fig = go.Figure(traces)
     fig.update_xaxes(title="step", dtick=1 if n_steps <= 30 else None, zeroline=False,
-                     range=[-0.5, n_steps + 0.6])
-    fig.update_yaxes(title="beam (0 = most probable)", autorange="reversed", dtick=1,
-                     zeroline=False)
+                     range=list(_tree_x_range(n_steps)))
+    fig.update_yaxes(title="beam (0 = most probable)", range=[width - 1 + ROW_PAD, -ROW_PAD],
+                     autorange=False, dtick=1, zeroline=False)
     fig.update_layout(title=title, height=170 + 55 * width, margin=dict(l=10, r=10, t=60, b=40),
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
                                   yanchor="bottom"))
     return fig
+
+
+# Where the beam tree writes its tokens. Each label goes to the first of PLACES whose box
+# (px) meets no edge, no other node and no label placed before, in a plot area REF_WS[0] px
+# wide and in one REF_WS[1] px wide (narrow: steep edges, columns close; wide: flat edges).
+TREE_FONT, TREE_MARKER = 11, 9  # label font size (monospace), node diameter (px)
+CHAR_PX = 0.62 * TREE_FONT  # a monospace character's advance, rounded up
+TEXT_PX, GAP_PX = 1.3 * TREE_FONT, 2  # a label's line height; its gap to the node
+REF_WS = (600, 900)  # px: plot-area widths the labels are placed for (1400 px window: ~870)
+ROW_PAD = 0.6  # rows of room above the first and below the last beam (labels there)
+PLACES = ("top center", "bottom center", "top left", "bottom left", "top right",
+          "bottom right")
+
+
+def _tree_x_range(n_steps: int) -> tuple[float, float]:
+    return (-0.5, n_steps + 0.6)
+
+
+def tree_scale(n_steps: int, rows: int, plot_w: float) -> tuple[float, float]:
+    """px per step and per beam rank in the beam tree: in a plot area ``plot_w`` px wide,
+    and at most the figure's fixed height less its margins and the x axis."""
+    lo, hi = _tree_x_range(n_steps)
+    plot_h = 170 + 55 * rows - 60 - 40 - 45
+    return plot_w / (hi - lo), plot_h / (rows - 1 + 2 * ROW_PAD)
+
+
+def tree_label_box(x: float, y: float, text: str, place: str) -> tuple[float, float, float,
+                                                                        float]:
+    """(left, top, right, bottom) px of ``text`` at ``place`` around a node at px (x, y)."""
+    w, r = CHAR_PX * len(text), TREE_MARKER / 2 + GAP_PX
+    top = y - r - TEXT_PX if place.startswith("top") else y + r
+    left = {"center": x - w / 2, "left": x - r - w, "right": x + r}[place.split()[1]]
+    if not place.endswith("center"):  # beside and above / below: plotly lifts it less
+        top = y - TEXT_PX - GAP_PX if place.startswith("top") else y + GAP_PX
+    return (left, top, left + w, top + TEXT_PX)
+
+
+def crosses(box: Sequence[float], p: Sequence[float], q: Sequence[float]) -> bool:
+    """Whether segment p → q (px) passes through the box (left, top, right, bottom)."""
+    t0, t1 = 0.0, 1.0
+    d = (q[0] - p[0], q[1] - p[1])
+    for k, (lo, hi) in enumerate(((box[0], box[2]), (box[1], box[3]))):
+        if d[k] == 0:
+            if not lo < p[k] < hi:
+                return False
+            continue
+        a, b = (lo - p[k]) / d[k], (hi - p[k]) / d[k]
+        t0, t1 = max(t0, min(a, b)), min(t1, max(a, b))
+    return t0 < t1
+
+
+def _hits(scenes: list, i: int, text: str, place: str) -> int:
+    """How many edges, nodes and placed labels node ``i``'s label at ``place`` meets, plus
+    one per plot area it leaves."""
+    n = 0
+    for px, segs, dots, placed, area in scenes:
+        box = tree_label_box(*px[i], text, place)
+        n += sum(crosses(box, p, q) for p, q in segs)
+        n += sum(boxes_overlap(box, o) for o in dots + placed)
+        n += not (area[0] <= box[0] and area[1] <= box[1] and box[2] <= area[2]
+                  and box[3] <= area[3])  # out of the plot: clipped
+    return n
+
+
+def tree_label_places(nodes: Sequence[tuple[float, float]], texts: Sequence[str],
+                      edges: Sequence[tuple[tuple[float, float], tuple[float, float]]],
+                      n_steps: int, rows: int) -> list[str]:
+    """A ``textposition`` for each node (step, rank) of the beam tree: the first of PLACES
+    clear of every edge, every other node and the labels placed before it and inside the
+    plot, at both widths REF_WS; when none is, the one that meets fewest.
+
+    >>> tree_label_places([(0, 0), (1, 1)], ["p", "a long label"], [((0, 0), (1, 1))], 1, 2)
+    ['top center', 'bottom center']
+    """
+    r = TREE_MARKER / 2
+    scenes = []  # per width: node px, edge px, node boxes
+    for plot_w in REF_WS:
+        sx, sy = tree_scale(n_steps, rows, plot_w)
+        px = [(x * sx, y * sy) for x, y in nodes]
+        segs = [((a[0] * sx, a[1] * sy), (b[0] * sx, b[1] * sy)) for a, b in edges]
+        lo, hi = _tree_x_range(n_steps)
+        area = (lo * sx, -ROW_PAD * sy, hi * sx, (rows - 1 + ROW_PAD) * sy)
+        scenes.append((px, segs, [(x - r, y - r, x + r, y + r) for x, y in px], [], area))
+    out = []
+    for i, text in enumerate(texts):
+        count = {place: _hits(scenes, i, text, place) for place in PLACES}
+        best = min(PLACES, key=lambda place: (count[place] > 0, count[place]))
+        for px, _, _, placed, _ in scenes:
+            placed.append(tree_label_box(*px[i], text, best))
+        out.append(best)
+    return out

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from gptviz.app.shared.clipping import clip_colours
 from gptviz.app.shared.heatmaps import (
     as_float32,
-    clip_colours,
     heatmap,
     legend_on_top,
     matrix_panels,

@@ -21,10 +21,6 @@ MASKED = "−∞ (masked)"
 SCALES = {"prob": ("Blues", (0.0, 1.0)), "signed": ("RdBu_r", None), "seq": ("Viridis", None)}
 BLANK = "#d4d4d4"  # what a masked (NaN) cell shows
 MAX_LABELLED_SIDE = 32  # masked cells get a "−∞" label up to this many rows/columns
-# A cell this many times the 99th percentile of |values| stands out: a Gaussian matrix's
-# largest cell is ~1.6× it (4σ against 2.6σ) and a Laplace one's ~2.5×; a learned position
-# table's first row is 5–9× (clipped_range).
-OUTLIER = 3.0
 MAX_HOVER_CELLS = 60_000  # above this, hover shows numbers only (text arrays get heavy)
 # Streamlit's theme turns plotly's automargin on: a margin short of the labels, titles or
 # colour bar is widened after the chart is drawn, and the chart drawn a second time. The
@@ -142,58 +138,6 @@ def heatmap(z, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | 
     return fig
 
 
-def clipped_range(z) -> tuple[float, float]:
-    """(r, top): a signed heatmap's colours span ±r, and top = max |z|.
-
-    r is top, unless a few cells stand far out: a learned position table's first row often
-    has several times the norm of the others, and alone it would take the whole colour
-    scale, leaving every other cell one pale colour. Then (top > OUTLIER × the 99th percentile
-    of |z|) r is that percentile, and the cells beyond it show the scale's end colours.
-
-    >>> S = np.ones((20, 20)); S[0, 0] = 9.0
-    >>> clipped_range(S)
-    (1.0, 9.0)
-    >>> clipped_range(np.eye(3) * 2)
-    (2.0, 2.0)
-    """
-    a = np.abs(as_float32(z))
-    a = a[np.isfinite(a)]
-    top = float(a.max()) if a.size else 0.0
-    p99 = float(np.percentile(a, 99)) if a.size else 0.0
-    return (p99 if p99 > 0 and top > OUTLIER * p99 else top), top
-
-
-def clip_colours(fig: go.Figure, z) -> go.Figure:
-    """A signed heatmap of ``z`` over ±r of ``clipped_range``: its values stay exact (hover
-    reads them), its colours stop at ±r. ``clip_note`` says so on the page."""
-    r, _ = clipped_range(z)
-    if r > 0:
-        fig.update_traces(zmin=-r, zmax=r)
-    return fig
-
-
-def clip_note(what: str, z) -> str | None:
-    """The sentence that goes with ``clip_colours`` when it clipped, else None.
-
-    >>> S = np.ones((20, 20)); S[3, 4] = -9.0
-    >>> print(clip_note("P", S))  # doctest: +NORMALIZE_WHITESPACE
-    The colours of P stop at ±1, the 99th percentile of its |values|: 1 of its 400 cells
-    goes beyond, up to −9 at row 3, column 4, and shows the end colour. Hover reads every
-    value.
-    """
-    r, top = clipped_range(z)
-    if r >= top:
-        return None
-    a = as_float32(z)
-    i, j = np.unravel_index(int(np.nanargmax(np.abs(a))), a.shape)
-    beyond = int((np.abs(a) > r).sum())
-    many = beyond > 1
-    return (f"The colours of {what} stop at ±{r:.3g}, the 99th percentile of its |values|: "
-            f"{beyond:,} of its {a.size:,} cells {'go' if many else 'goes'} beyond, up to "
-            f"{a[i, j]:.3g} at row {i}, column {j}, and show{'' if many else 's'} the end colour"
-            f"{'s' if many else ''}. Hover reads every value.").replace("-", "−")
-
-
 def _masked_labels(raw: np.ndarray) -> dict:
     """Write "−∞" into the masked cells of small matrices, so the gaps explain themselves."""
     masked = np.isneginf(raw)
@@ -282,6 +226,15 @@ def label_px(labels: Sequence[str], size: float = 12) -> float:
     17.5
     """
     return size * max((sum(EM.get(ch, OTHER_EM) for ch in s) for s in labels), default=0.0)
+
+
+def boxes_overlap(a: Sequence[float], b: Sequence[float]) -> bool:
+    """Whether two boxes (left, top, right, bottom) share any area: labels placed by hand.
+
+    >>> boxes_overlap((0, 0, 2, 2), (1, 1, 3, 3)), boxes_overlap((0, 0, 1, 1), (1, 0, 2, 1))
+    (True, False)
+    """
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def fit_margins(fig: go.Figure, colorbar_px: int | None = None) -> go.Figure:

@@ -245,10 +245,11 @@ def line_chart(series: Sequence[Series], *, title: str, x_title: str, y_title: s
     for x, colour, label in vlines:
         if x_axis.inside(x):
             px = fmt(x_axis.px(x))
+            dx = -4 if x_axis.px(x) - 4 - ax.text_width(label) >= 0 else 4  # room on the left?
             parts.append(f'<line class="gv-sp-vline" x1="{px}" x2="{px}" y1="{fmt(top)}" '
-                         f'y2="{fmt(bottom)}" stroke="{esc(colour)}" data-x="{x!r}"/>'
-                         f'<text class="gv-sp-vlabel" x="{fmt(x_axis.px(x) - 4)}" '
-                         f'y="{fmt(top - 8)}" text-anchor="end">{esc(label)}</text>')
+                         f'y2="{fmt(bottom)}" stroke="{esc(colour)}" data-x="{x!r}"/><text '
+                         f'class="gv-sp-vlabel" x="{fmt(x_axis.px(x) + dx)}" y="{fmt(top - 8)}" '
+                         f'text-anchor="{"end" if dx < 0 else "start"}">{esc(label)}</text>')
     return _chart(title, series, width, svg_h, legend, parts + points)
 
 

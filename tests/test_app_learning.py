@@ -242,3 +242,31 @@ def test_the_validation_tail_is_where_each_trainer_put_it():
     ids, val_from = split({"source": "the Training page"})  # holds out the last 10 % of tokens
     assert ids == tok.encode(text) and val_from == len(ids) - round(len(ids) * 0.1)
     assert split_encode(ckpt, text, corpus=False)[1] is None  # a pasted text
+
+
+def test_the_verdict_credits_the_second_order_term_only_when_it_explains_the_gap():
+    """A review found, at η = 1, "the second-order term accounts for most of the gap" beside
+    a second-order prediction ten times the gap: the claim must follow the numbers."""
+    at = run_page("learning")
+    at.number_input(key="start").set_value(1000)
+    at.number_input(key="t").set_value(10)
+    rerun(at)
+    said = set()
+    NUMBER = r"([-+]\d+(?:\.\d+)?(?:e[-+]?\d+)?)"  # as "{:+.3g}" writes it
+    for eta in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 100.0):
+        at.select_slider(key="learn_eta").set_value(eta)
+        rerun(at)
+        assert metric(at, "L after") != "-0.0000"  # a cross-entropy is never below 0
+        info = texts(at, "info")
+        real = float(metric(at, "real ΔL"))
+        first = float(metric(at, "first order −η‖g‖²"))
+        if "accounts for most of the gap" in info:
+            second = float(re.search(r"the prediction is " + NUMBER, info).group(1))
+            assert abs(real - second) <= 0.5 * abs(real - first) * 1.01, (eta, info)
+            said.add("second")
+        elif "Neither Taylor model holds" in info:
+            second = float(re.search(r"the second order " + NUMBER, info).group(1))
+            assert abs(real - second) > 0.5 * abs(real - first) * 0.99, (eta, info)
+            assert "no step can lower this loss by more than L = " in info
+            said.add("neither")
+    assert "neither" in said  # η = 1 at this window: the review's case

@@ -16,6 +16,7 @@ import importlib.metadata
 import json
 import unicodedata
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -250,3 +251,17 @@ def test_read_ranks_checks_the_hash_of_the_unzipped_bytes(tmp_path):
     assert read_ranks(tmp_path / "r.tiktoken.gz", good) == {b"a": 0, b"b": 1}
     with pytest.raises(TokenizerError, match="corrupted"):
         read_ranks(tmp_path / "r.tiktoken.gz", "0" * 64)
+
+
+def test_every_measure_names_its_axis_in_the_room_the_axis_has():
+    """A review found the y-axis title cut to "tokens ÷ tokens of the E": the languages'
+    names under the bars leave the axis about 200 px of the chart's 480 (about 165 of 440)."""
+    from gptviz.app.shared.heatmaps import label_px
+    from gptviz.app.tokenizers.figures import MEASURES, language_bars
+
+    df = pd.DataFrame({"language": ["English", "Greek"], "tokenizer": ["A", "A"],
+                       "tokens": [2, 9], **{m: [1.0, 4.5] for m in MEASURES}})
+    for measure in MEASURES:
+        fig = language_bars(df, measure)
+        assert fig.layout.height >= 480
+        assert label_px([fig.layout.yaxis.title.text], 14) <= 170, measure

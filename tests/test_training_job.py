@@ -262,8 +262,13 @@ def test_loss_figure_thins_long_runs_and_marks_ln_v():
     guesses = [t for t in fig.data if t.mode == "lines+text"]
     assert guesses[0].y[0] == pytest.approx(math.log(100)) and guesses[1].y[0] == 100
     assert thin(0, 5).size == 0
-    # the log axis labels 2 and 5 between decades, not every digit ("100 9 8 7 …" crowded)
-    assert fig.layout.yaxis2.type == "log" and fig.layout.yaxis2.dtick == "D2"
+    # the log axis labels 1, 2 and 5 of every decade, in full: not every digit ("100 9 8 7 …"
+    # crowded), not "5 10 2 5 100" (plotly's dtick="D2" writes 20 and 50 as "2" and "5")
+    axis = fig.layout.yaxis2
+    assert axis.type == "log" and axis.tickmode == "array"
+    shown = dict(zip(axis.tickvals, axis.ticktext, strict=True))
+    assert shown[20] == "20" and shown[50] == "50" and shown[1000] == "1,000"
+    assert 9 not in shown and 30 not in shown
 
 
 def test_windows_show_x_over_y_shifted_by_one():

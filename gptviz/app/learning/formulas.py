@@ -48,15 +48,17 @@ def logit_gradient_latex(target: str, p_target: float, other: str | None, p_othe
                          auto_target: float) -> str:
     r"""The two kinds of entry of P − e_y, live: the target's and the top other token's.
 
-    >>> "0.3000 - 1" in logit_gradient_latex("a", 0.3, "b", 0.5, -0.7)
-    True
+    >>> tex = logit_gradient_latex("a", 0.3, "b", 0.5, -0.7)
+    >>> "0.3000 - 1" in tex, r"z_{\text{b}}} &= P_{\text{b}} - 0 = 0.5000" in tex
+    (True, True)
     """
     lines = [rf"\frac{{\partial L}}{{\partial z_{{{tex_text(target, 12)}}}}} &= P(y) - 1 = "
              rf"{num(p_target, 4)} - 1 = {num(p_target - 1, 4)} && "
              rf"\text{{autograd: }} {num(auto_target, 4)}"]
     if other is not None:
         lines.append(rf"\frac{{\partial L}}{{\partial z_{{{tex_text(other, 12)}}}}} &= "
-                     rf"P_i - 0 = {num(p_other, 4)} && \text{{the most probable other token}}")
+                     rf"P_{{{tex_text(other, 12)}}} - 0 = {num(p_other, 4)} && "
+                     r"\text{the most probable other token}")
     return r"\begin{aligned}" + r"\\".join(lines) + r"\end{aligned}"
 
 

@@ -68,7 +68,8 @@ def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
 def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
     cols = st.columns(5)
     cols[0].metric("P(y) after", f"{s.p_target:.4f}", f"{s.p_target - m.p_target:+.4f}")
-    cols[1].metric("L after", f"{s.loss:.4f}", f"{s.loss - m.loss:+.4f}", delta_color="inverse")
+    after = f"{s.loss:.4f}".replace("-0.0000", "0.0000")  # float32's −1e-7 of a certain P
+    cols[1].metric("L after", after, f"{s.loss - m.loss:+.4f}", delta_color="inverse")
     cols[2].metric("real ΔL", f"{s.loss - m.loss:+.3g}")
     cols[3].metric("first order −η‖g‖²", f"{-s.eta * m.grad_sq:+.3g}")
     if math.isfinite(m.rest_loss):
@@ -92,10 +93,19 @@ def _verdict(m: Microscope, s: Step) -> None:
                    f"{real:.3g}, although the first-order prediction says {predicted:.3g}. "
                    "The step jumped past the low point along −g.", icon=":material/warning:")
     else:
-        st.info(f"The loss fell by {-real:.3g}, less than the first-order prediction "
-                f"({-predicted:.3g}): {gap:.0%} apart. At this η the curvature of L already "
-                "matters; the second-order term ½η² gᵀHg accounts for most of the gap.",
-                icon=":material/info:")
+        second = predicted + 0.5 * s.eta ** 2 * m.curvature  # −η‖g‖² + ½η² gᵀHg
+        if abs(real - second) <= 0.5 * abs(real - predicted):
+            st.info(f"The loss fell by {-real:.3g}, less than the first-order prediction "
+                    f"({-predicted:.3g}): {gap:.0%} apart. At this η the curvature of L "
+                    f"already matters: with the second-order term ½η² gᵀHg the prediction is "
+                    f"{second:+.3g}, which accounts for most of the gap.",
+                    icon=":material/info:")
+        else:
+            st.info(f"The loss fell by {-real:.3g}. Neither Taylor model holds this far from "
+                    f"the weights: the first order predicts {predicted:+.3g}, the second "
+                    f"order {second:+.3g}. A cross-entropy never goes below 0, so no step can "
+                    f"lower this loss by more than L = {m.loss:.3g}; the models are polynomials "
+                    "in η and know nothing of that floor.", icon=":material/info:")
     if math.isfinite(m.rest_loss) and s.rest_loss - m.rest_loss > 0.05 * max(m.rest_loss, 1e-9):
         st.warning(f"The other positions of the window got worse: their mean loss rose from "
                    f"{m.rest_loss:.3f} to {s.rest_loss:.3f}. A step fitted to one token serves "
@@ -107,14 +117,18 @@ def too_large_note(m: Microscope) -> str:
     """What a too-large η does, in this prediction's numbers (always on screen)."""
     g2, h = m.grad_sq, m.curvature
     if h > 0:
-        bend = (f"The curvature along g, gᵀHg = {h:.3g}, bends the real curve up: the "
-                f"quadratic model is lowest at η* = ‖g‖²/gᵀHg = {g2 / h:.2g} and climbs back "
-                f"above today's L past 2η* = {2 * g2 / h:.2g}.")
+        bend = (f"The curvature along g, gᵀHg = {h:.3g}, bends the curve up: the quadratic "
+                f"model L − η‖g‖² + ½η² gᵀHg is lowest at η* = ‖g‖²/gᵀHg = {g2 / h:.2g} and "
+                f"climbs back above today's L past 2η* = {2 * g2 / h:.2g}, where it predicts "
+                "that a step overshoots the valley.")
     else:
         bend = (f"Here gᵀHg = {h:.3g} ≤ 0: along −g the loss first curves down, so the "
                 "quadratic model sets no limit, yet the real curve still turns up later.")
     return ("What a too-large η does: −η‖g‖² is the tangent line of L along −g, right only "
-            f"near η = 0 (dashed). {bend} Beyond that a step overshoots the valley. A step "
-            "this large can make the model certain of this one token (L → 0) while the rest "
+            f"near η = 0 (dashed). {bend} The quadratic model holds only near η = 0 as well: "
+            "where the real curve (solid) leaves it, it tells what a step does. A cross-entropy "
+            "never goes below 0, so the real loss levels off where the models keep falling or "
+            "rise. A step this large can make the model certain of this one token (L → 0) "
+            "while the rest "
             "of the window gets far worse (grey), which is why training averages many "
             "positions and keeps η small. Huger steps overflow float32 and the loss is NaN (×).")

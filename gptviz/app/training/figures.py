@@ -16,6 +16,7 @@ from gptviz.app.shared.chips import CHIP_CSS, PALETTE, chip, visible
 from gptviz.app.shared.heatmaps import as_float32
 
 TRAIN, SMOOTH, VAL, GUESS = "#9ecae9", "#1f77b4", "#f58518", "#7f7f7f"
+LOG_TICKS = [m * 10 ** e for e in range(7) for m in (1, 2, 5)]  # 1, 2, 5, 10, … 5M
 
 
 def smooth(values: Sequence[float], alpha: float = 0.1) -> np.ndarray:
@@ -91,9 +92,10 @@ def loss_figure(losses: Sequence[tuple[int, float]], evals: Sequence[tuple[int, 
         xaxis=dict(domain=[0, 0.45], anchor="y", **step_axis),
         xaxis2=dict(domain=[0.55, 1], anchor="y2", **step_axis),
         yaxis=dict(anchor="x", rangemode="tozero"),
-        # labels at 2 and 5 between the decades: plotly's default labels every digit, which
-        # crowd into "100 9 8 7 …" at this height
-        yaxis2=dict(anchor="x2", type="log", dtick="D2"),
+        # 1, 2, 5 in every decade, written in full: plotly's default labels every digit
+        # ("100 9 8 7 …" at this height), and its dtick="D2" writes 20 and 50 as "2" and "5"
+        yaxis2=dict(anchor="x2", type="log", tickmode="array", tickvals=LOG_TICKS,
+                    ticktext=[f"{v:,}" for v in LOG_TICKS]),
         annotations=titles, height=360, margin=dict(l=10, r=10, t=40, b=10),
         hovermode="x unified", legend=dict(orientation="h", y=-0.22))
     return go.Figure(dict(data=data, layout=layout))

@@ -171,7 +171,7 @@ def test_the_histogram_counts_n_draws(n):
 def test_three_temperatures_side_by_side():
     at = run_page("generation", view="Three temperatures")
     titles = [a["text"] for a in figures(at)[0]["layout"]["annotations"]]
-    assert [t.split(" ·")[0] for t in titles] == ["T = 0.5", "T = 1.0", "T = 2.0"]
+    assert [t.split("<br>")[0] for t in titles] == ["T = 0.5", "T = 1.0", "T = 2.0"]
     at.pills(key="gen_temps").set_value([]).run()
     assert "at least one temperature" in messages(at)
 

@@ -130,7 +130,7 @@ def _model_answers(ckpt: Checkpoint, ls) -> dict[int, str]:
             "the position p_i" if ratio > 1 else "the token's embedding E[t_i]"),
         6: "about 1" if ln_in.var(unbiased=False) / (ln_in.var(unbiased=False) + eps) > 0.5
         else "about 0",
-        7: f"{int(pattern[head, last].argmax())}: {ls.labels[int(pattern[head, last].argmax())]}",
+        7: f"{int(pattern[head, last].argmax())}: “{ls.labels[int(pattern[head, last].argmax())]}”",
         8: f"head {int(prev.argmax())}",
         9: "it grows" if x_post.norm() > x.norm() else "it shrinks",
         11: ls.vocab[int(y.argmax())],

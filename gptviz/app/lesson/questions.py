@@ -167,7 +167,7 @@ def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: 
 
     >>> q = most_attended(np.array([0.1, 0.7, 0.2]), ["a", "b", "c"], 0, 1)
     >>> q.choices[q.answer]
-    '1: b'
+    '1: “b”'
     """
     w = np.asarray(weights, np.float64)  # (T,) row N-1 of W_attn
     if w.size < 2:
@@ -178,7 +178,7 @@ def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: 
     order = [int(j) for j in np.argsort(-w, kind="stable")]
     keep = [best, *[j for j in order[1:3]], 0, w.size - 1]
     shown = sorted(dict.fromkeys(j for j in keep if j == best or w[j] < w[best] - TIE))[:4]
-    choices = tuple(f"{j}: {labels[j]}" for j in shown)
+    choices = tuple(f"{j}: “{labels[j]}”" for j in shown)  # quoted: "22: “.”", not "22: ."
     top = ", ".join(f"{j}: {md(labels[j])} {w[j]:.3f}" for j in order[:3])
     return Question(f"In layer {layer}, head {head}, the last token **“{md(labels[-1])}”** "
                     "spreads its attention over the tokens up to itself. Which one gets the "

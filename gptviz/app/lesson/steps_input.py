@@ -66,8 +66,8 @@ def tokens(ls: Lesson) -> StepView:
         "A GPT never reads letters. A *tokenizer* cuts the text into pieces taken from a fixed "
         f"vocabulary $V$ of {c.vocab_size:,} entries{learned}, and the model sees only that "
         f"list of pieces, the tokens $t_1, \\dots, t_N$. Your prompt of {len(p.text):,} "
-        f"characters became {len(p.all_tokens):,} tokens; each chip is one of them, with its "
-        f"id underneath.{crop}{unk} Frequent words tend to be one token; rarer ones are split "
+        f"characters became {len(p.all_tokens):,} tokens; once revealed, each chip is one of "
+        f"them, with its id underneath.{crop}{unk} Frequent words tend to be one token; rarer ones are split "
         "into several.")
     return StepView(
         narrative, [prompt_chips_html(p.all_tokens, p.text, p.dropped)],

@@ -130,7 +130,8 @@ def repeat(ls: Lesson) -> StepView:
         "The chosen token is appended to the text, and the whole computation runs again on the "
         "longer text, from the tokens to a new draw: that loop is all *generation* is. Each new "
         f"token costs one more pass through the model; once the text is longer than the "
-        f"context window $N = {c.context_length}$, the oldest tokens are cut. Below, the model "
+        f"context window ({c.context_length} tokens; the $N$ of the first step counted your "
+        f"prompt), the oldest tokens are cut. Below, the model "
         f"writes {len(new)} tokens this way (outlined chips). The lines show the first steps "
         "as the seeds write them: the text the model reads ↦ its most likely next tokens.")
     return StepView(narrative, [html], lines,

@@ -162,6 +162,15 @@ def draw_step(ls: Lesson, step: int, view: StepView) -> None:
                  icon=":material/open_in_new:", query_params=view.link.params)
 
 
+def plain(markdown: str) -> str:
+    """A question's Markdown as the plain text a table cell shows: no emphasis, no escapes.
+
+    >>> plain(r"A *previous-token head* for **“a\\_b”**?")
+    'A previous-token head for “a_b”?'
+    """
+    return re.sub(r"\\(.)", r"\1", re.sub(r"(?<!\\)\*{1,2}", "", markdown))
+
+
 def score(ls: Lesson) -> None:
     """How the questions went in this lesson (kept in this browser session only)."""
     done = _answers(ls)
@@ -174,7 +183,7 @@ def score(ls: Lesson) -> None:
                 f"({len(done)} revealed)")
     st.dataframe(pd.DataFrame({
         "step": list(done),
-        "question": [re.sub(r"\\(.)", r"\1", q.text.replace("**", "")) for q, _ in done.values()],
+        "question": [plain(q.text) for q, _ in done.values()],
         "your answer": [c or "—" for _, c in done.values()],
         "the model's": [q.choices[q.answer] for q, _ in done.values()],
         "right": ["✓" if q.right(c) else "✗" for q, c in done.values()]}),

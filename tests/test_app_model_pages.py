@@ -93,6 +93,9 @@ def test_block_layer_changes_the_flow_and_layernorm_is_standardised():
     rerun(at)
     stats = at.dataframe[0].value
     np.testing.assert_allclose(stats["mean standardised"], 0.0, atol=1e-4)
+    shown = stats.select_dtypes("number").to_numpy()
+    # no cell that "%.6f" writes "-0.000000" (a mean of −3e-9, or −0.0)
+    assert not (np.signbit(shown) & (shown > -5e-7)).any()
     var = stats["var before"] / (stats["var before"] + 1e-5)  # σ²/(σ²+ε), not exactly 1
     np.testing.assert_allclose(stats["var standardised"], var, rtol=1e-4)
     at.session_state["view"] = "Parameters"

@@ -74,9 +74,11 @@ def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int
                "is not mean 0 / variance 1 any more.")
     df = pd.DataFrame({"position": range(len(prompt.ids)), "token": prompt.labels,
                        **{k: v for k, v in stats.items()}})
-    st.dataframe(df, hide_index=True, width="stretch", height=220,
+    # rounded as shown, + 0.0 turning −0.0 into 0: a mean of −3e-9 read "-0.000000"
+    shown = df.assign(**{k: np.round(np.asarray(v, np.float64), 6) + 0.0 for k, v in stats.items()})
+    st.dataframe(shown, hide_index=True, width="stretch", height=220,
                  column_config={k: st.column_config.NumberColumn(format="%.6f") for k in stats})
-    csv_download(df, f"layernorm-{layer}-{which}.csv")
+    csv_download(df, f"layernorm-{layer}-{which}.csv")  # the exact values
 
 
 def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> None:

@@ -67,8 +67,8 @@ def tokens(ls: Lesson) -> StepView:
         f"vocabulary $V$ of {c.vocab_size:,} entries{learned}, and the model sees only that "
         f"list of pieces, the tokens $t_1, \\dots, t_N$. Your prompt of {len(p.text):,} "
         f"characters became {len(p.all_tokens):,} tokens; once revealed, each chip is one of "
-        f"them, with its id underneath.{crop}{unk} Frequent words tend to be one token; rarer ones are split "
-        "into several.")
+        f"them, with its id underneath.{crop}{unk} Frequent words tend to be one token; "
+        "rarer ones are split into several.")
     return StepView(
         narrative, [prompt_chips_html(p.all_tokens, p.text, p.dropped)],
         [tok_tex.tokenizer_map(p.text, p.all_tokens, c.vocab_size)],

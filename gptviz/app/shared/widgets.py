@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from gptviz.app.shared import heatcanvas, svgbox
+from gptviz.app.shared.formula_fit import fit_formulas
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.svgplot import SvgChart
 
@@ -87,7 +88,8 @@ def problem(message: str) -> None:
 # stock one sat under the markdown box's clipped edge, so a long formula looked cut off).
 # The 3 px pad holds the 2 px spacer KaTeX ends a subscript with, so a formula that fits
 # gets no scrollbar.
-FORMULA_CSS = ("<style>.stMarkdown .katex-display{overflow-x:auto;overflow-y:hidden;"
+FORMULA_CSS = ("<style>.st-key-gv-fit{display:none}"  # formula_fit's empty element
+               ".stMarkdown .katex-display{overflow-x:auto;overflow-y:hidden;"
                "padding-bottom:2px;scrollbar-width:thin;scrollbar-color:#b8bcc6 transparent}"
                ".stMarkdown .katex-display>.katex{padding-right:3px}"
                ".stMarkdown .katex-display::-webkit-scrollbar{height:7px}"
@@ -96,8 +98,10 @@ FORMULA_CSS = ("<style>.stMarkdown .katex-display{overflow-x:auto;overflow-y:hid
 
 
 def page_style() -> None:
-    """Styles every page shares (the formulas'); drawn once per run, by the router."""
+    """Styles every page shares (the formulas'), and the script that fits wide formulas to
+    their column (``formula_fit``); drawn once per run, by the router."""
     st.html(FORMULA_CSS)
+    fit_formulas()
 
 
 # st.code's look for plain text (the theme's monospace face, a light box, wrapped lines), and

@@ -127,3 +127,32 @@ def test_the_induction_model_s_sample_starts_inside_a_repeat_and_copies_it():
     code = text_blocks(at)[0]
     assert code.startswith(f"{first}|{first[0]} ⟶ {first[1:]}")  # the rest of X, copied
     assert "up to the first token of a stretch the window repeats" in texts(at, "markdown")
+
+
+def test_the_window_tokens_labels_never_pile_up_at_step_0():
+    """A review found the labels of the window's tokens piled into one blot at step 0, where
+    the rows of E sit in a small cloud: a label is written only where it meets no other
+    label and no point, and the title counts those left to hover."""
+    from gptviz.app.embeddings.figures import MIN_PLOT_W, TEXT_SIZE, label_box, to_px
+    from gptviz.app.learning.replay import EMBED_H, MARGIN
+    from gptviz.app.shared.heatmaps import label_px
+
+    at = run_page("learning", model="mathematics-bpe", view=REPLAY)
+    at.select_slider(key="replay_step").set_value(0)
+    rerun(at)
+    fig = figure(at, "Embeddings E at step 0 ")
+    tokens = fig["data"][1]
+    xy = np.stack([array_of(tokens["x"]), array_of(tokens["y"])], 1)
+    ranges = fig["layout"]["xaxis"]["range"], fig["layout"]["yaxis"]["range"]
+    px = to_px(xy, *ranges, width=MIN_PLOT_W, height=EMBED_H - MARGIN["t"] - MARGIN["b"])
+    boxes = [label_box(x, y, label_px([t], TEXT_SIZE), where) for (x, y), t, where in zip(
+        px, tokens["text"], tokens["textposition"], strict=True) if t]
+    assert boxes, "some of the window's tokens are labelled"
+    for i, a in enumerate(boxes):
+        for b in boxes[:i]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+    hidden = sum(not t for t in tokens["text"])
+    if hidden:
+        assert f"({len(boxes)} of {len(boxes) + hidden} tokens labelled)" in \
+            fig["layout"]["title"]["text"]
+    assert list(tokens["customdata"]) and all(tokens["customdata"])  # hover names every one

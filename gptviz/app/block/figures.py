@@ -10,9 +10,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from gptviz.analysis import Stage
-from gptviz.app.shared.heatmaps import as_float32, axis_labels
+from gptviz.app.shared.heatmaps import as_float32, axis_labels, thin_ticks
 
 STAGE_COLOURS = {"before": "#9aa3b5", "standardised": "#4c78a8", "after": "#f58518"}
+ROW_LABELS = 12  # token labels under each LayerNorm panel at most: ~20 px each in the lesson
 
 
 def layernorm_rows(stats: Mapping[str, np.ndarray], tokens: Sequence[str]) -> go.Figure:
@@ -20,9 +21,16 @@ def layernorm_rows(stats: Mapping[str, np.ndarray], tokens: Sequence[str]) -> go
 
     ``stats`` is ``analysis.layernorm_stats`` output ("mean before", "var before", ...).
 
+    Each panel is half the width, the lesson's a quarter of a projector's: its token labels
+    stand upright, every k-th of them (``ROW_LABELS`` at most), and hover names every bar.
+
     >>> s = {"mean before": np.ones(2), "var before": np.ones(2)}
     >>> [t.name for t in layernorm_rows(s, ["a", "b"]).data]
     ['before', 'before']
+    >>> s = {"mean before": np.ones(23), "var before": np.ones(23)}
+    >>> fig = layernorm_rows(s, [f"t{i}" for i in range(23)])
+    >>> len(fig.layout.xaxis2.tickvals), fig.layout.xaxis2.tickangle
+    (12, -90)
     """
     names = axis_labels(tokens, len(next(iter(stats.values()))))
     pos = np.arange(len(names))
@@ -36,7 +44,9 @@ def layernorm_rows(stats: Mapping[str, np.ndarray], tokens: Sequence[str]) -> go
                     legendgroup=stage, showlegend=col == 1, customdata=names,
                     hovertemplate=f"%{{customdata}}: {stat} {stage} = %{{y:.4f}}<extra></extra>"),
                     row=1, col=col)
-    fig.update_xaxes(tickmode="array", tickvals=pos, ticktext=names)
+    fig.update_xaxes(tickmode="array", tickvals=pos, ticktext=names,
+                     tickangle=-90 if len(names) > ROW_LABELS // 2 else 0)
+    thin_ticks(fig, ROW_LABELS)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#666", row=1, col=2)
     fig.update_layout(barmode="group", title="LayerNorm on the real rows: mean → 0, variance → 1",
                       margin=dict(l=10, r=10, t=60, b=10))

@@ -154,16 +154,16 @@ def to_px(points: np.ndarray, x_range: Sequence[float], y_range: Sequence[float]
 
 
 def place_labels(points: np.ndarray, texts: Sequence[str], x_range: Sequence[float],
-                 y_range: Sequence[float]) -> list[str | None]:
+                 y_range: Sequence[float], height: float = PLOT_H) -> list[str | None]:
     """A ``textposition`` for each point's label, or None to leave it unlabelled: in order,
     the first place (``PLACES``) whose box stays in the plot and overlaps no label placed
     before and no point. Boxes are measured in the narrowest plot (``MIN_PLOT_W`` ×
-    ``PLOT_H``): a wider or taller one only moves the points apart.
+    ``height``, the plot area's height): a wider or taller one only moves the points apart.
 
     >>> place_labels(np.array([[0.0, 0.0], [0.0, 0.0]]), ["a", "b"], (-1, 1), (-1, 1))
     ['top center', 'bottom center']
     """
-    px = to_px(points, x_range, y_range)
+    px = to_px(points, x_range, y_range, height=height)
     r = MARKER_PX / 2
     dots = [(x - r, y - r, x + r, y + r) for x, y in px if np.isfinite(x) and np.isfinite(y)]
     placed: list[tuple[float, float, float, float]] = []
@@ -175,7 +175,7 @@ def place_labels(points: np.ndarray, texts: Sequence[str], x_range: Sequence[flo
             for place in PLACES:
                 box = label_box(x, y, w, place)
                 inside = box[0] >= 0 and box[1] >= 0 and box[2] <= MIN_PLOT_W and (
-                    box[3] <= PLOT_H)
+                    box[3] <= height)
                 if inside and not any(boxes_overlap(box, o) for o in placed + dots):
                     where = place
                     placed.append(box)

@@ -18,7 +18,7 @@ import torch
 
 from gptviz import replay
 from gptviz.app.attention.figures import attention_grid
-from gptviz.app.embeddings.figures import WEBGL_ABOVE
+from gptviz.app.embeddings.figures import WEBGL_ABOVE, place_labels
 from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.picker import Picked
@@ -38,6 +38,7 @@ PAD = 0.05  # share of each axis's span added around the points of every step
 # short of what they need is widened after the chart is drawn, and the chart drawn again,
 # at every move.
 MARGIN = dict(l=76, r=10, t=40, b=68)
+EMBED_H = 420  # the embeddings chart's height (px)
 LEGEND_R = 116
 
 
@@ -128,12 +129,21 @@ def embedding_figure(coords: np.ndarray, labels: Sequence[str], shown: Sequence[
         marker=dict(size=4, color="#bbbbbb"), text=list(labels),
         hovertemplate="%{text}<extra></extra>"))
     ids = list(shown)
+    texts = [labels[i] for i in ids]
+    # labelled only where a label meets no other and no point (at step 0 the rows of E sit
+    # in one small cloud); hover names every one
+    where = place_labels(coords[ids], texts, *ranges, height=EMBED_H - MARGIN["t"] - MARGIN["b"])
     fig.add_trace(go.Scatter(
         x=coords[ids, 0], y=coords[ids, 1], mode="markers+text", name="the window's tokens",
-        marker=dict(size=8, color="#d62728"), text=[labels[i] for i in ids],
-        textposition="top center", hovertemplate="%{text}<extra></extra>"))
-    fig.update_layout(title=f"Embeddings E at step {step} on the final model's PCA axes",
-                      height=420, margin=MARGIN, showlegend=False,
+        marker=dict(size=8, color="#d62728"), text=[t if w else "" for t, w in zip(
+            texts, where, strict=True)], customdata=texts,
+        textposition=[w or "top center" for w in where],
+        hovertemplate="%{customdata}<extra></extra>"))
+    shown_n = sum(w is not None for w in where)
+    fig.update_layout(title=f"Embeddings E at step {step} on the final model's PCA axes"
+                      + (f" ({shown_n} of {len(ids)} tokens labelled)" if shown_n < len(ids)
+                         else ""),
+                      height=EMBED_H, margin=MARGIN, showlegend=False,
                       xaxis=dict(range=list(ranges[0]), title=f"PC 1 ({ratio[0]:.0%} of the "
                                  "final variance)"),
                       yaxis=dict(range=list(ranges[1]), title=f"PC 2 ({ratio[1]:.0%})"))

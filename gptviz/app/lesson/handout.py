@@ -46,6 +46,14 @@ _SAME_ENVIRONMENTS = [("aligned", r"\begin{align*}", r"\end{align*}"),
                       ("gathered", r"\begin{array}{c}", r"\end{array}")]
 
 
+# tex_escape's escapes, each through the converter as a private-use character and back as
+# the character itself: latex2mathml writes "\$" in \text{} as "\$", and ends the text
+# at "\}"
+_PLAIN = {r"\textbackslash{}": "\\", r"\textasciicircum{}": "^", r"\textasciitilde{}": "~",
+          r"\{": "{", r"\}": "}", r"\$": "$", r"\&": "&", r"\#": "#", r"\%": "%", r"\_": "_"}
+_STAND_INS = {escaped: chr(0xE000 + i) for i, escaped in enumerate(_PLAIN)}
+
+
 def tex_to_mathml(tex: str, display: str = "block") -> str:
     r"""MathML for a LaTeX string; what it cannot parse is shown as its source.
 
@@ -55,18 +63,27 @@ def tex_to_mathml(tex: str, display: str = "block") -> str:
     True
     >>> tex_to_mathml(r"\begin{aligned}a &= 1 \\ b &= 2\end{aligned}").count("<mtr>")
     2
+    >>> m = tex_to_mathml(r"\text{·\$,a\_b,\{x\},50\%,\&}", "inline")  # tex_escape's
+    >>> m[m.index("<mtext>"):m.index("</mtext>")], "\\" in m
+    ('<mtext>·$,a_b,{x},50%,&amp;', False)
     """
     # Imported here: the lesson page loads this module, and only a download uses the
     # converter (with its symbol table and xml.etree, ~1.5 MB that the server keeps).
     from latex2mathml.converter import convert
 
+    source = tex
     tex = _FBOX_MATH.sub(r"\\boxed{\1}", tex).replace(r"\fbox{", r"\boxed{")
+    for escaped, stand_in in _STAND_INS.items():
+        tex = tex.replace(escaped, stand_in)
     for env, begin, end in _SAME_ENVIRONMENTS:  # spelt the way latex2mathml knows
         tex = tex.replace(rf"\begin{{{env}}}", begin).replace(rf"\end{{{env}}}", end)
     try:
-        return _underlines(convert(tex, display=display))
+        mathml = _underlines(convert(tex, display=display))
     except Exception:  # noqa: BLE001 — any parser error: show the source, never fail
-        return f'<pre class="tex">{html.escape(tex)}</pre>'
+        return f'<pre class="tex">{html.escape(source)}</pre>'
+    for escaped, stand_in in _STAND_INS.items():
+        mathml = mathml.replace(stand_in, html.escape(_PLAIN[escaped]))
+    return mathml
 
 
 def _underlines(mathml: str) -> str:

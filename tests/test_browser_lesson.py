@@ -100,3 +100,25 @@ def _check_handout(browser, path) -> None:
     screenshot(offline, "lesson-handout")
     context.close()
     assert not asked, f"the handout asked the network for {asked[:3]}"
+
+
+@pytest.mark.parametrize("width, side_by_side", [(1400, True), (1024, False)])
+def test_step_7s_two_heatmaps_stack_when_the_column_is_narrow(page, app_url, width,
+                                                               side_by_side):
+    """A review found step 7's two heatmaps 50 px wide each at a projector's 1024 px, their
+    axis titles cut: side by side where both keep their width, one under the other if not."""
+    from gptviz.app.lesson.view import FIGURE_PX
+
+    page.set_viewport_size({"width": width, "height": 900})
+    visit(page, f"{app_url}/lesson?step=7")
+    reveal = page.get_by_role("button", name="Reveal the answer")
+    if reveal.count():
+        reveal.first.click()
+    charts = page.locator(".gv-heat")
+    assert eventually(lambda: charts.count() == 2), "step 7's two heatmaps"
+    settle(page)
+    boxes = [charts.nth(k).bounding_box() for k in range(2)]
+    assert all(b["width"] >= FIGURE_PX - 2 for b in boxes)  # neither squeezed
+    beside = abs(boxes[0]["y"] - boxes[1]["y"]) < 2
+    assert beside == side_by_side, boxes
+    screenshot(page, f"lesson-step-7-{width}")

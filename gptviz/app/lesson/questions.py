@@ -179,7 +179,7 @@ def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: 
     keep = [best, *[j for j in order[1:3]], 0, w.size - 1]
     shown = sorted(dict.fromkeys(j for j in keep if j == best or w[j] < w[best] - TIE))[:4]
     choices = tuple(f"{j}: “{labels[j]}”" for j in shown)  # quoted: "22: “.”", not "22: ."
-    top = ", ".join(f"{j}: {md(labels[j])} {w[j]:.3f}" for j in order[:3])
+    top = ", ".join(f"{j}: “{md(labels[j])}” {w[j]:.3f}" for j in order[:3])
     return Question(f"In layer {layer}, head {head}, the last token **“{md(labels[-1])}”** "
                     "spreads its attention over the tokens up to itself. Which one gets the "
                     "largest weight?", choices, shown.index(best),

@@ -23,6 +23,7 @@ from gptviz.app.shared.widgets import plot
 STEP = "step"  # the step's key and URL parameter (?step=7), from 1
 ANSWERS = "lesson_answers"  # st.session_state: {lesson: {step: (question, choice or None)}}
 N_STEPS = len(STEPS)
+FIGURE_PX = 255  # a figure beside another: its width (px); two that do not fit stack
 
 
 def _bad_link(key: str, raw: str | None, ok: Callable[[str], bool], value: float) -> None:
@@ -150,8 +151,11 @@ def draw_step(ls: Lesson, step: int, view: StepView) -> None:
     if view.question is not None:
         with left:
             outcome(view.question, chosen)
-    cols = (right.columns(view.figure_widths) if view.figure_widths else
-            [right] * len(view.figures))
+    if view.figure_widths:  # side by side while each keeps its least width, else stacked
+        row = right.container(horizontal=True, gap="small")
+        cols = [row.container(width=int(FIGURE_PX * w)) for w in view.figure_widths]
+    else:
+        cols = [right] * len(view.figures)
     for k, (col, fig) in enumerate(zip(cols, view.figures, strict=True)):
         _figure(fig, col, f"lesson-fig-{step}-{k}")
     for tex in view.formulas:

@@ -97,6 +97,13 @@ def _check_handout(browser, path) -> None:
         arg=figures.count(), timeout=60_000)
     assert offline.locator("section").count() == N
     assert offline.locator("math").count() >= N
+    # an aligned block's "=" signs stand in one column (Chromium centres a cell unless told)
+    xs = offline.evaluate("""() => [...document.querySelectorAll("mtable")].map(t =>
+        [...t.querySelectorAll(":scope > mtr > mtd[columnalign=left]")]
+          .map(c => [...c.children].filter(k => k.textContent)[0])  // after the empty <mi/>
+          .filter(o => o && o.tagName === "mo" && o.textContent === "=")
+          .map(o => o.getBoundingClientRect().left)).filter(a => a.length >= 2)""")
+    assert xs and all(max(a) - min(a) < 1 for a in xs), xs
     screenshot(offline, "lesson-handout")
     context.close()
     assert not asked, f"the handout asked the network for {asked[:3]}"

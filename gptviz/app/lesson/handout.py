@@ -30,7 +30,8 @@ border-top:1px solid #d0d5de;padding-top:1.2rem}
 .formula{overflow-x:auto;margin:.6rem 0;padding:.3rem 0}
 math[display=block]{font-size:1.1em}
 menclose[notation=box]{border:1px solid #333;padding:0 2px}
-mtd[columnalign=left]{text-align:left}mtd[columnalign=right]{text-align:right}mrow.underline{border-bottom:1px solid}
+mtd[columnalign=left]{text-align:left}mtd[columnalign=right]{text-align:right}
+mrow.underline{border-bottom:1px solid}
 .figure{margin:.8rem 0}
 table.tokens{border-collapse:collapse;font:14px ui-monospace,monospace}
 table.tokens td,table.tokens th{border:1px solid #d0d5de;padding:2px 8px;text-align:left}

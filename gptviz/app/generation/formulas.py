@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from gptviz.app.shared.tex import grouped, num, percent_tex, tex_running, tex_text
+from gptviz.app.shared.tex import STRUT, grouped, num, percent_tex, tex_running, tex_text
 
 WINDOW_CHARS = 60  # characters of the context window a line of the seeds' display shows
 
@@ -33,7 +33,7 @@ def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,
     # The seeds write the text before the window plainly; here only when the window is short.
     before = "".join(pieces[:cropped]) if len(body) < room - 8 else ""
     head = tex_running(before, room - len(body)) if before else ""
-    box = (r"\,\fbox{" + tex_text(new, 16) + "}") if new is not None else ""
+    box = (r"\,\fbox{" + STRUT + tex_text(new, 16) + "}") if new is not None else ""
     cases = r" \\ ".join(tex_text(c, 16) + " & " + percent_tex(p) for c, p in candidates)
     return ((r"\implies " if continued else "") + head + r"\underline{"
             + (tex_running(body, room) if body else "") + box + "}"

@@ -69,6 +69,9 @@ def percent_tex(p: float) -> str:
 
 
 # TeX's ten special characters, each spelt so that \text{…} prints it.
+# Inside a token's box: a letter's height and depth. KaTeX has no metrics for characters
+# outside its fonts (↵, emoji, CJK), takes them as flat, and drew the box below the glyph.
+STRUT = r"\vphantom{Ag}"
 TEX_ESCAPES = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
     "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",

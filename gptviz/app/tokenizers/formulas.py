@@ -6,13 +6,13 @@ and its whitespace made visible.
 
 from __future__ import annotations
 
-from gptviz.app.shared.tex import grouped, tex_text
+from gptviz.app.shared.tex import STRUT, grouped, tex_text
 from gptviz.tokenizers.base import TokenInfo
 
 
 def _token_box(tok: TokenInfo) -> str:
     label = f"‹{tok.bytes.hex()}›" if tok.partial else tok.string
-    return r"\fbox{$" + tex_text(label, 16) + "$}"
+    return r"\fbox{$" + STRUT + tex_text(label, 16) + "$}"
 
 
 def tokenizer_map(text: str, tokens: list[TokenInfo], vocab_size: int, shown: int = 7) -> str:

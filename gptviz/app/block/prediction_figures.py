@@ -32,11 +32,11 @@ def _label_boxes(start: float, end: float, unit: float) -> dict[str, tuple[float
     up = end >= start
     s = 1.0 if up else -1.0
     pad, text = PAD_PX * unit, TEXT_PX * unit
-    boxes = {"outside": sorted((end + s * pad, end + s * (pad + text))),
-             "base": sorted((start - s * pad, start - s * (pad + text)))}
+    boxes = {"outside": (end + s * pad, end + s * (pad + text)),
+             "base": (start - s * pad, start - s * (pad + text))}
     if abs(end - start) >= (2 * PAD_PX + TEXT_PX) * unit:
-        boxes["inside"] = sorted((end - s * pad, end - s * (pad + text)))
-    return {k: (a, b) for k, (a, b) in boxes.items()}
+        boxes["inside"] = (end - s * pad, end - s * (pad + text))
+    return {k: (min(a, b), max(a, b)) for k, (a, b) in boxes.items()}
 
 
 def label_places(starts: Sequence[float], ends: Sequence[float], line: float,

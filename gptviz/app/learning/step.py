@@ -68,8 +68,9 @@ def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
 def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
     cols = st.columns(5)
     cols[0].metric("P(y) after", f"{s.p_target:.4f}", f"{s.p_target - m.p_target:+.4f}")
-    after = f"{s.loss:.4f}".replace("-0.0000", "0.0000")  # float32's −1e-7 of a certain P
-    cols[1].metric("L after", after, f"{s.loss - m.loss:+.4f}", delta_color="inverse")
+    # max: float32 gives a certain P(y) a loss of −0.0 or −1e-7, which would read "-0.0000"
+    cols[1].metric("L after", f"{max(0.0, s.loss):.4f}", f"{s.loss - m.loss:+.4f}",
+                   delta_color="inverse")
     cols[2].metric("real ΔL", f"{s.loss - m.loss:+.3g}")
     cols[3].metric("first order −η‖g‖²", f"{-s.eta * m.grad_sq:+.3g}")
     if math.isfinite(m.rest_loss):

@@ -20,14 +20,14 @@ from gptviz.app.shared.svgplot import Series, SvgChart, line_chart
 CURVES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
-def pe_heatmap(P, title: str = "PE: positions × dimensions") -> go.Figure:
+def pe_heatmap(P, title: str = "PE: positions × dimensions", what: str = "PE") -> go.Figure:
     """The (N, d) table, position i down, dimension across, over ±r of ``clipped_range``.
 
     >>> pe_heatmap(np.zeros((4, 2))).data[0].z.shape
     (4, 2)
     """
     return clip_colours(heatmap(P, None, None, kind="signed", title=title,
-                                x_title="dimension", y_title="position i"), P)
+                                x_title="dimension", y_title="position i"), P, what)
 
 
 def pe_curves(P, dims: Sequence[int], title: str = "chosen dimensions along the positions"
@@ -65,7 +65,7 @@ def pe_similarity_heatmap(S, title: str = "position similarity PE · PEᵀ") -> 
     (-1.0, 1.0, 0.0)
     """
     return clip_colours(heatmap(S, None, None, kind="signed", title=title,
-                                x_title="position j", y_title="position i"), S)
+                                x_title="position j", y_title="position i"), S, "P Pᵀ")
 
 
 def x_plus_pe_figure(X, PE, tokens: Sequence[str]) -> go.Figure:

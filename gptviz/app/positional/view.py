@@ -38,14 +38,13 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
                           key=f"dims-{key}", max_selections=8)
     left, right = st.columns(2)
     heat = cached_figure(picked, f"pe-heat-{key}", (), lambda: title_room(
-        vp.pe_heatmap(P, title=f"{name}: {n} positions × {d} dims")))
-    S = analysis.pe_similarity(P)  # (N, N)
+        vp.pe_heatmap(P, title=f"{name}: {n} positions × {d} dims", what=name)))
     sim = cached_figure(picked, f"pe-sim-{key}", (), lambda: title_room(
-        vp.pe_similarity_heatmap(S, title=f"{name}: similarity P Pᵀ")))
-    plot(heat, key=f"heat-{key}", container=left)
-    plot(sim, key=f"sim-{key}", container=right)
-    for container, what, values in ((left, name, P), (right, "P Pᵀ", S)):
-        if note := clip_note(what, values):
+        vp.pe_similarity_heatmap(analysis.pe_similarity(P),
+                                 title=f"{name}: similarity P Pᵀ")))
+    for fig, container, kind in ((heat, left, "heat"), (sim, right, "sim")):
+        plot(fig, key=f"{kind}-{key}", container=container)
+        if note := clip_note(fig):
             container.caption(note)
     if dims:
         chart(vp.pe_curves(P, dims, title=f"{name}: chosen dimensions along i"))

@@ -35,32 +35,39 @@ def clipped_range(z) -> tuple[float, float]:
     return (p99 if p99 > 0 and top > OUTLIER * p99 else top), top
 
 
-def clip_colours(fig: go.Figure, z) -> go.Figure:
+def clip_colours(fig: go.Figure, z, what: str) -> go.Figure:
     """A signed heatmap of ``z`` over ±r of ``clipped_range``: its values stay exact (hover
-    reads them), its colours stop at ±r. ``clip_note`` says so on the page."""
-    r, _ = clipped_range(z)
+    reads them), its colours stop at ±r. When it clips, the sentence that says so (``what``
+    names the matrix) travels with the figure, for ``clip_note``, so that a cached figure
+    brings its note without the matrix being read again.
+
+    >>> S = np.ones((20, 20)); S[3, 4] = -9.0
+    >>> fig = clip_colours(go.Figure(go.Heatmap(z=S)), S, "P")
+    >>> fig.data[0].zmax, clip_note(fig)  # doctest: +NORMALIZE_WHITESPACE
+    (1.0, 'The colours of P stop at ±1, the 99th percentile of its |values|: 1 of its 400
+    cells goes beyond, up to −9 at row 3, column 4, and shows the end colour. Hover reads
+    every value.')
+    >>> clip_note(clip_colours(go.Figure(go.Heatmap(z=np.eye(3))), np.eye(3), "I")) is None
+    True
+    """
+    r, top = clipped_range(z)
     if r > 0:
         fig.update_traces(zmin=-r, zmax=r)
+    if r < top:
+        a = as_float32(z)
+        i, j = np.unravel_index(int(np.nanargmax(np.abs(a))), a.shape)
+        beyond = int((np.abs(a) > r).sum())
+        many = beyond > 1
+        note = (f"The colours of {what} stop at ±{r:.3g}, the 99th percentile of its "
+                f"|values|: {beyond:,} of its {a.size:,} cells {'go' if many else 'goes'} "
+                f"beyond, up to {a[i, j]:.3g} at row {i}, column {j}, and "
+                f"show{'' if many else 's'} the end colour{'s' if many else ''}. Hover "
+                "reads every value.").replace("-", "−")
+        fig.update_layout(meta={"clip": note})
     return fig
 
 
-def clip_note(what: str, z) -> str | None:
-    """The sentence that goes with ``clip_colours`` when it clipped, else None.
-
-    >>> S = np.ones((20, 20)); S[3, 4] = -9.0
-    >>> print(clip_note("P", S))  # doctest: +NORMALIZE_WHITESPACE
-    The colours of P stop at ±1, the 99th percentile of its |values|: 1 of its 400 cells
-    goes beyond, up to −9 at row 3, column 4, and shows the end colour. Hover reads every
-    value.
-    """
-    r, top = clipped_range(z)
-    if r >= top:
-        return None
-    a = as_float32(z)
-    i, j = np.unravel_index(int(np.nanargmax(np.abs(a))), a.shape)
-    beyond = int((np.abs(a) > r).sum())
-    many = beyond > 1
-    return (f"The colours of {what} stop at ±{r:.3g}, the 99th percentile of its |values|: "
-            f"{beyond:,} of its {a.size:,} cells {'go' if many else 'goes'} beyond, up to "
-            f"{a[i, j]:.3g} at row {i}, column {j}, and show{'' if many else 's'} the end colour"
-            f"{'s' if many else ''}. Hover reads every value.").replace("-", "−")
+def clip_note(fig: go.Figure) -> str | None:
+    """The sentence ``clip_colours`` left in ``fig`` when it clipped, else None."""
+    meta = fig.layout.meta
+    return meta.get("clip") if isinstance(meta, dict) else None

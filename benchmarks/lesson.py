@@ -13,6 +13,12 @@ drawn and nothing changed for 250 ms (``benchmarks.pages.timed``, ``tests.helper
 The reference is a click on the bare page's button, to settled, in the same tab's browser.
 Target (issue 13): each step ≤ 1 s warm.
 
+First reveal (``--first-reveal N``): the Reveal of step 6 (the lesson's first plotly
+chart) in a new tab, N times each way, in alternating order: clicked as soon as the page has
+settled, and clicked after the tab has been idle ``IDLE_S`` seconds, by which time it has
+loaded plotly.js in the background (``gptviz.app.shared.prefetch``). The reference is a
+click on the bare page's button in the same run.
+
 Handout: ``lesson_handout`` for the default prompt, cold (nothing cached: every figure built
 and the model run, as for a model trained in the session) and warm (a bundled model's
 figures from the server's cache, as after a walk through the lesson), beside its floor:
@@ -36,6 +42,8 @@ from gptviz.checkpoints import DEFAULT_MODEL  # noqa: E402
 
 N_STEPS = 14
 REVEAL = ".st-key-lesson_reveal button"
+FIRST_CHART = 6  # the first step whose revealed figure is a plotly chart
+IDLE_S = 6  # long enough for the prefetch: 3 s of a still page, then an idle moment
 
 
 def key(page, name: str):
@@ -79,6 +87,35 @@ def browser_rounds(model: str, rounds: int) -> tuple[dict[str, list[float]], lis
     return steps, floor
 
 
+def first_reveals(model: str, n: int) -> tuple[dict[str, list[float]], list[float]]:
+    """Seconds from Reveal at step ``FIRST_CHART`` to settled in a new tab: "at once" and
+    "after idle" (``n`` each, alternating), and ``n`` bare button clicks."""
+    out: dict[str, list[float]] = {"at once": [], f"after {IDLE_S} s idle": []}
+    floor: list[float] = []
+    with bare_and_app() as (browser, bare, app):
+        url = f"{app}/lesson?model={model}&step={FIRST_CHART}"
+        for rep in range(n + 1):  # the first round fills the server's caches
+            for name in out if rep % 2 else list(out)[::-1]:
+                context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                page = context.new_page()
+                page.goto(url)
+                seconds_to_settle(page, time.perf_counter())
+                if name != "at once":
+                    page.wait_for_timeout(IDLE_S * 1000)
+                s = timed(page, page.locator(REVEAL).first.click)
+                context.close()
+                if rep:
+                    out[name].append(s)
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(bare + "/")
+        seconds_to_settle(page, time.perf_counter())
+        button = page.get_by_role("button", name="Again", exact=True)
+        floor = [timed(page, button.click) for _ in range(n + 2)][2:]
+        context.close()
+    return out, floor
+
+
 def handout_times(model: str, reps: int) -> dict[str, list[float] | int]:
     """Seconds to build the handout cold (nothing cached: every figure built, the model
     run) and warm (the figures the page has drawn, from the server's cache, as after a
@@ -116,7 +153,20 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--model", default=DEFAULT_MODEL)
     p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--first-reveal", type=int, default=0, metavar="N",
+                   help="only time step 6's Reveal in a new tab, N times each way")
     args = p.parse_args()
+    if args.first_reveal:
+        reveals, bare = first_reveals(args.model, args.first_reveal)
+        b = statistics.median(bare)
+        print(f"# Lesson, Reveal of step {FIRST_CHART} in a new tab, model {args.model}; load "
+              f"average {os.getloadavg()[0]:.1f}\n\nBare page's button, click to settled: "
+              f"median **{b * 1e3:.0f} ms** of {len(bare)}.\n")
+        print("| Reveal clicked | median (ms) | max (ms) | × bare click |\n|---|---|---|---|")
+        for name, ts in reveals.items():
+            med = statistics.median(ts)
+            print(f"| {name} | {med * 1e3:.0f} | {max(ts) * 1e3:.0f} | {med / b:.1f}× |")
+        return
     print(f"# Lesson page, model {args.model}; load average {os.getloadavg()[0]:.1f}\n")
     h = handout_times(args.model, 3)
     med = {k: statistics.median(v) for k, v in h.items() if k != "size"}

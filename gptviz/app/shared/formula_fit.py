@@ -5,8 +5,9 @@ it whole. One still wider at that size scrolls, with its scrollbar (``widgets.FO
 
 KaTeX lays a formula out on one line at a fixed size; nothing in CSS shrinks it to a width.
 The script watches the page (formulas come and go with every rerun, columns change with the
-window) and, once per frame at most, measures every display formula in one pass and then
-sizes them in another, so that the browser lays the page out once, not once per formula.
+window, KaTeX's fonts arrive after its HTML) and, once per frame at most, measures every
+display formula in one pass and then sizes them in another, so that the browser lays the
+page out once, not once per formula.
 Each fitted formula's ``.katex`` carries its scale in ``data-gv-fit`` (what the tests read).
 """
 
@@ -45,6 +46,8 @@ _JS = """export default function () {
     w.gvFit = () => { if (!queued) { queued = true; requestAnimationFrame(fit); } };
     new MutationObserver(w.gvFit).observe(document.body, {childList: true, subtree: true});
     w.addEventListener("resize", w.gvFit);
+    // KaTeX's fonts arrive after its HTML: a formula's width changes with no DOM change
+    if (document.fonts) document.fonts.addEventListener("loadingdone", w.gvFit);
   }
   w.gvFit();
 }""".replace("MIN", repr(FIT_MIN))

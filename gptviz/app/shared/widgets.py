@@ -17,6 +17,7 @@ import streamlit as st
 from gptviz.app.shared import heatcanvas, svgbox
 from gptviz.app.shared.formula_fit import fit_formulas
 from gptviz.app.shared.heatmaps import thin_ticks
+from gptviz.app.shared.prefetch import prefetch_charts
 from gptviz.app.shared.svgplot import SvgChart
 
 TEXT_LIMIT = 20_000  # characters a page analyses; longer input is cut, with a message
@@ -88,7 +89,7 @@ def problem(message: str) -> None:
 # stock one sat under the markdown box's clipped edge, so a long formula looked cut off).
 # The 3 px pad holds the 2 px spacer KaTeX ends a subscript with, so a formula that fits
 # gets no scrollbar.
-FORMULA_CSS = ("<style>.st-key-gv-fit{display:none}"  # formula_fit's empty element
+FORMULA_CSS = ("<style>.st-key-gv-fit,.st-key-gv-prefetch{display:none}"  # empty elements
                ".stMarkdown .katex-display{overflow-x:auto;overflow-y:hidden;"
                "padding-bottom:2px;scrollbar-width:thin;scrollbar-color:#b8bcc6 transparent}"
                ".stMarkdown .katex-display>.katex{padding-right:3px}"
@@ -98,10 +99,12 @@ FORMULA_CSS = ("<style>.st-key-gv-fit{display:none}"  # formula_fit's empty elem
 
 
 def page_style() -> None:
-    """Styles every page shares (the formulas'), and the script that fits wide formulas to
-    their column (``formula_fit``); drawn once per run, by the router."""
+    """Styles every page shares (the formulas'), the script that fits wide formulas to
+    their column (``formula_fit``) and the one that loads plotly.js once the tab is idle
+    (``prefetch``); drawn once per run, by the router."""
     st.html(FORMULA_CSS)
     fit_formulas()
+    prefetch_charts()
 
 
 # st.code's look for plain text (the theme's monospace face, a light box, wrapped lines), and

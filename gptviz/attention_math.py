@@ -70,19 +70,30 @@ def causal_by_neg_inf(scores: ArrayLike) -> Tensor:
     return torch.softmax(s + mask_matrix(s.shape[-1]), dim=-1)  # (T, T)
 
 
+def rotated_qk(cache: ActivationCache, layer: int) -> tuple[str, str]:
+    """The names of the q and k that layer ``layer``'s scores are made of: with RoPE the
+    rotated ones (hook_q_rot, hook_k_rot), else hook_q and hook_k."""
+    rot = act_name("q_rot", layer) in cache
+    return tuple(act_name(n + ("_rot" if rot else ""), layer) for n in "qk")
+
+
 def head_tensors(cache: ActivationCache, layer: int, head: int,
                  batch: int = 0) -> dict[str, np.ndarray]:
     """Every step of one head as float32 arrays (−∞ kept where the mask puts it).
 
     Keys: Q, K, V, Z (T, d_k); scores = QKᵀ/√d_k, mask M, masked scores
-    = scores + M and pattern (T, T).
+    = scores + M and pattern (T, T). With RoPE, Q and K are the rotated ones, those the
+    scores are made of (``rotated_qk``).
 
     >>> sorted(head_tensors(cache, 0, 1))
     ['K', 'M', 'Q', 'V', 'Z', 'masked scores', 'pattern', 'scores']
     """
-    pick = {name: cache[act_name(kind, layer)][batch, head]  # (T, d_k) or (T, T)
-            for name, kind in [("Q", "q"), ("K", "k"), ("V", "v"), ("scores", "scores"),
-                               ("pattern", "pattern"), ("Z", "z")]}
+    q, k = rotated_qk(cache, layer)
+    pick = {name: cache[kind][batch, head]  # (T, d_k) or (T, T)
+            for name, kind in [("Q", q), ("K", k), ("V", act_name("v", layer)),
+                               ("scores", act_name("scores", layer)),
+                               ("pattern", act_name("pattern", layer)),
+                               ("Z", act_name("z", layer))]}
     m = mask_matrix(pick["scores"].shape[-1]).to(pick["scores"].device)  # (T, T)
     pick["M"], pick["masked scores"] = m, pick["scores"] + m
     return {name: to_numpy(t) for name, t in pick.items()}
@@ -97,8 +108,8 @@ def all_patterns(cache: ActivationCache, n_layer: int, batch: int = 0) -> np.nda
 def sdpa_max_delta(cache: ActivationCache, layers: Iterable[int]) -> dict[str, float]:
     """Max |Δ| between the captured pattern and Z and ``scaled_dot_product_attention``.
 
-    SDPA is recomputed from the captured Q, K, V (causal). It does not return
-    its weights, so the pattern is read as SDPA(Q, K, I): attention applied to
+    SDPA is recomputed from the captured Q, K, V (causal; with RoPE the rotated Q and K).
+    It does not return its weights, so the pattern is read as SDPA(Q, K, I): attention applied to
     the identity matrix gives the attention matrix itself.
 
     >>> sdpa_max_delta(cache, range(2))["Z"] < 1e-5
@@ -106,7 +117,8 @@ def sdpa_max_delta(cache: ActivationCache, layers: Iterable[int]) -> dict[str, f
     """
     delta = {"pattern": 0.0, "Z": 0.0}
     for layer in layers:
-        q, k, v = (cache[act_name(n, layer)].float() for n in "qkv")  # (B, h, T, d_k) each
+        q, k, v = (cache[n].float() for n in (*rotated_qk(cache, layer),
+                                              act_name("v", layer)))  # (B, h, T, d_k) each
         eye = torch.eye(q.shape[-2], device=q.device).expand(*q.shape[:-1], -1)  # (B, h, T, T)
         z = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, h, T, d_k)
         w = F.scaled_dot_product_attention(q, k, eye, is_causal=True)  # (B, h, T, T)

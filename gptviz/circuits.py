@@ -23,6 +23,7 @@ from torch import Tensor
 
 from gptviz.induction import standard_induction
 from gptviz.model import GPT
+from gptviz.model.attention import rope_angles, rotate
 from gptviz.tokenizers.base import Tokenizer
 
 KINDS = ("previous-token", "induction", "first token", "self")
@@ -90,13 +91,25 @@ def ov_circuit(w: HeadWeights) -> Tensor:
     return w.W_V @ w.W_O  # (d, d)
 
 
-def score_terms(x_hat: Tensor, w: HeadWeights) -> dict[str, Tensor]:
+def _rotations(t: int, d_head: int, rope: bool):
+    """v ↦ v broadcast to (T, d_k), each row p rotated by RoPE's R_p when ``rope``."""
+    if not rope:
+        return lambda v: v.expand(t, d_head)
+    cos, sin = rope_angles(0, t, d_head)  # float64, (T, d_k/2) each
+    return lambda v: rotate(v.expand(t, d_head), cos, sin)
+
+
+def score_terms(x_hat: Tensor, w: HeadWeights, rope: bool = False) -> dict[str, Tensor]:
     """The four terms of s_ij, each already divided by √d_k, as (T, T) float64 matrices.
 
     ``x_hat`` (T, d) is LN1's output. Keys: "xWx" = x̂_i W_QK x̂_jᵀ, and with biases
     "xWb" = x̂_i W_Q b_Kᵀ (the same along a row), "bWx" = b_Q W_Kᵀ x̂_jᵀ (the same down a
     column), "bb" = b_Q b_Kᵀ (one number); "sum" adds them. Without biases only "xWx" and
     "sum" are there.
+
+    With ``rope`` the model rotates query i by R_i and key j by R_j, so each term has
+    R_{j−i} = R_iᵀR_j in its middle (x̂_i W_Q R_{j−i} W_Kᵀ x̂_jᵀ, …) and depends on the
+    offset j − i: no bias term is constant along a row or a column any more.
 
     >>> x = cache["blocks.0.ln1.hook_normalized"][0]
     >>> t = score_terms(x, head_weights(model, 0, 1))
@@ -106,17 +119,28 @@ def score_terms(x_hat: Tensor, w: HeadWeights) -> dict[str, Tensor]:
     x = x_hat.detach().double()  # (T, d)
     t = x.shape[0]
     scale = math.sqrt(w.d_head)
-    terms = {"xWx": x @ qk_circuit(w) @ x.T / scale}  # (T, T)
-    if w.b_Q is not None and w.b_K is not None:
-        terms["xWb"] = (x @ w.W_Q @ w.b_K)[:, None].expand(t, t) / scale  # (T, T), rows
-        terms["bWx"] = (w.b_Q @ w.W_K.T @ x.T)[None, :].expand(t, t) / scale  # (T, T), columns
-        terms["bb"] = (w.b_Q @ w.b_K).expand(t, t) / scale  # (T, T), one number
+    bias = w.b_Q is not None and w.b_K is not None
+    if rope:
+        r = _rotations(t, w.d_head, True)
+        q, k = r(x @ w.W_Q), r(x @ w.W_K)  # (T, d_k) each, rotated
+        terms = {"xWx": q @ k.T / scale}  # (T, T)
+        if bias:
+            bq, bk = r(w.b_Q), r(w.b_K)  # (T, d_k) each: b at every position, rotated
+            terms |= {"xWb": q @ bk.T / scale, "bWx": bq @ k.T / scale,
+                      "bb": bq @ bk.T / scale}  # (T, T) each
+    else:
+        terms = {"xWx": x @ qk_circuit(w) @ x.T / scale}  # (T, T)
+        if bias:
+            terms["xWb"] = (x @ w.W_Q @ w.b_K)[:, None].expand(t, t) / scale  # rows
+            terms["bWx"] = (w.b_Q @ w.W_K.T @ x.T)[None, :].expand(t, t) / scale  # columns
+            terms["bb"] = (w.b_Q @ w.b_K).expand(t, t) / scale  # (T, T), one number
     terms["sum"] = sum(terms.values())  # (T, T)
     return terms
 
 
-def direct_scores(x_hat: Tensor, w: HeadWeights) -> Tensor:
-    """(x̂ W_Q + b_Q)(x̂ W_K + b_K)ᵀ / √d_k in float64, (T, T): the left side of the identity.
+def direct_scores(x_hat: Tensor, w: HeadWeights, rope: bool = False) -> Tensor:
+    """(x̂ W_Q + b_Q)(x̂ W_K + b_K)ᵀ / √d_k in float64, (T, T): the left side of the identity;
+    with ``rope``, each query row i and key row j rotated by R_i and R_j first.
 
     >>> x = cache["blocks.1.ln1.hook_normalized"][0]; w = head_weights(model, 1, 0)
     >>> float((direct_scores(x, w) - score_terms(x, w)["sum"]).abs().max()) < 1e-12
@@ -126,6 +150,9 @@ def direct_scores(x_hat: Tensor, w: HeadWeights) -> Tensor:
     q, k = x @ w.W_Q, x @ w.W_K  # (T, d_k) each
     if w.b_Q is not None and w.b_K is not None:
         q, k = q + w.b_Q, k + w.b_K
+    if rope:
+        r = _rotations(x.shape[0], w.d_head, True)
+        q, k = r(q), r(k)
     return q @ k.T / math.sqrt(w.d_head)  # (T, T)
 
 

@@ -15,7 +15,7 @@ r"""Two facts about positions, worked out on the model's own tensors (no UI here
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,10 +91,27 @@ def prefix_order(n_tokens: int, seed: int) -> list[int]:
     return torch.randperm(n_tokens - 1, generator=g).tolist() + [n_tokens - 1]
 
 
+def unrotated(n_layer: int) -> list[tuple[list[str], Callable[[Tensor, str], Tensor | None]]]:
+    """Hooks that hand every layer's attention its q and k as they were before RoPE rotated
+    them: a RoPE model with its positions removed."""
+    kept: dict[str, Tensor] = {}
+    layers = range(n_layer)
+
+    def keep(x: Tensor, name: str) -> None:
+        kept[name] = x  # (B, h, T, d_k), before the rotation
+
+    def back(x: Tensor, name: str) -> Tensor:
+        return kept[name.removesuffix("_rot")]
+
+    return [([act_name(n, ly) for ly in layers for n in ("q", "k")], keep),
+            ([act_name(n, ly) for ly in layers for n in ("q_rot", "k_rot")], back)]
+
+
 def last_logits(model: GPT, ids: Sequence[int], positions: bool = True, causal: bool = True
                 ) -> Tensor:
     """y_N, the last position's logits (|V|,), optionally with the positions zeroed
-    (``positions=False``: hook_pos_embed returns 0) or the causal mask lifted
+    (``positions=False``: hook_pos_embed returns 0, and with RoPE every q and k stays
+    unrotated, ``unrotated``) or the causal mask lifted
     (``causal=False``: each pattern is the softmax of its unmasked scores).
 
     >>> last_logits(model, [1, 2, 3], positions=False).shape
@@ -103,6 +120,8 @@ def last_logits(model: GPT, ids: Sequence[int], positions: bool = True, causal: 
     fns = []
     if not positions:
         fns.append((act_name("pos_embed"), lambda pe, name: torch.zeros_like(pe)))
+        if model.config.positional == "rope":  # positions live in the rotation: undo it
+            fns += unrotated(model.config.n_layer)
     if not causal:
         layers = range(model.config.n_layer)
         scores: dict[str, Tensor] = {}  # the layer's attention prefix -> its scores

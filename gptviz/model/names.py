@@ -71,13 +71,16 @@ def embedding_names() -> list[str]:
     return [act_name("embed"), act_name("pos_embed")]
 
 
-def attention_page_names(n_layer: int) -> list[str]:
-    """Every activation the Attention page reads: X + PE, and each head's steps.
+def attention_page_names(n_layer: int, rope: bool = False) -> list[str]:
+    """Every activation the Attention page reads: X + PE, and each head's steps (with
+    ``rope``, also the rotated q and k the scores are made of).
 
     >>> attention_page_names(1)[:3]
     ['hook_embed', 'hook_pos_embed', 'blocks.0.attn.hook_q']
+    >>> attention_page_names(1, rope=True)[5:7]
+    ['blocks.0.attn.hook_q_rot', 'blocks.0.attn.hook_k_rot']
     """
-    kinds = ("q", "k", "v", "scores", "pattern", "z")
+    kinds = ("q", "k", "v", *(("q_rot", "k_rot") if rope else ()), "scores", "pattern", "z")
     return [*embedding_names(), *(act_name(k, ly) for ly in range(n_layer) for k in kinds)]
 
 

@@ -16,7 +16,18 @@ TERM_TEX = {
     "xWx": r"\hat x_i W_{QK}\, \hat x_j^\top", "xWb": r"\hat x_i W_Q\, b_K^\top",
     "bWx": r"b_Q W_K^\top\, \hat x_j^\top", "bb": r"b_Q\, b_K^\top",
 }
+# With RoPE: query i turned by R_i and key j by R_j leave R_{j−i} = R_iᵀR_j between them.
+ROPE_TERM_TEX = {
+    "xWx": r"\hat x_i W_Q R_{j-i} W_K^\top \hat x_j^\top",
+    "xWb": r"\hat x_i W_Q R_{j-i} b_K^\top",
+    "bWx": r"b_Q R_{j-i} W_K^\top \hat x_j^\top", "bb": r"b_Q R_{j-i} b_K^\top",
+}
 TERMS_PER_LINE = 8  # heads' weights on one line of the summed entry
+
+
+def term_tex(rope: bool) -> dict[str, str]:
+    """The terms of s_ij as the identity writes them (``ROPE_TERM_TEX`` for a RoPE model)."""
+    return ROPE_TERM_TEX if rope else TERM_TEX
 
 
 def circuit_shapes(d: int, d_k: int, layer: int, head: int) -> str:
@@ -39,20 +50,26 @@ def circuit_shapes(d: int, d_k: int, layer: int, head: int) -> str:
     )
 
 
-def score_identity(bias: bool) -> str:
-    r"""s_ij written as the QK circuit plus, where the model has biases, three bias terms.
+def score_identity(bias: bool, rope: bool = False) -> str:
+    r"""s_ij written as the QK circuit plus, where the model has biases, three bias terms;
+    with ``rope``, the rotations R_i, R_j of query and key meet as R_{j−i} in each term.
 
     >>> "b_K" in score_identity(True), "b_K" in score_identity(False)
     (True, False)
+    >>> "R_{j-i}" in score_identity(False, rope=True)
+    True
     """
-    if not bias:
-        return (r"s_{ij} = \frac{(\hat x_i W_Q)(\hat x_j W_K)^\top}{\sqrt{d_k}}"
-                r" = \frac{" + TERM_TEX["xWx"] + r"}{\sqrt{d_k}}")
-    return (r"s_{ij} = \frac{(\hat x_i W_Q + b_Q)(\hat x_j W_K + b_K)^\top}{\sqrt{d_k}}"
-            r" = \frac{" + " + ".join(TERM_TEX.values()) + r"}{\sqrt{d_k}}")
+    terms = term_tex(rope)
+    shown = terms.values() if bias else [terms["xWx"]]
+    q, k = (r"\hat x_i W_Q + b_Q", r"\hat x_j W_K + b_K") if bias else (
+        r"\hat x_i W_Q", r"\hat x_j W_K")
+    lhs = (rf"\frac{{R_i({q})\cdot R_j({k})}}{{\sqrt{{d_k}}}}" if rope
+           else rf"\frac{{({q})({k})^\top}}{{\sqrt{{d_k}}}}")
+    return rf"s_{{ij}} = {lhs} = \frac{{" + " + ".join(shown) + r"}{\sqrt{d_k}}"
 
 
-def score_pair(i: int, j: int, terms: Mapping[str, float], d_k: int, page: float) -> str:
+def score_pair(i: int, j: int, terms: Mapping[str, float], d_k: int, page: float,
+               rope: bool = False) -> str:
     r"""One pair's terms (each times √d_k, as written in the identity), their sum / √d_k and
     the page's score. ``terms`` holds the terms already divided by √d_k, as
     ``circuits.score_terms`` returns them.
@@ -62,26 +79,32 @@ def score_pair(i: int, j: int, terms: Mapping[str, float], d_k: int, page: float
     True
     """
     root = d_k ** 0.5
-    parts = [rf"\underbrace{{{num(terms[k] * root, 4, sci=False)}}}_{{{TERM_TEX[k]}}}"
-             for k in TERM_TEX if k in terms]
-    total = sum(terms[k] for k in TERM_TEX if k in terms)
+    written = term_tex(rope)
+    parts = [rf"\underbrace{{{num(terms[k] * root, 4, sci=False)}}}_{{{written[k]}}}"
+             for k in written if k in terms]
+    total = sum(terms[k] for k in written if k in terms)
     return (rf"s_{{{i},{j}}} = \frac{{1}}{{\sqrt{{{d_k}}}}}\Big[" + " + ".join(parts)
             + rf"\Big] = {num(total, 4, sci=False)},\qquad \text{{page's score: }} "
             rf"s_{{{i},{j}}} = {num(page, 4, sci=False)}")
 
 
-def identity_check(exact: float, page: float, tol: float, bias: bool = True) -> str:
-    r"""The identity's max |Δ|: in float64, and against the page's float32 scores.
+def identity_check(exact: float, page: float, tol: float, bias: bool = True,
+                   rope: bool = False) -> str:
+    r"""The identity's max |Δ|: in float64, and against the page's float32 scores, with
+    ``\le`` or ``>`` the tolerance as the numbers are.
 
     >>> "10^{-15}" in identity_check(2e-15, 3e-6, 1e-5), "b_K" in identity_check(0, 0, 1, False)
     (True, False)
+    >>> identity_check(0, 27.6, 1e-5).endswith(r"27.600 > 1.0 \times 10^{-5}")
+    True
     """
-    lhs = (r"(\hat x_i W_Q + b_Q)(\hat x_j W_K + b_K)^\top" if bias
-           else r"(\hat x_i W_Q)(\hat x_j W_K)^\top")
+    q, k = (r"\hat x_i W_Q + b_Q", r"\hat x_j W_K + b_K") if bias else (
+        r"\hat x_i W_Q", r"\hat x_j W_K")
+    lhs = rf"R_i({q})\cdot R_j({k})" if rope else rf"({q})({k})^\top"
     return (r"\max_{i,j}\Big|\tfrac{" + lhs + r"}{\sqrt{d_k}}"
             r" - \tfrac{[\dots]}{\sqrt{d_k}}\Big| = " + num(exact)
             + r",\qquad \max_{i,j}\big|s^{\text{page}}_{ij} - \tfrac{[\dots]}{\sqrt{d_k}}\big|"
-            + " = " + num(page) + r" \le " + num(tol))
+            + " = " + num(page) + (r" \le " if page <= tol else " > ") + num(tol))
 
 
 def ov_formula(source: str, source_id: int, tied: bool, top: str, top_value: float) -> str:

@@ -40,6 +40,24 @@ def _pick_columns(i: int, t: int, shown: int, weights: np.ndarray) -> list[int |
     return cols
 
 
+def qkv_lines(bias: bool, rope: bool = False) -> str:
+    r"""Q, K and V of a head from the block's normalised input, with the biases the model
+    has; with ``rope``, row i of Q and of K turned by R_i (the scores use those rows).
+
+    >>> qkv_lines(False)
+    'Q = \\mathrm{LN}_1(X)W_Q,\\ K = \\mathrm{LN}_1(X)W_K,\\ V = \\mathrm{LN}_1(X)W_V'
+    >>> "Q_i = R_i" in qkv_lines(True, rope=True), "b_V" in qkv_lines(True, rope=True)
+    (True, True)
+    """
+    def made(m: str) -> str:
+        return rf"\mathrm{{LN}}_1(X)W_{m}" + (rf" + b_{m}" if bias else "")
+
+    if rope:
+        return (rf"Q_i = R_i\big({made('Q')}\big)_i,\ K_i = R_i\big({made('K')}\big)_i,\ "
+                rf"V = {made('V')}")
+    return rf"Q = {made('Q')},\ K = {made('K')},\ V = {made('V')}"
+
+
 def attention_row(query: str, i: int, keys: Sequence[str], scores: Sequence[float],
                   pattern: Sequence[float], d_k: int, shown: int = 5) -> str:
     r"""Row i of ``W = softmax(QKᵀ/√d_k + M)``: scores, the mask, exponentials, weights.

@@ -24,11 +24,15 @@ from gptviz.tokenizers import TokenizerError
 OV_ROWS = 10  # tokens in the OV table unless the student asks for more
 TERM_TITLES = {"xWx": "x̂ᵢ W_QK x̂ⱼᵀ / √d_k", "xWb": "x̂ᵢ W_Q b_Kᵀ / √d_k",
                "bWx": "b_Q W_Kᵀ x̂ⱼᵀ / √d_k", "bb": "b_Q b_Kᵀ / √d_k", "sum": "sum = s_ij"}
+ROPE_TITLES = {"xWx": "x̂ᵢ W_Q R₍ⱼ₋ᵢ₎ W_Kᵀ x̂ⱼᵀ / √d_k", "xWb": "x̂ᵢ W_Q R₍ⱼ₋ᵢ₎ b_Kᵀ / √d_k",
+               "bWx": "b_Q R₍ⱼ₋ᵢ₎ W_Kᵀ x̂ⱼᵀ / √d_k", "bb": "b_Q R₍ⱼ₋ᵢ₎ b_Kᵀ / √d_k",
+               "sum": "sum = s_ij"}
 
 
 @per_model
 def _identity_deltas(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[float, float, float]:
     model, c = ckpt.model, ckpt.config
+    rope = c.positional == "rope"
     names = [act_name(k, ly, "ln1" if k == "normalized" else None)
              for ly in range(c.n_layer) for k in ("normalized", "scores")]
     _, cache = model.run_with_cache(list(ids), names_filter=names)
@@ -40,8 +44,8 @@ def _identity_deltas(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[float, flo
         tol = max(tol, C.tolerance(scores))
         for head in range(c.n_head):
             w = C.head_weights(model, layer, head)
-            total = C.score_terms(x, w)["sum"]  # (T, T)
-            exact = max(exact, float((C.direct_scores(x, w) - total).abs().max()))
+            total = C.score_terms(x, w, rope)["sum"]  # (T, T)
+            exact = max(exact, float((C.direct_scores(x, w, rope) - total).abs().max()))
             page = max(page, float((scores[head] - total).abs().max()))
     return exact, page, tol
 
@@ -51,7 +55,8 @@ def _score_terms(ckpt: Checkpoint, ids: tuple[int, ...], layer: int, head: int
                  ) -> dict[str, np.ndarray]:
     name = act_name("normalized", layer, "ln1")
     _, cache = ckpt.model.run_with_cache(list(ids), names_filter=[name])
-    terms = C.score_terms(cache[name][0], C.head_weights(ckpt.model, layer, head))
+    terms = C.score_terms(cache[name][0], C.head_weights(ckpt.model, layer, head),
+                          rope=ckpt.config.positional == "rope")
     return {k: v.numpy() for k, v in terms.items()}  # float64, each (T, T)
 
 
@@ -72,6 +77,7 @@ def circuits_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     """W_QK and W_OV of the chosen head, and the score identity checked on the prompt."""
     c = picked.checkpoint.config
     w = C.head_weights(picked.checkpoint.model, layer, head)
+    rope = c.positional == "rope"
     st.markdown(
         "A head's four weight blocks only ever act in two pairs. The query and key blocks "
         "meet in the scores, $q_i\\cdot k_j = \\hat x_i W_Q W_K^\\top \\hat x_j^\\top$, so "
@@ -81,7 +87,12 @@ def circuits_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
         "*what* the head writes into the residual stream. Here $W_Q^h$ is head $h$'s "
         f"block of $d_k = {c.d_head}$ columns of $W_Q$ (and $W_O^h$ its $d_k$ rows of "
         "$W_O$); the product of a $d\\times d_k$ and a $d_k\\times d$ matrix has rank at "
-        "most $d_k$.")
+        "most $d_k$." + (
+            " **This model uses RoPE:** it turns query $i$ by $R_i$ and key $j$ by $R_j$ "
+            "before their product, so a score is $\\hat x_i W_Q R_{j-i} W_K^\\top "
+            "\\hat x_j^\\top$: the QK circuit depends on the offset $j-i$. The $W_{QK}$ "
+            "drawn is the one at offset 0 ($R_0 = I$), a query reading its own position."
+            if rope else ""))
     st.latex(cm.circuit_shapes(c.d_model, c.d_head, layer, head))
     figs = cached_figure(picked, "circuits", (layer, head), lambda: (
         cf.circuit_matrix(to_numpy(C.qk_circuit(w)), f"W_QK, layer {layer}, head {head}"),
@@ -94,9 +105,10 @@ def circuits_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
 def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
                     head: int) -> None:
     c = picked.checkpoint.config
+    rope = c.positional == "rope"
     st.markdown(f"**The scores through W_QK.** With $\\hat x = \\mathrm{{LN}}_1(X)$, the "
                 f"input of layer {layer}'s heads, every score of this head is")
-    st.latex(cm.score_identity(c.bias))
+    st.latex(cm.score_identity(c.bias, rope))
     terms = score_terms(picked, prompt.ids, layer, head)  # each (T, T)
     scores = cache[act_name("scores", layer)][0, head]  # (T, T), the page's, before the mask
     labels = prompt.labels
@@ -110,20 +122,28 @@ def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
         j = st.selectbox("Key j (j ≤ i)", range(i + 1), index=0,
                          format_func=lambda k: f"{k}: {labels[k]}", key="qk_key")
     parts = {k: float(v[i, j]) for k, v in terms.items() if k != "sum"}
-    st.latex(cm.score_pair(i, j, parts, c.d_head, float(scores[i, j])))
+    st.latex(cm.score_pair(i, j, parts, c.d_head, float(scores[i, j]), rope))
     shown = {k: v for k, v in terms.items() if len(terms) > 2 or k == "xWx"}
     fig = cached_figure(picked, "score-terms", (prompt.ids, layer, head), lambda: (
-        cf.score_term_panels(shown, TERM_TITLES, labels)))
+        cf.score_term_panels(shown, ROPE_TITLES if rope else TERM_TITLES, labels)))
     plot(fig)
     exact, page, tol = identity_deltas(picked, prompt.ids)
-    st.latex(cm.identity_check(exact, page, tol, c.bias))
+    st.latex(cm.identity_check(exact, page, tol, c.bias, rope))
     ok = page <= tol
     (st.success if ok else st.error)(
         f"Every head of every layer: the four terms give the page's scores to within "
         f"{page:.1e} (allowed: {tol:.0e}, float32 rounding)." if ok else
         f"The terms differ from the page's scores by {page:.1e}, more than float32 rounding "
         f"({tol:.0e}) explains.", icon=":material/check:" if ok else ":material/error:")
-    if c.bias:
+    if c.bias and rope:
+        st.caption(
+            "The panels: queries i down, keys j across, on one colour scale so that their "
+            "sizes compare; all cells are shown, also those the mask removes later (above the "
+            "diagonal). With RoPE every bias term passes through R₍ⱼ₋ᵢ₎ too, so none is "
+            "constant along a row: each can change the pattern. Tolerance: 1e-5, or 1e-6 × "
+            "the largest |s_ij| when scores are large (float32 keeps about 7 significant "
+            "digits).")
+    elif c.bias:
         st.caption(
             "The panels: queries i down, keys j across, on one colour scale so that their "
             "sizes compare; all cells are shown, also those the mask removes later (above the "
@@ -134,7 +154,8 @@ def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
             "keys draw every query whatever the query is. Tolerance: 1e-5, or 1e-6 × the "
             "largest |s_ij| when scores are large (float32 keeps about 7 significant digits).")
     else:
-        st.caption("This model has no biases, so s_ij is the QK circuit alone (the panel: "
+        st.caption("This model has no biases, so s_ij is the QK circuit alone"
+                   + (" at offset j − i" if rope else "") + " (the panel: "
                    "queries i down, keys j across). Tolerance: "
                    "1e-5, or 1e-6 × the largest |s_ij| (float32 keeps about 7 digits).")
 

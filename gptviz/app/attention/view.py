@@ -26,8 +26,9 @@ ABLATION_TOP = 10  # most probable tokens before / after, in the bar chart
 
 def page_activations(picked: Picked, prompt: Prompt) -> ActivationCache:
     """Each head's steps and, for the QK circuit's identity, every layer's x̂ = LN₁(X)."""
-    n_layer = picked.checkpoint.config.n_layer
-    names = [*attention_page_names(n_layer),
+    c = picked.checkpoint.config
+    n_layer = c.n_layer
+    names = [*attention_page_names(n_layer, rope=c.positional == "rope"),
              *(act_name("normalized", ly, "ln1") for ly in range(n_layer))]
     cache, _ = activations(picked, prompt.ids, names)
     return cache
@@ -98,13 +99,17 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
                head: int) -> None:
     """Q, K, V, the scaled scores, the mask, the pattern and Z of one head."""
     c = picked.checkpoint.config
-    b = {k: rf" + b_{k}" if c.bias else "" for k in "QKV"}
+    rope = c.positional == "rope"
     st.latex(r"\begin{gathered}\mathrm{head}(X) = \mathrm{softmax}\Big(\frac{QK^\top}"
              r"{\sqrt{d_k}} + M\Big)V,\qquad d_k = " + str(c.d_head) + r"\\"
-             rf"Q = \mathrm{{LN}}(X)W_Q{b['Q']},\ K = \mathrm{{LN}}(X)W_K{b['K']},\ "
-             rf"V = \mathrm{{LN}}(X)W_V{b['V']}"
-             rf"\ \in \mathbb{{R}}^{{{len(prompt.ids)} \times {c.d_head}}}\end{{gathered}}")
-    if c.bias:
+             + mp.qkv_lines(c.bias, rope)
+             + rf"\ \in \mathbb{{R}}^{{{len(prompt.ids)} \times {c.d_head}}}\end{{gathered}}")
+    if rope:
+        st.caption("This model uses RoPE: R_i turns each pair of dimensions (2m, 2m+1) of row i "
+                   "by the angle i·θ_m (Positional encoding page). Q and K below are the turned "
+                   "rows, those the scores are made of; a score then depends on the offset "
+                   "j − i of its query and key.")
+    elif c.bias:
         st.caption("b_K changes no pattern: it adds q_i · b_K / √d_k to every score of row i, "
                    "and a row-softmax is the same when one constant is added to its whole row. "
                    "b_Q and b_V do change Q and V.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gptviz.app.attention.formulas import qkv_lines
 from gptviz.app.shared.tex import grouped, num, percent_tex, tex_text
 from gptviz.model.config import ACTIVATION_TEX
 
@@ -45,14 +46,13 @@ def layernorm_definition(bias: bool) -> str:
             r"\sigma^2 = \tfrac1d \textstyle\sum_k (x_k - \mu)^2")
 
 
-def qkv_formula(n: int, d_head: int, layer: int, bias: bool) -> str:
-    r"""``Q = LN_1(X) W_Q + b_Q`` (and K, V) with the head's shapes.
+def qkv_formula(n: int, d_head: int, layer: int, bias: bool, rope: bool = False) -> str:
+    r"""``Q = LN_1(X) W_Q + b_Q`` (and K, V) with the head's shapes (``qkv_lines``).
 
     >>> "b_K" in qkv_formula(4, 16, 0, True), "b_K" in qkv_formula(4, 16, 0, False)
     (True, False)
     """
-    parts = [rf"{m} = \mathrm{{LN}}_1(X) W_{m}{_b(m, bias)}" for m in "QKV"]
-    return (r",\ ".join(parts) + rf"\ \in \mathbb{{R}}^{{{n} \times {d_head}}},\qquad "
+    return (qkv_lines(bias, rope) + rf"\ \in \mathbb{{R}}^{{{n} \times {d_head}}},\qquad "
             rf"d_k = {d_head},\ \text{{layer {layer}}}")
 
 
@@ -99,10 +99,11 @@ def residual_formula(i: int, stages: Sequence[str], norms: Sequence[float]) -> s
     """
     chain = num(norms[0]) + "".join(rf" \xrightarrow{{\text{{{s}}}}} {num(v)}"
                                     for s, v in zip(stages[1:], norms[1:], strict=True))
-    return (
+    return (  # MHA and FFN as steps 7–9 define them, each with its LayerNorm inside
         r"\begin{aligned}"
-        r"y^{(\ell)} &= x^{(\ell)} + \mathrm{MHA}_\ell\big(\mathrm{LN}_1(x^{(\ell)})\big),\qquad "
-        r"x^{(\ell+1)} = y^{(\ell)} + \mathrm{FFN}_\ell\big(\mathrm{LN}_2(y^{(\ell)})\big) \\"
+        r"y^{(\ell)} &= x^{(\ell)} + \mathrm{MHA}_\ell\big(x^{(\ell)}\big),\qquad "
+        r"x^{(\ell+1)} = y^{(\ell)} + \mathrm{FFN}_\ell\big(y^{(\ell)}\big)\qquad "
+        r"(\mathrm{LN}_1 \text{ inside MHA},\ \mathrm{LN}_2 \text{ inside FFN}) \\"
         rf"\lVert x_{{{i}}}\rVert:\quad &{chain}"
         r"\end{aligned}"
     )

@@ -148,19 +148,22 @@ class Lesson:
         return Link(page, label, params)
 
 
-def lesson_names(n_layer: int) -> list[str]:
+def lesson_names(n_layer: int, rope: bool = False) -> list[str]:
     """Every activation a step reads: the Block page's and the Attention page's, once each.
 
-    >>> len(lesson_names(1)), lesson_names(1)[:2]
-    (16, ['hook_embed', 'hook_pos_embed'])
+    >>> len(lesson_names(1)), lesson_names(1)[:2], len(lesson_names(1, rope=True))
+    (16, ['hook_embed', 'hook_pos_embed'], 18)
     """
-    return list(dict.fromkeys([*block_page_names(n_layer), *attention_page_names(n_layer)]))
+    return list(dict.fromkeys([*block_page_names(n_layer),
+                               *attention_page_names(n_layer, rope)]))
 
 
 def build_lesson(picked: Picked, prompt: Prompt, layer: int, head: int, temperature: float,
                  big: bool = False) -> Lesson:
     """The forward pass of the (cropped) prompt, from the shared cache."""
-    cache, logits = activations(picked, prompt.ids, lesson_names(picked.checkpoint.config.n_layer))
+    c = picked.checkpoint.config
+    cache, logits = activations(picked, prompt.ids,
+                                lesson_names(c.n_layer, rope=c.positional == "rope"))
     return Lesson(picked, prompt, int(layer), int(head), float(temperature), cache, logits, big)
 
 

@@ -34,8 +34,9 @@ def layernorm(ls: Lesson) -> StepView:
     eps = ls.ckpt.model.blocks[layer].ln1.eps
     stats = analysis.layernorm_stats(x, out, eps)
     fig = ls.figure("layernorm", lambda: vb.layernorm_rows(stats, ls.labels))
-    reads = ("$X = E[\\mathrm{ids}] + P$" if layer == 0 else
-             f"the residual stream as block {layer - 1} left it")
+    first = ("$X = E[\\mathrm{ids}]$" if c.positional in ("rope", "none") else
+             "$X = E[\\mathrm{ids}] + P$")
+    reads = first if layer == 0 else f"the residual stream as block {layer - 1} left it"
     shift = " and shifts it by a trained $b$" if c.bias else " (this model has no shift $b$)"
     narrative = (
         f"A GPT is a stack of {counted(c.n_layer, 'identical block')}; we follow block "
@@ -44,7 +45,8 @@ def layernorm(ls: Lesson) -> StepView:
         "$\\sqrt{\\sigma^2 + \\varepsilon}$, then "
         f"scale each dimension by a trained $\\lambda${shift}. This keeps the numbers in a "
         "steady range however large they grow along the stack. The bars show each row's mean "
-        "and variance before, after standardising, and after $\\lambda$ and $b$.")
+        "and variance before, after standardising, and after "
+        + ("$\\lambda$ and $b$." if c.bias else "$\\lambda$."))
     row = mb.layernorm_row(ls.labels[last], analysis.to_numpy(x[last]),
                            analysis.to_numpy(out[last]), eps, c.bias)
     return StepView(narrative, [fig], [lt.layernorm_definition(c.bias), row],
@@ -69,7 +71,7 @@ def one_head(ls: Lesson) -> StepView:
         "receives $z_i = \\sum_j w_{ij} v_j$, a weighted average of the values. Here: layer "
         f"{layer}, head {head}, with the last token's row worked out below.")
     return StepView(narrative, figs, [
-        lt.qkv_formula(ls.n, c.d_head, layer, c.bias),
+        lt.qkv_formula(ls.n, c.d_head, layer, c.bias, c.positional == "rope"),
         mp.attention_row(ls.labels[last], last, ls.labels, steps["scores"][last],
                          steps["pattern"][last], c.d_head),
         mp.z_row(last, ls.labels, steps["pattern"][last])],

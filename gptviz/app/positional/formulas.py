@@ -36,7 +36,8 @@ def x_plus_pe_formula(token: str, i: int, e_row: Sequence[float], p_row: Sequenc
     """
     e, p = np.asarray(e_row, np.float64), np.asarray(p_row, np.float64)
     name = {"learned": r"P_{i,:}\ \text{(learned)}", "sinusoidal": r"\text{sinusoidal } p_i",
-            "none": r"0\ \text{(no positions)}"}.get(positional, "p_i")
+            "none": r"0\ \text{(no positions)}",
+            "rope": r"0\ \text{(RoPE turns } q \text{ and } k \text{ instead)}"}[positional]
     return (r"\begin{aligned}"
             rf"x_{{{i}}} &= E[{tex_text(token, 16)}] + p_{{{i}}},\qquad p_i = {name} \\"
             rf"&= {vector(e)} + {vector(p)} \\"

@@ -22,6 +22,7 @@ from gptviz.checkpoints import Checkpoint
 SEED = "order_seed"  # st.session_state key of the shuffle's seed
 SEED_MAX = 1_000_000
 TOP = 5  # next-token guesses listed before and after the shuffle
+ROUNDING = 1e-4  # a Δ below this, on logits of order 1–10, is float32 rounding
 
 
 @per_model
@@ -36,8 +37,9 @@ def _reshuffle() -> None:
     st.session_state[SEED] = (int(st.session_state.get(SEED, 0)) + 1) % (SEED_MAX + 1)
 
 
-def order_formula(order: Sequence[int], n_layer: int) -> str:
-    r"""Δ = max_v |y_{N,v}(π) − y_{N,v}| with the positions removed, and the order π.
+def order_formula(order: Sequence[int], n_layer: int, rope: bool = False) -> str:
+    r"""Δ = max_v |y_{N,v}(π) − y_{N,v}| with the positions removed (with ``rope``: no
+    rotation, R_i = I), and the order π.
 
     >>> tex = order_formula([2, 0, 1, 3], 4)
     >>> r"\pi &= (2,\ 0,\ 1,\ 3)" in tex and "p_i = 0" in tex
@@ -49,8 +51,9 @@ def order_formula(order: Sequence[int], n_layer: int) -> str:
     return (
         r"\begin{aligned}"
         r"\Delta &= \max_{v \in V}\big|\,y_{N,v}(\text{shuffled}) - y_{N,v}\,\big|,\qquad "
-        r"x_i = E[t_i] + p_i \text{ with } p_i = 0,\quad "
-        rf"{n_layer}\ \text{{layer{'s' if n_layer != 1 else ''}}} \\"
+        + (r"x_i = E[t_i],\ R_i = I\ \text{(no rotation)},\quad " if rope else
+           r"x_i = E[t_i] + p_i \text{ with } p_i = 0,\quad ")
+        + rf"{n_layer}\ \text{{layer{'s' if n_layer != 1 else ''}}} \\"
         r"\pi &= (" + r",\ ".join(shown) + r") \\"
         r"&\text{(position } k \text{ of the shuffled prompt holds the token from position } "
         r"\pi_k\text{)}"
@@ -87,7 +90,10 @@ def order_view(picked: Picked) -> None:
         "as the inputs, so the last token, which stays last and sees every token, would get "
         "exactly the same logits. With the mask, token $i$ sees only tokens $0,\\dots,i$: "
         "the earlier tokens' outputs depend on the order, and from the second layer on the "
-        "last token reads them.")
+        "last token reads them." + (
+            " This model uses RoPE: its positions are the rotations $R_i$ of every query and "
+            "key, so removing them here means $R_i = I$, no rotation."
+            if ckpt.config.positional == "rope" else ""))
     prompt = encode(ckpt, prompt_input(ckpt))
     if prompt is None:
         return
@@ -104,7 +110,7 @@ def order_view(picked: Picked) -> None:
                  key="order_reshuffle")
     check = _order_check(picked, prompt.ids, seed)
     shuffled(prompt, check)
-    st.latex(order_formula(check.order, ckpt.config.n_layer))
+    st.latex(order_formula(check.order, ckpt.config.n_layer, ckpt.config.positional == "rope"))
     cols = st.columns(3)
     cols[0].metric("Δ with the causal mask", f"{check.causal:.3f}")
     cols[1].metric("Δ without the mask", f"{check.unmasked:.1e}")
@@ -112,8 +118,11 @@ def order_view(picked: Picked) -> None:
     st.caption(
         f"Positions removed, the causal mask alone moves the last logits by up to "
         f"{check.causal:.3f}. The same weights with the mask lifted give "
-        f"{check.unmasked:.1e}, float32 rounding: unmasked attention cannot tell the orders "
-        f"apart. With the model's positions added back (as it was trained) the change is "
+        f"{check.unmasked:.1e}" + (
+            ", float32 rounding: unmasked attention cannot tell the orders apart."
+            if check.unmasked < ROUNDING else
+            ", more than float32 rounding: something in this model still sees the order.")
+        + f" With the model's positions added back (as it was trained) the change is "
         f"{check.trained:.3f}." + (
             " This model has one layer: its last token reads only the embeddings, which do "
             "not depend on the order, so the mask alone changes nothing here."

@@ -247,3 +247,21 @@ def test_the_steps_of_one_head_show_the_biases_the_model_adds():
     assert "b_K changes no pattern" in " ".join(c.value for c in at.caption)
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert any(t.startswith("Q = LN(X) W_Q + b_Q") for t in titles), titles
+
+
+def test_a_new_prompt_brings_the_chosen_token_back_to_its_last():
+    """A review found the query box still reading "22: ." after the prompt became "x": the
+    choice made on the old prompt was dropped, not set, and the box kept the old label."""
+    at = run_page("attention")
+    box = at.selectbox(key="query")
+    assert box.value == len(box.options) - 1  # the last token by default
+    box.set_value(3)
+    rerun(at)
+    assert at.selectbox(key="query").value == 3  # a choice on the same prompt stays
+    for text, n in (("x", 1), ("a longer prompt than one token", None)):
+        at.text_area(key=box_key("prompt")).input(text)
+        rerun(at)
+        box = at.selectbox(key="query")
+        last = len(box.options) - 1
+        assert box.value == last and (n is None or len(box.options) == n)
+        assert rf"\text{{query }} i = {last}\ " in texts(at, "latex")  # the row worked out

@@ -109,3 +109,18 @@ def test_a_table_is_drawn_when_its_expander_opens(page, app_url):
     assert eventually(lambda: (canvas.bounding_box() or {}).get("height", 0) > 100)
     assert box.get_by_role("button", name="Download CSV").is_visible()
     screenshot(page, "model-attention-pattern-table")
+
+
+def test_a_new_prompt_shows_the_token_the_page_uses(from_home, app_url):
+    """The query box read "22: ." after the prompt became "x" (the page used position 0)."""
+    page = from_home
+    visit(page, f"{app_url}/attention")
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Query token")
+    shown = 'e => [...e.querySelectorAll("input")].map(i => i.value).join()'
+    assert box.evaluate(shown).startswith("22: ")
+    prompt = page.get_by_role("textbox", name="Prompt")
+    prompt.fill("x")
+    prompt.press("Control+Enter")
+    wait_for_app(page)
+    assert eventually(lambda: box.evaluate(shown) == "0: x"), box.evaluate(shown)
+    check_no_exception(page, "attention with a one-token prompt")

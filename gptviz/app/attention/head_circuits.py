@@ -13,7 +13,7 @@ from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import circuit_formulas as cm
 from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
 from gptviz.app.shared.heatmaps import shown_label
-from gptviz.app.shared.inputs import Prompt
+from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot, problem
 from gptviz.checkpoints import Checkpoint
@@ -113,14 +113,9 @@ def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
     scores = cache[act_name("scores", layer)][0, head]  # (T, T), the page's, before the mask
     labels = prompt.labels
     left, right = st.columns(2)
-    with left:
-        i = st.selectbox("Query i", range(len(labels)), index=len(labels) - 1,
-                         format_func=lambda k: f"{k}: {labels[k]}", key="qk_query")
-    with right:
-        if st.session_state.get("qk_key", 0) > i:
-            st.session_state.pop("qk_key")
-        j = st.selectbox("Key j (j ≤ i)", range(i + 1), index=0,
-                         format_func=lambda k: f"{k}: {labels[k]}", key="qk_key")
+    i = position_input(prompt, "Query i", key="qk_query", container=left)
+    j = position_input(prompt, "Key j (j ≤ i)", key="qk_key", default_last=False,
+                       container=right, upto=i)
     parts = {k: float(v[i, j]) for k, v in terms.items() if k != "sum"}
     st.latex(cm.score_pair(i, j, parts, c.d_head, float(scores[i, j]), rope))
     shown = {k: v for k, v in terms.items() if len(terms) > 2 or k == "xWx"}

@@ -196,11 +196,19 @@ def layer_and_head(n_layer: int, n_head: int) -> tuple[int, int]:
 
 
 def position_input(prompt: Prompt, label: str = "Token", key: str = "position",
-                   default_last: bool = True) -> int:
-    """A position of the (cropped) prompt, shown as 'i: token'; not in the URL."""
+                   default_last: bool = True, container=st, upto: int | None = None) -> int:
+    """A position of the (cropped) prompt, shown as 'i: token'; not in the URL. Positions
+    run to ``upto`` (default: the last token).
+
+    A new prompt brings back the default (its last token, or its first): the choice made on
+    another prompt named another token. The choice is set from code, not dropped, so that
+    the box shows the token the page uses (a dropped choice left the old label on screen).
+    """
     labels = prompt.labels
-    options = list(range(len(labels)))
-    if st.session_state.get(key) not in options:
-        st.session_state.pop(key, None)
-    return st.selectbox(label, options, index=len(options) - 1 if default_last else 0,
-                        format_func=lambda i: f"{i}: {labels[i]}", key=key)
+    options = list(range(len(labels) if upto is None else upto + 1))
+    stamp = f"{key}@ids"  # the prompt the choice was made on
+    if st.session_state.get(stamp) != prompt.ids or st.session_state.get(key) not in options:
+        st.session_state[key] = options[-1] if default_last else options[0]
+    st.session_state[stamp] = prompt.ids
+    return container.selectbox(label, options, format_func=lambda i: f"{i}: {labels[i]}",
+                               key=key)

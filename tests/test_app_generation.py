@@ -330,3 +330,20 @@ def test_concurrent_steps_never_lose_or_duplicate_tokens(tiny):
     for _ in range(60):
         again.advance(tiny, Sampling(temperature=1.0))
     assert again.ids == h.ids
+
+
+def test_the_seeds_picture_writes_characters_split_over_tokens_whole():
+    """A review saw a row of "�" per emoji or CJK character: each token's bytes were
+    decoded alone. The running text is decoded as one stream; a token that is only part
+    of a character is named by its bytes, as its chip is."""
+    text = "Topology 🧮 of 曲面 ✨\nsecond line: ∮ω = 0 😀"
+    at = run_page("generation", prompt=text)
+    line = next(el.value for el in at.latex if r"\mapsto" in el.value)
+    assert "\ufffd" not in line
+    assert "曲面" in line and "U+1F600" in line  # the emoji as tex_text writes it
+    from gptviz.app.generation.formulas import chain_pieces, token_text
+    tok = load_checkpoint(bundled_models()["mathematics-bpe"]).tokenizer  # the page's model
+    parts = [tok.id_to_bytes(i) for i in tok.encode(text)]
+    assert "".join(chain_pieces(parts, boxed=False)) == text
+    split = next(b for b in parts if token_text(b).startswith("‹"))  # a part of a character
+    assert token_text(split) == "‹" + " ".join(f"{x:02x}" for x in split) + "›"

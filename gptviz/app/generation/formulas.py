@@ -7,12 +7,53 @@ Pure builders: LaTeX strings for ``st.latex``, HTML for ``st.html``, DataFrames.
 
 from __future__ import annotations
 
+import codecs
 import math
 from collections.abc import Sequence
 
+from gptviz.app.shared.chips import hex_bytes
 from gptviz.app.shared.tex import STRUT, grouped, num, percent_tex, tex_running, tex_text
 
 WINDOW_CHARS = 60  # characters of the context window a line of the seeds' display shows
+
+
+def token_text(data: bytes) -> str:
+    """One token on its own, as a chip names it: its text, or ‹hex› when its bytes are only
+    part of a character.
+
+    >>> token_text(b" cat"), token_text("😀".encode()[:2])
+    (' cat', '‹f0 9f›')
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"‹{hex_bytes(data)}›"
+
+
+def running_pieces(parts: Sequence[bytes]) -> list[str]:
+    """Each token's share of the running text: a character split over several tokens is
+    written where its last byte arrives, so that the pieces join into the text itself;
+    bytes still waiting for the rest of their character at the end show as ‹hex›.
+
+    >>> smile = "😀".encode()
+    >>> running_pieces([b"a ", smile[:2], smile[2:], b"!"])
+    ['a ', '', '😀', '!']
+    >>> running_pieces([b"a ", smile[:3]])
+    ['a ', '‹f0 9f 98›']
+    """
+    dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    out = [dec.decode(b) for b in parts]
+    waiting = dec.getstate()[0]
+    if out and waiting:
+        out[-1] += f"‹{hex_bytes(waiting)}›"
+    return out
+
+
+def chain_pieces(parts: Sequence[bytes], boxed: bool) -> list[str]:
+    """``mapsto_line``'s pieces: the running text, and the boxed last token on its own."""
+    if boxed and parts:
+        return [*running_pieces(parts[:-1]), token_text(parts[-1])]
+    return running_pieces(parts)
 
 
 def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,

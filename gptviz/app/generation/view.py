@@ -121,10 +121,10 @@ def chain(hist: History, picked: Picked, v: Viewed, sampling: Sampling,
         else:
             step = v.step if not v.taken else hist.preview(picked.checkpoint.model, sampling)
             n_ids, cropped, top = step.cropped + len(step.context), step.cropped, step.top
-        pieces = [tok.id_to_string(i) for i in hist.ids[:n_ids]]
-        cands = [(tok.id_to_string(i), p) for i, p in top[:4] if p > 0]
-        lines.append(tex.mapsto_line(pieces, cropped, n_ids > len(hist.prompt_ids), cands,
-                                     continued=row > 0))
+        boxed = n_ids > len(hist.prompt_ids)
+        pieces = tex.chain_pieces([tok.id_to_bytes(i) for i in hist.ids[:n_ids]], boxed)
+        cands = [(tex.token_text(tok.id_to_bytes(i)), p) for i, p in top[:4] if p > 0]
+        lines.append(tex.mapsto_line(pieces, cropped, boxed, cands, continued=row > 0))
     return lines
 
 

@@ -123,8 +123,9 @@ def repeat(ls: Lesson) -> StepView:
     html = gf.sequence_chips_html(tokens, len(prompt_ids), max(0, len(tokens) - c.context_length))
     lines = []
     for k, d in enumerate(drawn[:CHAIN]):
-        pieces = [tok.id_to_string(i) for i in ids[:d.n_ids]]
-        candidates = [(tok.id_to_string(i), p) for i, p in d.top[:4] if p > 0]
+        pieces = gen_tex.chain_pieces([tok.id_to_bytes(i) for i in ids[:d.n_ids]], k > 0)
+        candidates = [(gen_tex.token_text(tok.id_to_bytes(i)), p) for i, p in d.top[:4]
+                      if p > 0]
         lines.append(gen_tex.mapsto_line(pieces, d.cropped, k > 0, candidates, continued=k > 0))
     narrative = (
         "The chosen token is appended to the text, and the whole computation runs again on the "

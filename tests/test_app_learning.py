@@ -270,3 +270,18 @@ def test_the_verdict_credits_the_second_order_term_only_when_it_explains_the_gap
             assert "no step can lower this loss by more than L = " in info
             said.add("neither")
     assert "neither" in said  # η = 1 at this window: the review's case
+
+
+def test_no_change_badge_reads_zero():
+    """A review saw "other positions: mean L … ↓ -0.0000" (mathematics-char): a change
+    smaller than the places shown is written in two significant digits, and none is none."""
+    at = run_page("learning", model="mathematics-char")
+    seen = []
+    for eta in (1e-6, 1e-4, 0.01):
+        at.select_slider(key="learn_eta").set_value(eta)
+        rerun(at)
+        badges = [m.delta for m in at.metric if m.delta]
+        seen += badges
+        assert not [d for d in badges if float(d) == 0], (eta, badges)
+        assert len(metric(at, "real ΔL").lstrip("+-").replace(".", "").lstrip("0")) >= 3
+    assert any("e-" in d for d in seen)  # η = 1e-6 moves the other positions' mean very little

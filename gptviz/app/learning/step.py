@@ -65,17 +65,30 @@ def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
     st.caption(too_large_note(m))
 
 
+def change(x: float, decimals: int = 4) -> str | None:
+    """A metric's change: ``decimals`` places, or two significant digits when those places
+    would read 0 (never "-0.0000"); None (no badge) when nothing changed.
+
+    >>> change(0.01234), change(-3e-6), change(0.0), change(-0.0)
+    ('+0.0123', '-3.0e-06', None, None)
+    """
+    if x == 0:
+        return None
+    return f"{x:+.{decimals}f}" if round(x, decimals) != 0 else f"{x:+.1e}"
+
+
 def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
     cols = st.columns(5)
-    cols[0].metric("P(y) after", f"{s.p_target:.4f}", f"{s.p_target - m.p_target:+.4f}")
+    cols[0].metric("P(y) after", f"{s.p_target:.4f}", change(s.p_target - m.p_target))
     # max: float32 gives a certain P(y) a loss of −0.0 or −1e-7, which would read "-0.0000"
-    cols[1].metric("L after", f"{max(0.0, s.loss):.4f}", f"{s.loss - m.loss:+.4f}",
+    cols[1].metric("L after", f"{max(0.0, s.loss):.4f}", change(s.loss - m.loss),
                    delta_color="inverse")
-    cols[2].metric("real ΔL", f"{s.loss - m.loss:+.3g}")
-    cols[3].metric("first order −η‖g‖²", f"{-s.eta * m.grad_sq:+.3g}")
+    # '#': three significant digits kept, so the two stand side by side (-0.00580, -0.00588)
+    cols[2].metric("real ΔL", f"{s.loss - m.loss:+#.3g}")
+    cols[3].metric("first order −η‖g‖²", f"{-s.eta * m.grad_sq:+#.3g}")
     if math.isfinite(m.rest_loss):
         cols[4].metric("other positions: mean L", f"{s.rest_loss:.4f}",
-                       f"{s.rest_loss - m.rest_loss:+.4f}", delta_color="inverse")
+                       change(s.rest_loss - m.rest_loss), delta_color="inverse")
     top = vocab[s.top] if s.top >= 0 else "?"
     st.caption(f"Before the step P(y) = {m.p_target:.4f}; after it {s.p_target:.4f}. The most "
                f"probable next token is now “{top}”"

@@ -26,7 +26,7 @@ from gptviz.app.shared.picker import SESSION_MODELS, Picked
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints import Checkpoint, bundled_models, load_checkpoint
 from gptviz.circuits import kind_scores
-from tests.helpers import app_test, figures, rerun, texts, tiny_gpt
+from tests.helpers import app_test, figures, rerun, tables, texts, tiny_gpt
 
 MODELS = sorted(bundled_models())
 LESSON = "app_pages/lesson.py"
@@ -243,9 +243,15 @@ def test_the_score_counts_the_answers_given():
     at.button(key="lesson_reveal").click()
     rerun(at)
     assert "the model's answer is" in texts(at, "error")
+    at.session_state["step"] = 6
+    rerun(at)
+    at.button(key="lesson_reveal").click()  # revealed, not answered
+    rerun(at)
     at.session_state["step"] = N
     rerun(at)
-    assert "Your score: 1 right of 2 answered" in texts(at, "markdown")
+    assert "Your score: 1 right of 2 answered (3 revealed)" in texts(at, "markdown")
+    (table,) = [t.value for t in tables(at) if "your answer" in t.value.columns]
+    assert table["right"].tolist() == ["✓", "✗", "—"]  # none given is not a wrong answer
 
 
 def _right_choice(at) -> str:

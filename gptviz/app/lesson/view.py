@@ -18,7 +18,7 @@ from gptviz.app.lesson.run import Lesson, StepView
 from gptviz.app.lesson.steps import STEPS, TITLES
 from gptviz.app.shared.inputs import Prompt, encode, head_input, layer_input, prompt_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import plot
+from gptviz.app.shared.widgets import plain_table, plot
 
 STEP = "step"  # the step's key and URL parameter (?step=7), from 1
 ANSWERS = "lesson_answers"  # st.session_state: {lesson: {step: (question, choice or None)}}
@@ -185,13 +185,13 @@ def score(ls: Lesson) -> None:
     answered = sum(c is not None for _, c in done.values())
     st.markdown(f"#### Your score: {right} right of {answered} answered "
                 f"({len(done)} revealed)")
-    st.dataframe(pd.DataFrame({
+    plain_table(pd.DataFrame({  # plain HTML: whole questions, wrapped (a grid cut them)
         "step": list(done),
         "question": [plain(q.text) for q, _ in done.values()],
         "your answer": [c or "—" for _, c in done.values()],
         "the model's": [q.choices[q.answer] for q, _ in done.values()],
-        "right": ["✓" if q.right(c) else "✗" for q, c in done.values()]}),
-        hide_index=True, width="stretch")
+        "right": ["—" if c is None else "✓" if q.right(c) else "✗"
+                  for q, c in done.values()]}))
     st.caption("The score lives in this browser session only; nothing is stored on the server.")
 
 

@@ -53,7 +53,9 @@ def test_grid_has_a_title_and_an_edge_per_head_and_frames_the_selected_one(shape
         ly, h = selected
         r, c = ly * (t + g["row_gap"]), h * (t + g["col_gap"])
         assert frame.line.color == "#d62728" and frame.line.width == 3
-        assert frame.x0 == c - 0.5 - g["col_gap"] / 2 and frame.y0 == r - 0.5
+        # on the tile's own edge: a margin in cells framed a one-token tile twice its size
+        assert (frame.x0, frame.x1, frame.y0, frame.y1) == (c - 0.5, c + t - 0.5, r - 0.5,
+                                                            r + t - 0.5)
     for axis in (fig.layout.xaxis, fig.layout.yaxis):  # nothing for automargin to make room for
         assert (axis.automargin, axis.showticklabels, axis.ticks) == (False, False, "")
     assert fig.layout.margin.r == COLORBAR_PX["coloraxis"]

@@ -109,12 +109,11 @@ def attention_grid(patterns, tokens: Sequence[str] | None = None,
                             y=r - 0.5, yanchor="bottom"))
         edges.append(dict(line=dict(color="#c8c8c8", width=1), type="rect", x0=c - 0.5,
                           x1=c + t - 0.5, y0=r - 0.5, y1=r + t - 0.5))
-    if selected is not None:
-        ly, h = selected
-        r, c, pad = ly * (t + row_gap), h * (t + col_gap), col_gap / 2
-        edges.append(dict(line=dict(color="#d62728", width=3), type="rect", x0=c - 0.5 - pad,
-                          x1=c + t - 0.5 + pad, y0=r - 0.5, y1=r + t - 0.5 + pad))
-        # (no room above the tile: its title sits there)
+    if selected is not None:  # on the tile's own edge: a margin in cells was as wide as
+        ly, h = selected  # a whole tile of one token, and lopsided where cells are not square
+        r, c = ly * (t + row_gap), h * (t + col_gap)
+        edges.append(dict(line=dict(color="#d62728", width=3), type="rect", x0=c - 0.5,
+                          x1=c + t - 0.5, y0=r - 0.5, y1=r + t - 0.5))
     bare = dict(showticklabels=False, ticks="", showgrid=False, zeroline=False,
                 automargin=False)  # no labels, no tick marks: nothing to make room for
     # One layout, validated once: add_annotation and add_shape per head took ~90 ms of a

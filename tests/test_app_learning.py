@@ -285,3 +285,18 @@ def test_no_change_badge_reads_zero():
         assert not [d for d in badges if float(d) == 0], (eta, badges)
         assert len(metric(at, "real ΔL").lstrip("+-").replace(".", "").lstrip("0")) >= 3
     assert any("e-" in d for d in seen)  # η = 1e-6 moves the other positions' mean very little
+
+
+def test_the_step_chart_spans_the_etas_that_tell_something():
+    """A review found the η axis running to 1e20, the instructive 1e-6 … 1 squeezed into a
+    quarter of the width: it ends at 100 unless η is set beyond, and then follows it."""
+    at = run_page("learning")
+
+    def etas() -> list[float]:
+        (marks,) = [v for k, v in svg_charts(at).items() if "step" in k.lower()]
+        return sorted({float(m["x"]) for m in marks if m.get("x") is not None})
+
+    assert max(etas()) == 100.0 and min(etas()) == 1e-6
+    at.select_slider(key="learn_eta").set_value(1e12)
+    rerun(at)
+    assert max(etas()) == 1e12 and 1e8 in etas()

@@ -22,6 +22,8 @@ from gptviz.learning import Microscope, Step
 ETAS = (0.0, 1e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 10.0, 100.0,
         1e4, 1e8, 1e12, 1e16, 1e20)
 DEFAULT_ETA = 1e-4
+CHART_ETA = 100.0  # the chart's η axis ends here unless η is set beyond: the range where
+# the real loss and its two Taylor models part; the slider's 1e4 … 1e20 only overflow
 FIRST_ORDER_GAP = 0.10  # |real − predicted| / |predicted| under which the line "matches"
 
 
@@ -58,7 +60,7 @@ def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
                     "and ∞ − ∞ is NaN), so the loss is NaN, not a number. A training run "
                     "would stay NaN from here on. Lower η by many orders of magnitude "
                     f"(try {eta_label(DEFAULT_ETA)}).")
-    steps = m.steps
+    steps = [s for s in m.steps if s.eta <= max(CHART_ETA, eta)]  # the slider's far end
     chart(fg.step_profile_figure([s.eta for s in steps], [s.loss for s in steps],
                                  [s.rest_loss for s in steps], m.loss, m.rest_loss, m.grad_sq,
                                  m.curvature, eta or None))
@@ -145,4 +147,5 @@ def too_large_note(m: Microscope) -> str:
             "rise. A step this large can make the model certain of this one token (L → 0) "
             "while the rest "
             "of the window gets far worse (grey), which is why training averages many "
-            "positions and keeps η small. Huger steps overflow float32 and the loss is NaN (×).")
+            "positions and keeps η small. Huger steps (the slider past 100; the chart follows) "
+            "overflow float32 and the loss is NaN (×).")

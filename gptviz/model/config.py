@@ -186,7 +186,7 @@ def parameter_counts(config: GPTConfig) -> dict[str, int]:
     """
     c, d = config, config.d_model
     b = 1 if c.bias else 0
-    ln = " (γ, β)" if b else " (γ)"  # each line names the biases it counts
+    ln = " (λ, b)" if b else " (λ)"  # each line names the biases it counts, as LN(x) writes them
     per_block = {
         "ln1" + ln: d + b * d,
         "attn W_Q, W_K, W_V": 3 * d * d,

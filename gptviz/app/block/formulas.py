@@ -33,7 +33,7 @@ def block_equations(n: int, d: int, d_ff: int, n_head: int, activation: str,
     return (
         r"\begin{aligned}"
         rf"X &{sh} && \text{{the residual stream: {n} tokens}} \\"
-        rf"Z &= \big[\,\mathrm{{head}}_1 \cdots \mathrm{{head}}_{{{n_head}}}\,\big]"
+        rf"Z &= \big[\,\mathrm{{head}}_0 \cdots \mathrm{{head}}_{{{n_head - 1}}}\,\big]"
         rf"\big(\mathrm{{LN}}_1(X)\big) {sh} && "
         rf"\text{{{n_head} heads side by side, }} d_k = {d // n_head} \\"
         rf"Y &= X + Z W_O{b_o} {sh} && W_O \in \mathbb{{R}}^{{{d} \times {d}}} \\"

@@ -212,8 +212,9 @@ def greedy_vs_beam(greedy: float, beam: float, width: int, pruned_at: int | None
         verdict = (r"\text{here greedy's text is more probable}\\&\text{(its prefix left "
                    rf"the {width} beams at step {pruned_at}; the texts kept then ended worse)}}")
     relation = r"\ \ge\ " if gap >= -5e-4 else r"\ <\ "
-    return (r"\begin{aligned}&\arg\max_{y} \prod_{t=1}^{n} p(y_t \mid y_{<t}, x) \;\ne\; "
-            r"\prod_{t=1}^{n} \arg\max_{y} p(y_t \mid y_{<t}, x)\\"
+    return (r"\begin{aligned}&\arg\max_{y} \prod_{t=1}^{n} p(y_t \mid y_{<t}, x)\ "
+            r"\text{(whole texts)}\ \ne\ y^{\text{greedy}},\quad y^{\text{greedy}}_t = "
+            r"\arg\max_{v \in V} p(v \mid y^{\text{greedy}}_{<t}, x)\ \text{(step by step)}\\"
             rf"&\log P(y^{{\text{{beam}},k={width}}} \mid x) = {num(beam)}" + relation +
             rf"\log P(y^{{\text{{greedy}}}} \mid x) = {num(greedy)}:\\&" + verdict +
             r"\end{aligned}")

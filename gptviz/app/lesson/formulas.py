@@ -137,7 +137,7 @@ def draw_formula(temperature: float, token: str, token_id: int, prob: float, see
     name = rf"{tex_text(token, 16)}\ (\mathrm{{id}}\ {token_id})"
     if temperature == 0:
         return (rf"t_{{N+1}} = \arg\max_{{v \in V}} P_0(v) = {name},\qquad "
-                rf"P_0 = {percent_tex(prob)}")
+                rf"P_0(t_{{N+1}}) = {percent_tex(prob)}")
     return (rf"t_{{N+1}} \sim P_{{{num(temperature, 2)}}}:\quad t_{{N+1}} = {name},\qquad "
             rf"P_{{{num(temperature, 2)}}}(t_{{N+1}}) = {percent_tex(prob)},\quad "
             rf"\text{{generator seed {seed}}}")

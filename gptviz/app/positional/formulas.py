@@ -97,8 +97,8 @@ def rope_pair(token: str, p: int, q: Sequence[float], q_rot: Sequence[float]) ->
         rf"&\text{{position {p}: }} {tex_text(token, 16)},\qquad \theta_0 = 10000^0 = 1 \\"
         rf"(q'_{{{p},0}},\ q'_{{{p},1}}) &= (q_{{{p},0}} \cos {p}\theta_0 - q_{{{p},1}} "
         rf"\sin {p}\theta_0,\ \ q_{{{p},0}} \sin {p}\theta_0 + q_{{{p},1}} \cos {p}\theta_0) \\"
-        rf"&= ({num(q[0])} \cdot {num(c)} - ({num(q[1])}) \cdot ({num(s)}),\ \ "
-        rf"{num(q[0])} \cdot ({num(s)}) + ({num(q[1])}) \cdot {num(c)}) \\"
+        rf"&= ({num(q[0])} \cdot ({num(c)}) - ({num(q[1])}) \cdot ({num(s)}),\ \ "
+        rf"{num(q[0])} \cdot ({num(s)}) + ({num(q[1])}) \cdot ({num(c)})) \\"
         rf"&= ({num(q_rot[0])},\ {num(q_rot[1])})"
         r"\end{aligned}"
     )

@@ -1,4 +1,5 @@
-"""The circuits of a head, a taxonomy of heads, and attention summed or rolled out over layers.
+"""The circuits of a head and a taxonomy of heads (attention summed or rolled out over
+layers: ``gptviz.attention_flow``).
 
 In seed 004's notation, with row vectors and ``W_Q^h, W_K^h, W_V^h`` (d × d_k) and
 ``W_O^h`` (d_k × d) the blocks of head h:
@@ -9,8 +10,7 @@ In seed 004's notation, with row vectors and ``W_Q^h, W_K^h, W_V^h`` (d × d_k) 
     s_ij = (x̂_i W_Q + b_Q)(x̂_j W_K + b_K)ᵀ / √d_k
          = [x̂_i W_QK x̂_jᵀ + x̂_i W_Q b_Kᵀ + b_Q W_Kᵀ x̂_jᵀ + b_Q b_Kᵀ] / √d_k
 
-with x̂ = LN1's output. Rollout follows Abnar & Zuidema (2020): the heads' mean
-pattern plus the residual, Ã = 0.5·A + 0.5·I, rows renormalised, multiplied over layers.
+with x̂ = LN1's output.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from gptviz.tokenizers.base import Tokenizer
 KINDS = ("previous-token", "induction", "first token", "self")
 THRESHOLD = 0.4  # a head is of a kind when that kind's score is at least this
 MARGIN = 0.1  # ... and beats every other kind by at least this; two close kinds: "mixed"
-RESIDUAL = 0.5  # rollout's weight of the identity (the residual stream), as the paper's
 TOLERANCE = 1e-5  # |Δ| allowed between the four terms and the page's scores ...
 RELATIVE = 1e-6  # ... or this times the largest |s_ij|: float32 keeps ~7 digits of a score
 
@@ -281,37 +280,3 @@ def taxonomy(patterns: Tensor, induction: Tensor | None) -> Taxonomy:
     labels = [[label({k: float(v[ly, h]) for k, v in scores.items()}) for h in range(shape[1])]
               for ly in range(shape[0])]
     return Taxonomy(scores, pattern_entropy(patterns), labels, induction is not None)
-
-
-# ---- attention over heads and layers -------------------------------------------------------
-
-def summed_attention(patterns: Tensor) -> Tensor:
-    """Σ_h A^{ℓ,h} for every layer, (L, T, T): each row sums to the number of heads.
-
-    >>> summed_attention(torch.eye(2).expand(1, 3, 2, 2))[0]
-    tensor([[3., 0.],
-            [0., 3.]])
-    """
-    return patterns.sum(dim=1)  # (L, T, T)
-
-
-def rollout(patterns: Tensor, residual: float = RESIDUAL) -> Tensor:
-    """Attention rollout after each layer, (L, T, T) (Abnar & Zuidema 2020).
-
-    Ã^ℓ = (1 − r)·mean_h A^{ℓ,h} + r·I with rows renormalised, and R^ℓ = Ã^ℓ R^{ℓ−1},
-    R^{−1} = I: row i of R^ℓ is how much of each input token reaches position i after
-    block ℓ, if the residual stream carried a share r of every token forward.
-
-    >>> r = rollout(torch.tensor([[[[1.0, 0.0], [1.0, 0.0]]]])); r[0]
-    tensor([[1.0000, 0.0000],
-            [0.5000, 0.5000]], dtype=torch.float64)
-    """
-    p = patterns.double()
-    eye = torch.eye(p.shape[-1], dtype=p.dtype)  # (T, T)
-    out, r = [], eye
-    for layer in p:  # (H, T, T)
-        a = (1 - residual) * layer.mean(0) + residual * eye  # (T, T)
-        a = a / a.sum(-1, keepdim=True)
-        r = a @ r  # (T, T)
-        out.append(r)
-    return torch.stack(out)  # (L, T, T)

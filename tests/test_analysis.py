@@ -251,5 +251,5 @@ def test_per_component_counts_match_a_real_model(kw):
         assert counts[key] == n, key
     assert sum(v for k, v in counts.items() if k != "total") == counts["total"]
     assert counts["total"] == sum(p.numel() for p in GPT(config).parameters())
-    labelled = [k for k in counts if "b_O" in k or "b_1" in k or "β" in k]
+    labelled = [k for k in counts if "b_O" in k or "b_1" in k or "λ, b" in k]
     assert len(labelled) == (5 if config.bias else 0)  # biases named exactly where they count

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from gptviz import attention_flow as F
 from gptviz import circuits as C
 from gptviz.checkpoints import bundled_models, load_checkpoint
 from gptviz.induction import STANDARD_LENGTHS
@@ -231,7 +232,7 @@ def random_patterns(n_layer: int = 3, n_head: int = 4, t: int = 7) -> torch.Tens
 
 def test_summed_attention_is_the_sum_of_the_patterns():
     p = random_patterns()
-    summed = C.summed_attention(p)
+    summed = F.summed_attention(p)
     for layer in range(3):
         torch.testing.assert_close(summed[layer], p[layer, 0] + p[layer, 1] + p[layer, 2]
                                    + p[layer, 3])
@@ -240,7 +241,7 @@ def test_summed_attention_is_the_sum_of_the_patterns():
 
 def test_rollout_rows_sum_to_one_and_equal_the_direct_product():
     p = random_patterns()
-    r = C.rollout(p)
+    r = F.rollout(p)
     torch.testing.assert_close(r.sum(-1), torch.ones(3, 7, dtype=torch.float64))
     eye = torch.eye(7, dtype=torch.float64)
     mixed = [0.5 * p[ly].mean(0) + 0.5 * eye for ly in range(3)]
@@ -251,5 +252,5 @@ def test_rollout_rows_sum_to_one_and_equal_the_direct_product():
 
 
 def test_rollout_stays_causal():
-    r = C.rollout(random_patterns())
+    r = F.rollout(random_patterns())
     assert float(torch.triu(r[-1], 1).abs().max()) == 0.0

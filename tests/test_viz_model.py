@@ -115,8 +115,8 @@ def test_attention_grid_is_all_layers_by_heads(run):
     frame = fig.layout.shapes[-1]  # red, around layer 1, head 2
     assert frame.line.color == "#d62728"
     c0, r0 = 2 * (t + g["col_gap"]), t + g["row_gap"]
-    assert frame.x0 < c0 - 0.5 and frame.x1 > c0 + t - 0.5
-    assert frame.y0 == r0 - 0.5 and frame.y1 > r0 + t - 0.5  # the title above stays clear
+    assert (frame.x0, frame.x1, frame.y0, frame.y1) == (c0 - 0.5, c0 + t - 0.5, r0 - 0.5,
+                                                        r0 + t - 0.5)  # on the tile's edge
     # hover: the row label names layer and query, the column label head and key
     assert trace.y[r0 + 1] == "L1, query ·cat (1)" and trace.x[c0] == "H2, key the (0)"
     assert len(set(trace.x)) == len(trace.x) == trace.z.shape[1]  # no column merged

@@ -8,8 +8,8 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from gptviz import attention_flow as F
 from gptviz import attention_math as am
-from gptviz import circuits as C
 from gptviz.analysis import to_numpy
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import circuit_formulas as cm
@@ -43,7 +43,7 @@ def summed_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: i
     """S = Σ_h A^h for every layer, with one entry of the chosen layer written out."""
     c = picked.checkpoint.config
     patterns = _patterns(picked, cache)  # (L, H, T, T)
-    summed = to_numpy(C.summed_attention(patterns))  # (L, T, T)
+    summed = to_numpy(F.summed_attention(patterns))  # (L, T, T)
     st.markdown(
         "A layer's heads work side by side, and their outputs are added into the same "
         "residual stream. Adding their patterns shows where the layer as a whole reads: "
@@ -66,7 +66,7 @@ def summed_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: i
 def rollout_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None:
     """Rollout after every layer, and what reaches the last position at the end."""
     c = picked.checkpoint.config
-    rolled = C.rollout(_patterns(picked, cache))  # (L, T, T), float64
+    rolled = F.rollout(_patterns(picked, cache))  # (L, T, T), float64
     error = float((rolled.sum(-1) - 1).abs().max())
     r = to_numpy(rolled)
     st.markdown(
@@ -74,11 +74,11 @@ def rollout_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None
         "Transformers*) follows attention through the layers. Each block adds its attention "
         "output to the residual stream, which also carries every token forward unchanged, so "
         "the paper mixes each layer's pattern, averaged over its heads, with the identity: "
-        f"Ã = {1 - C.RESIDUAL}·A + {C.RESIDUAL}·I, rows renormalised to sum to 1 (they "
+        f"Ã = {1 - F.RESIDUAL}·A + {F.RESIDUAL}·I, rows renormalised to sum to 1 (they "
         "already do, since each row of A sums to 1; the paper renormalises for other "
         "weightings). The rollout after a layer is the product of these matrices, from the "
         "first layer to that one.")
-    st.latex(cm.rollout_formula(c.n_layer, C.RESIDUAL, error))
+    st.latex(cm.rollout_formula(c.n_layer, F.RESIDUAL, error))
     fig = cached_figure(picked, "rollout", (prompt.ids,), lambda: cf.layer_panels(
         r, prompt.labels, 1.0, "rollout R after each layer (colour scale 0 … 1)",
         [f"after layer {ly}" for ly in range(c.n_layer)]))

@@ -121,13 +121,17 @@ def tex_escape(s: str) -> str:
 
 def tex_text(s: str, max_chars: int = 24) -> str:
     r"""A string as escaped ``\text{…}``, whitespace made visible, shortened with an ellipsis.
+    A token of punctuation alone is quoted: a bare "." or ":" in a formula reads as a typo
+    (``P(y = :)``, ``cos(E., E_b)``).
 
-    >>> tex_text("a_b c")
-    '\\text{a\\_b·c}'
+    >>> tex_text("a_b c"), tex_text("."), tex_text(" :")
+    ('\\text{a\\_b·c}', '\\text{“.”}', '\\text{“·:”}')
     """
     s = visible(s)
     if len(s) > max_chars:
         s = s[: max_chars - 1] + "…"
+    if s and not any(ch.isalnum() for ch in s):
+        s = f"“{s}”"
     return r"\text{" + tex_escape(s) + "}"
 
 

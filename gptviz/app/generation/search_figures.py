@@ -56,16 +56,19 @@ def branch_tree(xy: Mapping[Path, tuple[int, int]], labels: Mapping[Path, str],
     mid = np.array([[(xy[p[:-1]][0] + xy[p][0]) / 2, (xy[p[:-1]][1] + xy[p][1]) / 2]
                     for p in edges]).reshape(-1, 2)
     traces.append(go.Scatter(
-        x=mid[:, 0], y=mid[:, 1] - 0.18, mode="text", hoverinfo="skip", showlegend=False,
+        x=mid[:, 0], y=mid[:, 1] - 0.45, mode="text", hoverinfo="skip", showlegend=False,
         text=[percent(probs[p]) for p in edges] if len(nodes) <= LABELS_UP_TO else None,
         textfont=dict(size=10, color="#6b7280")))
-    names = ["prompt" if not p else labels[p] for p in nodes]
+    last = max(x for x, _ in xy.values())
+    names = [fit_label("prompt" if not p else labels[p], xy[p][0], last) for p in nodes]
     hover = ["the prompt (step 0)" if not p else
              f"step {len(p)} · {labels[p]} · P = {probs[p]:.4f}" for p in nodes]
     traces.append(go.Scatter(
         x=[xy[p][0] for p in nodes], y=[xy[p][1] for p in nodes],
         mode="markers+text" if len(nodes) <= LABELS_UP_TO else "markers",
-        text=names, textposition="top center", textfont=dict(family="monospace", size=12),
+        text=names, textposition=["top center" if xy[p][0] % 2 == 0 else "bottom center"
+                                  for p in nodes],
+        textfont=dict(family="monospace", size=BRANCH_FONT),
         marker=dict(size=[15 if p == current else 10 for p in nodes],
                     color=[CURRENT if p in on_path else KEPT for p in nodes],
                     line=dict(color="white", width=1)),
@@ -76,14 +79,32 @@ def branch_tree(xy: Mapping[Path, tuple[int, int]], labels: Mapping[Path, str],
     rows = max((y for _, y in xy.values()), default=0) + 1
     fig = go.Figure(traces)
     fig.update_xaxes(title="step (tokens after the prompt)", zeroline=False,
-                     range=[-0.5, max(x for x, _ in xy.values()) + 0.7], dtick=1 if
-                     max(x for x, _ in xy.values()) <= 30 else None)
-    fig.update_yaxes(visible=False, autorange="reversed", range=None)
-    fig.update_layout(title=title, height=min(150 + 70 * rows, 760), clickmode="event+select",
-                      dragmode="pan", margin=dict(l=10, r=10, t=50, b=40),
-                      legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
-                                  yanchor="bottom"))
+                     range=[-1, last + 1], dtick=1 if last <= 30 else None)
+    fig.update_yaxes(visible=False, range=[rows - 0.4, -0.8])  # room above row 0: P, token
+    fig.update_layout(title=title, height=min(170 + 70 * rows, 780), clickmode="event+select",
+                      dragmode="pan", margin=dict(l=10, r=10, t=50, b=70),
+                      legend=dict(orientation="h", y=0, x=0, xanchor="left",
+                                  yanchor="bottom", yref="container"))  # clear of the title
     return fig
+
+
+# The branch tree writes each token above its node at even steps and below at odd ones, so
+# that a label has two steps of room; one longer than that is cut with "…" (hover has it).
+BRANCH_FONT = 12  # px, monospace
+BRANCH_PLOT_PX = 760  # the plot area's width the labels are cut for (a 1280-px window)
+
+
+def fit_label(text: str, x: int, last: int) -> str:
+    """``text`` cut to the room of a label at step ``x`` of a tree whose last step is
+    ``last``: two steps wide, at the tree's edges what is left inside the plot.
+
+    >>> fit_label("prompt", 0, 3), fit_label("·manifold", 24, 24), fit_label("·is", 5, 24)
+    ('prompt', '·mani…', '·is')
+    """
+    step_px = BRANCH_PLOT_PX / (last + 2)  # the x range runs from −1 to last + 1
+    room = min(2 * step_px, 2 * (x + 1) * step_px, 2 * (last + 1 - x) * step_px)
+    chars = max(3, int(room / (0.62 * BRANCH_FONT)) - 1)
+    return text if len(text) <= chars else text[:chars - 1] + "…"
 
 
 def beam_tree(tokens: Sequence[Sequence[str]], parents: Sequence[Sequence[int]],

@@ -124,3 +124,19 @@ def test_a_new_prompt_shows_the_token_the_page_uses(from_home, app_url):
     wait_for_app(page)
     assert eventually(lambda: box.evaluate(shown) == "0: x"), box.evaluate(shown)
     check_no_exception(page, "attention with a one-token prompt")
+
+
+@pytest.mark.parametrize("path", ["/attention", "/block"])
+def test_every_view_tab_shows_on_a_laptop(from_home, app_url, path):
+    """At 1280 px the last tabs (Summed heads, Rollout, Commitment layer) hid behind the tab
+    bar's scroll arrow: the tabs wrap onto a second row instead."""
+    page = from_home
+    page.set_viewport_size({"width": 1280, "height": 900})
+    visit(page, app_url + path)
+    bar = page.locator('[data-testid="stTabs"] [role="tablist"]').first
+    assert bar.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+    right = bar.evaluate("e => e.getBoundingClientRect().right")
+    tabs = page.locator('[data-testid="stTabs"] [role="tab"]')
+    assert tabs.count() >= 7
+    assert all(box["x"] + box["width"] <= right + 1 for box in
+               (tabs.nth(k).bounding_box() for k in range(tabs.count())))

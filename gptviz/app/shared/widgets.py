@@ -90,6 +90,7 @@ def problem(message: str) -> None:
 # The 3 px pad holds the 2 px spacer KaTeX ends a subscript with, so a formula that fits
 # gets no scrollbar.
 FORMULA_CSS = ("<style>.st-key-gv-fit,.st-key-gv-prefetch{display:none}"  # empty elements
+               '[data-testid="stTabs"] [role="tablist"]{flex-wrap:wrap;row-gap:.25rem}'
                ".stMarkdown .katex-display{overflow-x:auto;overflow-y:hidden;"
                "padding-bottom:2px;scrollbar-width:thin;scrollbar-color:#b8bcc6 transparent}"
                ".stMarkdown .katex-display>.katex{padding-right:3px}"

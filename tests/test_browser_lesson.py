@@ -109,7 +109,7 @@ def _check_handout(browser, path) -> None:
     assert not asked, f"the handout asked the network for {asked[:3]}"
 
 
-@pytest.mark.parametrize("width, side_by_side", [(1400, True), (1024, False)])
+@pytest.mark.parametrize("width, side_by_side", [(1400, True), (1280, False), (1024, False)])
 def test_step_7s_two_heatmaps_stack_when_the_column_is_narrow(page, app_url, width,
                                                                side_by_side):
     """A review found step 7's two heatmaps 50 px wide each at a projector's 1024 px, their
@@ -128,4 +128,8 @@ def test_step_7s_two_heatmaps_stack_when_the_column_is_narrow(page, app_url, wid
     assert all(b["width"] >= FIGURE_PX - 2 for b in boxes)  # neither squeezed
     beside = abs(boxes[0]["y"] - boxes[1]["y"]) < 2
     assert beside == side_by_side, boxes
+    row = charts.first.evaluate(
+        "e => e.closest('[data-testid=\"stHorizontalBlock\"]').getBoundingClientRect().width")
+    if not beside:  # one under the other, each the column's width (was 255 px of ~470)
+        assert all(b["width"] >= 0.95 * row for b in boxes), (boxes, row)
     screenshot(page, f"lesson-step-7-{width}")

@@ -23,7 +23,7 @@ from gptviz.app.shared.widgets import plain_table, plot
 STEP = "step"  # the step's key and URL parameter (?step=7), from 1
 ANSWERS = "lesson_answers"  # st.session_state: {lesson: {step: (question, choice or None)}}
 N_STEPS = len(STEPS)
-FIGURE_PX = 255  # a figure beside another: its width (px); two that do not fit stack
+FIGURE_PX = 255  # a figure beside another: its least width (px); two that do not fit stack
 
 
 def _bad_link(key: str, raw: str | None, ok: Callable[[str], bool], value: float) -> None:
@@ -151,9 +151,16 @@ def draw_step(ls: Lesson, step: int, view: StepView) -> None:
     if view.question is not None:
         with left:
             outcome(view.question, chosen)
-    if view.figure_widths:  # side by side while each keeps its least width, else stacked
+    if view.figure_widths:  # side by side while each keeps its least width, else stacked;
+        # either way they grow to fill the column (a fixed width left a stacked figure at
+        # 255 px in a 470-px column, its heatmap 100 px wide)
+        right.html("<style>" + "".join(  # the flex item is the block's layout wrapper
+            f'[data-testid="stLayoutWrapper"]:has(>.st-key-gv-figure-{k})'
+            f"{{flex:1 1 {int(FIGURE_PX * w)}px;min-width:{int(FIGURE_PX * w)}px}}"
+            f".st-key-gv-figure-{k}{{width:100%!important}}"
+            for k, w in enumerate(view.figure_widths)) + "</style>")
         row = right.container(horizontal=True, gap="small")
-        cols = [row.container(width=int(FIGURE_PX * w)) for w in view.figure_widths]
+        cols = [row.container(key=f"gv-figure-{k}") for k in range(len(view.figure_widths))]
     else:
         cols = [right] * len(view.figures)
     for k, (col, fig) in enumerate(zip(cols, view.figures, strict=True)):

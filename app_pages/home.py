@@ -8,7 +8,9 @@ st.title("gptviz — a GPT, step by step")
 st.markdown(
     "A GPT turns text into a probability distribution over the next token. Every step is a "
     "small, exact piece of mathematics, and each page of this app shows one of them with the "
-    "live numbers of a real model.")
+    "live numbers of a real model. The formulas follow the notation of the course notes this "
+    "app grew from, which the pages call **the seeds**: row vectors multiplied from the "
+    "left, a prompt written $t_1 \\dots t_N$.")
 
 st.latex(r"""
 \begin{aligned}

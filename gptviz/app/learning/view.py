@@ -101,7 +101,7 @@ def loss_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
 
 
 def logit_section(m: Microscope, vocab: list[str]) -> None:
-    st.markdown("#### 2. The gradient at the logits: ∂L/∂z = P − e_y")
+    st.markdown("#### 2. The gradient at the logits: $\\partial L/\\partial z = P - e_y$")
     st.latex(tex.softmax_gradient_latex())
     order = np.argsort(-m.probs, kind="stable")
     other = next(int(i) for i in order if i != m.target)

@@ -204,8 +204,8 @@ def ov_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
     top = order[:rows]
     st.latex(cm.ov_formula(vocab[source], source, ckpt.config.tie_embeddings,
                            vocab[top[0]], float(logits[top[0]])))
-    rank = int(np.flatnonzero(order == source)[0])
-    df = pd.DataFrame({"rank": np.arange(rows), "id": top,
+    rank = int(np.flatnonzero(order == source)[0]) + 1  # from 1, as Learning and the Lesson
+    df = pd.DataFrame({"rank": np.arange(1, rows + 1), "id": top,
                        "token": [vocab[t] for t in top], "logit change": logits[top]})
     left, right = st.columns([2, 3])
     with left:
@@ -219,8 +219,8 @@ def ov_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
             f"E W_OV W_U for {vocab[source]!r}, layer {layer}, head {head}"))
         plot(bars)
     st.caption(
-        f"The source token itself is at rank {rank} of {size} (rank 0 = raised most). Ranks "
-        "count from 0. The direct path only: E's row enters without LN₁ and without the "
+        f"The source token itself is at rank {rank} of {size} (rank 1 = raised most). The "
+        "direct path only: E's row enters without LN₁ and without the "
         "blocks before this one, and leaves without the final LayerNorm; what the head "
         "actually adds to a position is a weighted mix of such rows (its pattern's weights). "
         "Biases are left out, here and in W_OV: b_V W_O^h is added whatever the head reads, "

@@ -39,3 +39,16 @@ def test_a_negative_cosine_is_set_in_parentheses_like_the_other_factors():
     assert math.cos(p) < 0
     tex = rope_pair("a", p, [0.5, 0.25], [0.1, 0.2])
     assert r"\cdot (-0.416)" in tex and r"\cdot -0.416" not in tex
+
+
+def test_a_cropped_prompt_keeps_the_texts_token_numbers_from_step_to_step():
+    """Step 1 numbers every token of the text; a review found step 2 calling the first kept
+    token t_1 again (id 61 where step 1's t_1 was id 49)."""
+    from gptviz.app.lesson.formulas import ids_formula
+    from gptviz.app.tokenizers.formulas import one_hot_formula
+    from gptviz.tokenizers.base import TokenInfo
+
+    assert ids_formula([7, 8, 9], 10, dropped=66).startswith(r"(t_{67},\dots,t_{69})")
+    tokens = [TokenInfo(7, "a", b"a", (0, 1)), TokenInfo(8, "b", b"b", (1, 2))]
+    tex = one_hot_formula(tokens, 10, dropped=66)
+    assert r"\mathrm{OH}(t_{67}) = e_{7}" in tex and r"\mathrm{OH}(t_{1})" not in tex

@@ -23,15 +23,20 @@ def _b(name: str, bias: bool) -> str:
     return rf" + b_{name}" if bias else ""
 
 
-def ids_formula(ids: Sequence[int], vocab_size: int, shown: int = 10) -> str:
-    r"""``(t_1, …, t_N) ↦ (id, …) ∈ {0, …, |V|−1}^N`` with the live ids.
+def ids_formula(ids: Sequence[int], vocab_size: int, shown: int = 10, dropped: int = 0) -> str:
+    r"""``(t_1, …, t_N) ↦ (id, …) ∈ {0, …, |V|−1}^N`` with the live ids; when the first
+    ``dropped`` tokens of the text fell out of the context window, the kept ones keep their
+    numbers in the text, ``(t_{dropped+1}, …, t_N)``, as step 1 counted them.
 
     >>> ids_formula([5, 3], 10)
     '(t_1,\\dots,t_{2}) \\mapsto (5,\\ 3) \\in \\{0,\\dots,9\\}^{2}'
+    >>> ids_formula([5, 3], 10, dropped=4)[:22]
+    '(t_{5},\\dots,t_{6}) \\m'
     """
     more = len(ids) > shown
     body = r",\ ".join(str(i) for i in ids[:shown]) + (r",\ \dots" if more else "")
-    return (rf"(t_1,\dots,t_{{{len(ids)}}}) \mapsto ({body}) \in "
+    first = "t_1" if not dropped else rf"t_{{{dropped + 1}}}"
+    return (rf"({first},\dots,t_{{{dropped + len(ids)}}}) \mapsto ({body}) \in "
             rf"\{{0,\dots,{grouped(vocab_size - 1)}\}}^{{{len(ids)}}}")
 
 

@@ -90,7 +90,8 @@ def ids(ls: Lesson) -> StepView:
         "not an amount: id 500 is not 'more' than id 5, so the model cannot compute with ids "
         "directly. The next step turns each id into a vector.")
     table = token_table(p.tokens, p.text)[["position", "id", "token", "bytes"]]
-    return StepView(narrative, [table], [lt.ids_formula(list(p.ids), c.vocab_size)],
+    formula = lt.ids_formula(list(p.ids), c.vocab_size, dropped=p.dropped)
+    return StepView(narrative, [table], [formula],
                     _tokenizers_link(ls),
                     caption="Positions count from 0 in the table and the code; the seeds' "
                             "t_1 is position 0.")
@@ -109,7 +110,8 @@ def one_hot(ls: Lesson) -> StepView:
         f"{c.vocab_size}}}$. The picture keeps only the columns your prompt uses; every other "
         "column is 0 in every row. All one-hot vectors are equally far apart, so at this stage "
         "no token is closer to another.")
-    return StepView(narrative, [fig], [tok_tex.one_hot_formula(p.tokens, c.vocab_size)],
+    return StepView(narrative, [fig], [tok_tex.one_hot_formula(p.tokens, c.vocab_size,
+                                                             dropped=p.dropped)],
                     ls.link("app_pages/embeddings.py", "Embeddings", "One-hot × E"),
                     question=q.one_hot_ones(ls.n, c.vocab_size, len(set(p.ids))))
 

@@ -29,13 +29,16 @@ def tokenizer_map(text: str, tokens: list[TokenInfo], vocab_size: int, shown: in
     )
 
 
-def one_hot_formula(tokens: list[TokenInfo], vocab_size: int, shown: int = 4) -> str:
+def one_hot_formula(tokens: list[TokenInfo], vocab_size: int, shown: int = 4,
+                    dropped: int = 0) -> str:
     r"""``OH(t_i) = e_{id}``: each row a standard basis vector of ``R^{|V|}``.
 
-    The one-hot matrix ``X ∈ {0,1}^{N×|V|}`` has these vectors as rows.
+    The one-hot matrix ``X ∈ {0,1}^{N×|V|}`` has these vectors as rows. ``tokens`` are those
+    the model reads; ``dropped`` earlier ones of the text fell out of its window (the rows
+    keep the text's numbering, t_{dropped+1} first).
     """
     lines = []
-    for i, tok in enumerate(tokens[:shown], start=1):
+    for i, tok in enumerate(tokens[:shown], start=dropped + 1):
         before = r"0,\dots,0," if tok.id > 0 else ""
         after = r",0,\dots,0" if tok.id < vocab_size - 1 else ""
         lines.append(

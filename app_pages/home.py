@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gptviz.app.shared.notes import card_facts
 from gptviz.app.shared.picker import describe, induction_line, model_picker
 
 st.title("gptviz — a GPT, step by step")
@@ -26,11 +27,9 @@ if picked is not None:
     card = picked.checkpoint.card
     with st.container(border=True):
         st.markdown(f"**Model loaded: `{picked.name}`** — {describe(picked)}")
-        facts = {k: card[k] for k in ("corpus", "tokenizer", "steps", "kept_step",
-                                      "wall_time_s", "date") if k in card}
+        facts = card_facts(card)
         if facts:
-            st.caption(" · ".join(f"{k.replace('_', ' ')}: {v:.3f}" if isinstance(v, float)
-                                  else f"{k.replace('_', ' ')}: {v}" for k, v in facts.items()))
+            st.caption(" · ".join(f"{k}: {v}" for k, v in facts.items()))
         induction = induction_line(card)
         if induction:
             st.caption(induction)

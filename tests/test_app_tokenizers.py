@@ -60,6 +60,8 @@ def test_compare_view_shows_every_tokenizer_and_the_parity_line():
     n = len(make_tokenizer("gpt2").encode(at.text_area(key=box_key("text")).value))
     assert f"gives **the same ids** ✓ as tiktoken on this text ({n:,} tokens)" in \
         texts(at, "markdown")
+    rates = dict(zip(table["tokenizer"], table["UNK rate (%)"], strict=True))  # in percent
+    assert rates["GPT-2"] == 0.0 and all(0.0 <= r <= 100.0 for r in rates.values())
 
 
 def test_gpt2_merges_are_rebuilt_once_per_server_from_the_shared_encoding():

@@ -52,3 +52,14 @@ def test_a_cropped_prompt_keeps_the_texts_token_numbers_from_step_to_step():
     tokens = [TokenInfo(7, "a", b"a", (0, 1)), TokenInfo(8, "b", b"b", (1, 2))]
     tex = one_hot_formula(tokens, 10, dropped=66)
     assert r"\mathrm{OH}(t_{67}) = e_{7}" in tex and r"\mathrm{OH}(t_{1})" not in tex
+
+
+def test_a_negative_attribution_is_subtracted_not_added():
+    """"0.1328 + −0.0277" in the direct logit attribution (a review): "0.1328 − 0.0277"."""
+    from gptviz.app.block.formulas import dla_formula
+
+    tex = dla_formula(3, "a", [("token", 0.1328), ("position", -0.0277), ("h", 0.5)], 0.1,
+                      0.6051, 0.6051, 1, True, True)
+    line = tex.split(r"\\")[2]
+    assert r"\underset{\text{position}}{0.0277}" in line or "{0.0277}" in line
+    assert "{-0.0277}" not in line and "- \\underset" in line

@@ -128,7 +128,7 @@ def dla_formula(position: int, token: str, terms: Sequence[tuple[str, float]], s
     >>> "p_{4}" in tex, "b_O" in tex, r"\underset{\text{FFN}}{0.5000}" in tex
     (False, False, True)
     >>> tex = dla_formula(0, "a", [("t", 1.0), ("b_O", -1.0)], 1, 0, 0, 1, True, True)
-    >>> r"+ \underset{b_O}{-1.0000}" in tex
+    >>> r"{1.0000} - \underset{b_O}{1.0000}" in tex
     True
     """
     i = str(position)
@@ -136,7 +136,10 @@ def dla_formula(position: int, token: str, terms: Sequence[tuple[str, float]], s
     b_o, b_f = (r" + b_O^{\ell}", r" + b_f \cdot W_U[:,t]") if bias else ("", "")
     parts = (rf"\sum_{{h}} z_{{{i}}}^{{\ell,h}} W_O^{{\ell,h}}{b_o} + "
              rf"\mathrm{{FFN}}^{{\ell}}_{{{i}}}")
-    live = " + ".join(rf"\underset{{{_term(label)}}}{{{num(v, 4)}}}" for label, v in terms)
+    live = "".join(  # a negative term is subtracted: "a − 0.0277", not "a + −0.0277"
+        ("-" if v < 0 else "+" if k else "") + (" " if k else "")
+        + rf"\underset{{{_term(label)}}}{{{num(abs(v), 4)}}}" + " "
+        for k, (label, v) in enumerate(terms)).rstrip()
     return (
         r"\begin{aligned}"
         rf"x_{{{i}}} &= E_{{t_{{{i}}}}}{pos} + \sum_{{\ell=0}}^{{{n_layer - 1}}}\Big({parts}\Big)"

@@ -81,7 +81,8 @@ def nav_buttons(step: int, n_steps: int, key: str = "step") -> None:
         st.session_state[key] = min(max(int(st.session_state.get(key, 1)) + delta, 1), n_steps)
 
     row = st.container(horizontal=True, horizontal_alignment="right", width="content")
-    row.button("Previous", key="lesson_prev", icon=":material/arrow_back:", shortcut="Left",
+    # no icons: the shortcut's own hint already draws the arrow ("→ Next →" with both)
+    row.button("Previous", key="lesson_prev", shortcut="Left",
                on_click=go, args=(-1,), disabled=step <= 1)
-    row.button("Next", key="lesson_next", icon=":material/arrow_forward:", shortcut="Right",
+    row.button("Next", key="lesson_next", shortcut="Right",
                on_click=go, args=(1,), disabled=step >= n_steps, type="primary")

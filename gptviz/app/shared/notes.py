@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import streamlit as st
 
 INDEX_NOTE = (
@@ -33,6 +35,33 @@ def agree(n: int, one: str, many: str) -> str:
     ('1 piece is', 'they are')
     """
     return one if n == 1 else many
+
+
+def card_facts(card: dict) -> dict[str, str]:
+    """How a model was made, as a reader wants it: the card's corpus, tokenizer, steps, the
+    step kept, the training time in minutes and seconds and the date to the minute (UTC).
+
+    >>> card_facts({"corpus": "a.txt", "steps": 800, "wall_time_s": 3563.8,
+    ...             "date": "2026-11-23T21:31:39+00:00"})
+    {'corpus': 'a.txt', 'steps': '800', 'trained in': '59 min 24 s', 'date': '2026-11-23 21:31 UTC'}
+    """
+    out = {}
+    for key in ("corpus", "tokenizer", "steps", "kept_step"):
+        if key in card:
+            v = card[key]
+            out[key.replace("_", " ")] = f"{v:,}" if isinstance(v, int) else str(v)
+    seconds = card.get("wall_time_s")
+    if isinstance(seconds, (int, float)):
+        m, sec = divmod(round(seconds), 60)
+        out["trained in"] = f"{m} min {sec} s" if m else f"{seconds:.1f} s"
+    date = card.get("date")
+    if isinstance(date, str):
+        try:
+            when = datetime.fromisoformat(date).astimezone(UTC)
+            out["date"] = when.strftime("%Y-%m-%d %H:%M UTC")
+        except ValueError:
+            out["date"] = date
+    return out
 
 
 def held_out_line(card: dict) -> str:

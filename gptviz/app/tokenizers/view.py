@@ -72,10 +72,15 @@ def compare_section(text: str, toks: dict[str, Tokenizer]) -> None:
                 rf"$T^{{-1}}(T(x)) = x$: it fails exactly when something became `{UNK}`.")
     rows = compare(text, {LABELS.get(k, k): t for k, t in loaded(toks).items()})
     df = pd.DataFrame(rows)
+    if "UNK rate" in df:  # in percent, one decimal for every row (4.7% beside 16.7%)
+        df = df.assign(**{"UNK rate": 100 * df["UNK rate"]}).rename(
+            columns={"UNK rate": "UNK rate (%)"})
     if "round trip" in df:
         df["round trip"] = df["round trip"].map({True: "✓", False: "✗"})
-    st.dataframe(df, hide_index=True, width="stretch", column_config={
-        "UNK rate": st.column_config.NumberColumn(format="percent"),
+    st.dataframe(df, hide_index=True, width="stretch", column_config={  # 50,257 as elsewhere
+        "vocab size": st.column_config.NumberColumn(format="localized"),
+        "tokens": st.column_config.NumberColumn(format="localized"),
+        "UNK rate (%)": st.column_config.NumberColumn(format="%.1f%%"),
         "chars per token": st.column_config.NumberColumn(format="%.2f")})
     csv_download(df, "tokenizer-comparison.csv")
     if "gpt2" in toks:

@@ -80,7 +80,8 @@ def loss_figure(losses: Sequence[tuple[int, float]], evals: Sequence[tuple[int, 
             dict(type="scatter", x=[0, end], y=[ln_v, ln_v] if first else [vocab_size] * 2,
                  mode="lines+text", showlegend=False, hoverinfo="skip",
                  text=["", (f"ln|V| = {ln_v:.2f}" if first else f"|V| = {vocab_size:,}")
-                       + " (uniform guess)"], textposition="top left",
+                       + " (uniform guess)"], textposition="bottom left",  # under its
+                 # line: the line runs along the chart's top, where a label above it was cut
                  textfont=dict(color=GUESS), line=dict(color=GUESS, dash="dash", width=1), **on),
         ]
     titles = [dict(text=t, x=x, y=1.0, xref="paper", yref="paper", xanchor="center",

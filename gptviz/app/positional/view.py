@@ -71,17 +71,15 @@ def sinusoidal(picked: Picked) -> None:
              r"p_{i,2j+1} = \cos\!\Big(\frac{i}{10000^{2j/d}}\Big),\qquad "
              rf"0 \le i < N = {n},\ 0 \le 2j < d = {d}")
     P = analysis.sinusoidal_pe(n, d)  # (N, d)
-    left, mid, right = st.columns(3)
+    left, right = st.columns(2)
     i = int(left.number_input("Position i", 0, n - 1, min(3, n - 1), key="pe_i"))
-    j = int(mid.number_input("Position j (for PE_i · PE_j below)", 0, n - 1, min(10, n - 1),
-                             key="pe_j"))
     dim = int(right.number_input("Dimension (2j or 2j+1)", 0, d - 1, min(4, d - 1),
                                  key="pe_dim"))
     st.latex(pos_tex.sinusoid_point(i, dim, d, float(P[i, dim])))
     three_views(picked, P, "sinusoidal", "sinusoidal PE",
                 "Each pair of columns is a clock turning at its own speed: dimension 0 turns "
                 "once every 2π ≈ 6.3 positions, the last ones barely move.")
-    shift_identity(n, d, i, j)
+    shift_identity(n, d, i)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -89,12 +87,15 @@ def _shift_check(n: int, d: int) -> positions.ShiftCheck:
     return positions.sinusoidal_shift_check(n, d)
 
 
-def shift_identity(n: int, d: int, i: int, j: int) -> None:
+def shift_identity(n: int, d: int, i: int) -> None:
     """PE_i · PE_j = Σ_k cos(ω_k (i − j)), on the chosen pair and on the whole matrix."""
     st.markdown("#### The similarity depends only on i − j")
     st.caption("Here i and j are two positions (two rows of PE), as on the axes of the "
                "similarity matrix; k counts the (sin, cos) pairs of columns, the j of the "
                "formula at the top.")
+    # asked here, not beside the dimension above, where j names a pair of columns
+    j = int(st.number_input("Position j, the second row", 0, n - 1, min(10, n - 1),
+                            key="pe_j"))
     check = _shift_check(n, d)
     st.latex(pos_tex.shift_identity(i, j, d, float(check.similarity[i, j]),
                                     float(check.by_offset[i, j]), check.max_deviation))

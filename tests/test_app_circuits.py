@@ -210,3 +210,11 @@ def test_the_worked_row_takes_m_over_the_unmasked_keys_and_the_index_note_shows_
     assert m == pytest.approx(float(s[:5].max()), abs=1e-3)
     assert float(s.max()) > float(s[:5].max()) + 1e-3  # a masked key scores higher here
     assert sum(INDEX_NOTE in c.value for c in at.caption) == 1
+
+
+def test_a_model_without_a_labelled_head_says_so_and_where_to_look():
+    """The default model labels all 16 heads "none" (a review: an empty-looking view)."""
+    at = run_page("attention", view="Head taxonomy")
+    assert "No head of this model reaches" in texts(at, "info")
+    at = run_page("attention", view="Head taxonomy", model="induction-2layer")
+    assert "No head of this model reaches" not in texts(at, "info")

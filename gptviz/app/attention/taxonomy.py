@@ -80,6 +80,12 @@ def taxonomy_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     plot(grid)
     st.caption(f"Every head on this prompt, titled with its label; the framed one is layer "
                f"{layer}, head {head}.")
+    if all(label == "none" for row in tax.labels for label in row):
+        st.info(f"No head of this model reaches {C.THRESHOLD} on any kind here: its heads "
+                "spread their attention (the scores below say how much each leans one way). "
+                "Another prompt may change that; a model trained for it shows the kinds "
+                "clearly, e.g. induction-2layer, whose heads include induction heads.",
+                icon=":material/info:")
     scores = {k: to_numpy(v) for k, v in tax.scores.items()}  # kind -> (L, H)
     left, right = st.columns([3, 2])
     with left:

@@ -37,6 +37,16 @@ def agree(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
 
 
+def duration(seconds: float) -> str:
+    """Seconds as a reader wants them.
+
+    >>> duration(75), duration(9.6), duration(3563.8)
+    ('1 min 15 s', '10 s', '59 min 24 s')
+    """
+    seconds = round(seconds)
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
+
+
 def card_facts(card: dict) -> dict[str, str]:
     """How a model was made, as a reader wants it: the card's corpus, tokenizer, steps, the
     step kept, the training time in minutes and seconds and the date to the minute (UTC).
@@ -52,8 +62,7 @@ def card_facts(card: dict) -> dict[str, str]:
             out[key.replace("_", " ")] = f"{v:,}" if isinstance(v, int) else str(v)
     seconds = card.get("wall_time_s")
     if isinstance(seconds, (int, float)):
-        m, sec = divmod(round(seconds), 60)
-        out["trained in"] = f"{m} min {sec} s" if m else f"{seconds:.1f} s"
+        out["trained in"] = duration(seconds)
     date = card.get("date")
     if isinstance(date, str):
         try:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from gptviz.app.shared.cache import per_model, untrained_twin
 from gptviz.app.shared.chips import show_bytes, visible
-from gptviz.app.shared.notes import agree, counted
+from gptviz.app.shared.notes import agree, counted, duration
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
 from gptviz.app.shared.trainers import trainer_slots
@@ -28,16 +28,6 @@ from gptviz.train.jobs import SessionTrainer, Snapshot, TrainingJob
 from gptviz.train.plan import default_prompt, n_params
 
 REDRAW_S = 0.5  # the live panel's refresh interval while a job is queued or running
-
-
-def _duration(seconds: float) -> str:
-    """Seconds as the panel shows them.
-
-    >>> _duration(75)
-    '1 min 15 s'
-    """
-    seconds = round(seconds)
-    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
 
 
 def data_lesson(s: Setup, loss: float | None, step: int | None) -> None:
@@ -75,7 +65,7 @@ def plan(s: Setup, holder: SessionTrainer) -> None:
         c[0].metric("Parameters", f"{n_params(m):,}")
         c[1].metric("Tokens in the corpus", f"{len(s.ids):,}")
         c[2].metric("Tokens seen in training", f"{t.steps * t.batch_size * m.context_length:,}")
-        c[3].metric("Estimated time", _duration(s.estimate_s),
+        c[3].metric("Estimated time", duration(s.estimate_s),
                     help="From the speed of earlier runs on this server "
                          f"({trainer_slots().flops_per_s / 1e9:.0f} GFLOP/s) and nanoGPT's "
                          "6·N + 12·L·d·N_ctx FLOPs per token.")
@@ -94,7 +84,7 @@ def plan(s: Setup, holder: SessionTrainer) -> None:
     cap = caps()
     st.caption(f"Limits on this server: {cap.max_params:,} parameters, {cap.max_steps:,} steps, "
                f"context {cap.max_context}, batch {cap.max_batch}, "
-               f"{_duration(cap.max_seconds)} per run; "
+               f"{duration(cap.max_seconds)} per run; "
                f"{counted(trainer_slots().limit, 'run')} at a time.")
     if st.button("Start training", type="primary", icon=":material/play_arrow:",
                  disabled=bool(s.problems) or active, key="tr_start"):
@@ -153,6 +143,18 @@ def live_panel(holder: SessionTrainer, active: bool) -> None:
     panel()
 
 
+def time_left(step: int, total: int, elapsed_s: float) -> str:
+    """" · about … left" at this run's own pace so far (the estimate before the start came
+    from earlier runs, and a busy server is slower); nothing before 5 % of the steps.
+
+    >>> time_left(100, 800, 10.0), time_left(10, 800, 1.0)
+    (' · about 1 min 10 s left', '')
+    """
+    if step < max(1, total // 20) or elapsed_s <= 0:
+        return ""
+    return f" · about {duration(elapsed_s * (total - step) / step)} left"
+
+
 def _draw(job: TrainingJob, snap: Snapshot) -> None:
     v = job.run.model.vocab_size
     if snap.status == "queued":
@@ -165,7 +167,8 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
         st.button("Cancel", key="tr_cancel", on_click=job.stop, icon=":material/close:")
         return
     if snap.status == "running":
-        text = (f"step {snap.step:,} / {snap.total:,} · {_duration(snap.elapsed_s)} · "
+        text = (f"step {snap.step:,} / {snap.total:,} · {duration(snap.elapsed_s)}"
+                f"{time_left(snap.step, snap.total, snap.elapsed_s)} · "
                 f"{snap.tokens_per_s / 1000:.1f}k tokens/s" if snap.step else
                 "Building the model and measuring the untrained loss…")
         st.progress(snap.step / snap.total, text=text)

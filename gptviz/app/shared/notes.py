@@ -84,7 +84,7 @@ def held_out_line(card: dict) -> str:
     ...                             "tokens": 36581, "chars": 36582}})
     'held-out loss 2.750 nats per predicted token (36,581) = 2.749 nats per character (36,582)'
     >>> held_out_line({"final_val_loss": 2.5}), held_out_line({"held_out": "?"})
-    ('val loss 2.500', '')
+    ('validation loss 2.500', '')
     """
     held = card.get("held_out")
     if isinstance(held, dict):
@@ -96,4 +96,4 @@ def held_out_line(card: dict) -> str:
                         f"= {per_char:.3f} nats per character ({chars:,})")
             return f"held-out loss {per_token:.3f} nats/token = {per_char:.3f} nats/char"
     val = card.get("final_val_loss")
-    return f"val loss {val:.3f}" if isinstance(val, (int, float)) else ""
+    return f"validation loss {val:.3f}" if isinstance(val, (int, float)) else ""

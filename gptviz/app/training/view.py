@@ -199,7 +199,7 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
             if shown:
                 st.dataframe(pd.DataFrame({
                     "step": [x.step for x in snap.samples],
-                    "val loss": [round(x.val_loss, 3) for x in snap.samples],
+                    "validation loss": [round(x.val_loss, 3) for x in snap.samples],
                     "sample": [x.text.replace("\n", " ↵ ") for x in snap.samples]}),
                     hide_index=True, width="stretch")
 

@@ -78,7 +78,7 @@ def beam_view(hist: History, picked: Picked, sampling: Sampling) -> None:
         "*text* can start with a less probable token. **Beam search** keeps the $k$ texts "
         "with the largest log-probability at every step: each is extended by every token, "
         "and the $k$ best of the $k\\cdot|V|$ candidates survive. All three texts below "
-        "start from the prompt; $\\log P$ is the model's own ($T = 1$, no filter).")
+        "start from the prompt; $\\log P$ is the model's own (no filter, $T = 1$).")
     cfg = picked.checkpoint.config
     got = _controls(cfg.vocab_size)
     if got is None:

@@ -118,7 +118,9 @@ TEXT_CSS = ("<style>.gv-text{font-family:'Source Code Pro',ui-monospace,monospac
             ".gv-table th,.gv-table td{border:1px solid rgba(128,135,150,.25);"
             "padding:.35rem .75rem;text-align:left;white-space:pre-wrap}"
             ".gv-table th{font-weight:400;opacity:.7}.gv-table td.gv-num{text-align:right}"
-            ".gv-scroll{overflow:auto}.gv-scroll th{position:sticky;top:0;"
+            ".gv-scroll,.gv-wide{overflow:auto;scrollbar-width:thin;"  # a scrollbar
+            "scrollbar-color:#b8bcc6 transparent}"  # that shows: more columns to the right
+            ".gv-scroll th{position:sticky;top:0;"
             "background:var(--st-background-color,#fff)}"
             "</style>")
 
@@ -166,6 +168,8 @@ def plain_table(df: pd.DataFrame, container=st, *, height: int | None = None) ->
              f"<tbody>{rows}</tbody></table>")
     if height is not None:
         table = f'<div class="gv-scroll" style="max-height:{int(height)}px">{table}</div>'
+    else:  # a table wider than its column scrolls sideways (it was cut through a column)
+        table = f'<div class="gv-wide">{table}</div>'
     container.html(TEXT_CSS + table)
 
 

@@ -96,8 +96,11 @@ def vectors(tex: str) -> list[list[str]]:
 
 
 def underset_values(row: str) -> list[str]:
-    r"""The numbers set over labels, ``\underset{label}{0.123}``, in order."""
-    return re.findall(r"\\underset\{(?:[^{}]|\{[^{}]*\})*\}\{(" + NUM + r"|-\\infty)\}", row)
+    r"""The numbers set over labels, ``\underset{label}{0.123}``, in order, each with the sign
+    written before it in a sum (``a - \underset{label}{0.123}`` gives "-0.123")."""
+    found = re.findall(r"(-\s*)?\\underset\{(?:[^{}]|\{[^{}]*\})*\}\{(" + NUM
+                       + r"|-\\infty)\}", row)
+    return [("-" + v if sign and not v.startswith("-") else v) for sign, v in found]
 
 
 @dataclass

@@ -123,3 +123,27 @@ def test_beam_search_beside_greedy_and_sampled(page, app_url):
     wait_for_app(page)
     assert page.locator(".katex").filter(has_text="min").count() > 0  # S_min, min-p's set
     screenshot(page, "branching-min-p")
+
+
+def test_branching_at_a_replayed_step_takes_the_token_chosen_there(page, app_url):
+    """A review: after Replay a step, the first Branch failed ("invalid literal for int()":
+    the box held its old choice's label) and the box then jumped to another token."""
+    visit(page, f"{app_url}/generation?temperature=0.8&view=Branches")
+    generate_n(page, 6)
+    page.get_by_text("Branch at step 6").first.wait_for()  # the box left as it is
+    box = page.locator(".st-key-gen_branch_token [data-testid='stSelectbox']")
+    slider = page.get_by_role("slider", name="Replay a step")
+    slider.focus()
+    for _ in range(3):  # step 6 → step 3
+        page.keyboard.press("ArrowLeft")
+    wait_for_app(page)
+    page.get_by_text("Branch at step 3").first.wait_for()
+    chosen = box.evaluate('e => [...e.querySelectorAll("input")].map(i => i.value).join()')
+    page.locator(".st-key-gen_branch button").click()  # with the token the box shows
+    wait_for_app(page)
+    check_no_exception(page, "after Branch at a replayed step")
+    note = page.get_by_text(re.compile(r"Branched at step 3")).first
+    note.wait_for()
+    assert "Cannot branch" not in page.locator(MAIN).inner_text()
+    token = chosen.split("·  P =")[0].strip()
+    assert token and token in note.inner_text(), (chosen, note.inner_text())

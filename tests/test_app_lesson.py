@@ -219,6 +219,12 @@ def test_the_url_opens_a_step_and_a_bad_step_gets_a_message():
     assert any("Step 1 of 14" in h.value for h in at.subheader)
 
 
+@pytest.mark.parametrize("spelled, on", [("1", True), ("yes", True), ("0", False)])
+def test_a_presenter_link_typed_by_hand_is_understood(spelled, on):
+    """The module's docstring said ?presenter=1, and the toggle read only true / false."""
+    assert lesson_app(presenter=spelled).toggle(key="presenter").value is on
+
+
 def test_presenter_mode_styles_the_page_and_drops_the_secondary_text():
     at = lesson_app(presenter="true")
     assert at.toggle(key="presenter").value is True

@@ -239,14 +239,16 @@ def test_the_gelu_view_names_the_form_the_model_uses_and_the_gap_to_tanh():
 
 
 def test_the_steps_of_one_head_show_the_biases_the_model_adds():
-    """Bundled models have biases: Q = LN(X)W_Q + b_Q in the formula and in the panels'
-    titles, with the note on why b_K changes no pattern (tests/test_model.py checks it)."""
+    """Bundled models have biases: Q = LN₁(X)W_Q + b_Q in the formula and in the panels'
+    titles (LN₁ in both, as on every page), with the note on why b_K changes no pattern
+    (tests/test_model.py checks it)."""
     at = run_page("attention", view="Steps of one head")
     tex = texts(at, "latex")
     assert r"W_Q + b_Q" in tex and r"W_K + b_K" in tex and r"W_V + b_V" in tex
     assert "b_K changes no pattern" in " ".join(c.value for c in at.caption)
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
-    assert any(t.startswith("Q = LN(X) W_Q + b_Q") for t in titles), titles
+    assert any(t.startswith("Q = LN₁(X) W_Q + b_Q") for t in titles), titles
+    assert r"\mathrm{LN}_1(X)W_Q" in tex
 
 
 def test_a_new_prompt_brings_the_chosen_token_back_to_its_last():

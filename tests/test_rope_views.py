@@ -28,7 +28,15 @@ from gptviz.checkpoints import checkpoint_to_zip
 from gptviz.model.attention import rope_angles, rotate
 from gptviz.model.names import act_name
 from gptviz.tokenizers.char import CharTokenizer
-from tests.helpers import app_test, checkpoint_uploader, metric, rerun, texts, tiny_gpt
+from tests.helpers import (
+    app_test,
+    checkpoint_uploader,
+    figures,
+    metric,
+    rerun,
+    texts,
+    tiny_gpt,
+)
 
 IDS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
 TEXT = "the cat sat on a mat"
@@ -168,6 +176,11 @@ def test_the_attention_page_on_a_rope_model():
     _view(at, "Masks and the SDPA check")
     assert not texts(at, "error")
     assert "larger than rounding" not in texts(at)
+    assert "+ P$" not in texts(at, "markdown")  # X = E[ids]: a RoPE model adds no P
+    _view(at, "Steps of one head")
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert any(t.startswith("Qᵢ = Rᵢ(LN₁(X) W_Q") for t in titles), titles  # what is drawn
+    assert "This model uses RoPE" in texts(at, "caption")
 
 
 def test_order_without_positions_on_a_rope_model():

@@ -22,8 +22,8 @@ TITLE_PX, GAP_PX = 16, 6  # the grid: room for a thumbnail's title above it, gap
 GRID_WIDTH_PX = 900  # the width the grid is laid out for (the page column)
 # Which colour scale each step of a head gets, and its caption (the formula it shows).
 HEAD_STEPS = {
-    "Q": ("signed", "Q = LN(X) W_Q"), "K": ("signed", "K = LN(X) W_K"),
-    "V": ("signed", "V = LN(X) W_V"), "scores": ("signed", "scores = Q Kᵀ / √d_k"),
+    "Q": ("signed", "Q = LN₁(X) W_Q"), "K": ("signed", "K = LN₁(X) W_K"),
+    "V": ("signed", "V = LN₁(X) W_V"), "scores": ("signed", "scores = Q Kᵀ / √d_k"),
     "M": ("signed", "mask M (−∞ above the diagonal)"),
     "masked scores": ("signed", "Q Kᵀ / √d_k + M"),
     "pattern": ("prob", "W_attn = softmax(Q Kᵀ / √d_k + M)"), "Z": ("signed", "Z = W_attn V"),
@@ -42,11 +42,12 @@ def attention_pattern(pattern, tokens: Sequence[str], title: str = "attention pa
 
 
 def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
-                      bias: bool = True) -> dict[str, go.Figure]:
+                      bias: bool = True, rope: bool = False) -> dict[str, go.Figure]:
     """One heatmap per step of a head (``attention_math.head_tensors`` output).
 
     (T, T) steps get tokens on both axes; Q, K, V and Z get tokens by dimension. With
-    ``bias`` (the model's), the titles of Q, K and V add their bias: ``Q = LN(X) W_Q + b_Q``.
+    ``bias`` (the model's), the titles of Q, K and V add their bias: ``Q = LN₁(X) W_Q + b_Q``;
+    with ``rope``, Q's and K's say that row i is turned by R_i (what the scores are made of).
 
     >>> figs = head_step_figures({"pattern": np.eye(2)}, ["a", "b"]); list(figs)
     ['pattern']
@@ -59,6 +60,8 @@ def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
         kind, caption = HEAD_STEPS.get(name, ("signed", name))
         if bias and name in ("Q", "K", "V"):
             caption += f" + b_{name}"
+        if rope and name in ("Q", "K"):
+            caption = f"{name}ᵢ = Rᵢ({caption.split(' = ', 1)[1]})ᵢ"
         m = as_float32(values)  # (T, T) or (T, d_k)
         square = name in ("scores", "M", "masked scores", "pattern")
         figs[name] = heatmap(m, tokens if square else None, tokens, kind=kind, title=caption,

@@ -126,10 +126,11 @@ def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
     st.latex(cm.identity_check(exact, page, tol, c.bias, rope))
     ok = page <= tol
     (st.success if ok else st.error)(
-        f"Every head of every layer: the four terms give the page's scores to within "
-        f"{page:.1e} (allowed: {tol:.0e}, float32 rounding)." if ok else
+        f"Every head of every layer: {'the four terms give' if c.bias else 'the one term gives'}"
+        f" the page's scores to within {page:.1e} (allowed: {tol:.1e}, float32 rounding)."
+        if ok else
         f"The terms differ from the page's scores by {page:.1e}, more than float32 rounding "
-        f"({tol:.0e}) explains.", icon=":material/check:" if ok else ":material/error:")
+        f"({tol:.1e}) explains.", icon=":material/check:" if ok else ":material/error:")
     if c.bias and rope:
         st.caption(
             "The panels: queries i down, keys j across, on one colour scale so that their "

@@ -116,7 +116,7 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
     steps = am.head_tensors(cache, layer, head)
     figs = cached_figure(picked, "head-steps", (prompt.ids, layer, head), lambda: {
         name: narrow(name, fig) for name, fig in va.head_step_figures(
-            steps, prompt.labels, c.bias).items()})
+            steps, prompt.labels, c.bias, rope).items()})
     for row in STEP_ROWS:
         for col, name in zip(st.columns(3), row, strict=False):
             plot(figs[name], key=f"step-{name}", container=col)
@@ -146,10 +146,11 @@ def masks_and_check(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
                               - steps["pattern"]).max())
     st.markdown("The seeds first show attention **without weights**: each token scores every "
                 "token by a dot product of embeddings, $S = XX^\\top$ with $X = E[\\mathrm{ids}]"
-                " + P$, and mixes them by $\\mathrm{softmax}(S)X$. A GPT must not look ahead, "
-                "and the seeds give two ways to forbid it: zero the future after the softmax "
-                "and renormalise each row, or add $M$ ($-\\infty$ above the diagonal) before "
-                "it. They are the same matrix:")
+                + (" + P$" if picked.checkpoint.config.positional in ("learned", "sinusoidal")
+                   else "$") + ", and mixes them by $\\mathrm{softmax}(S)X$. A GPT must not "
+                "look ahead, and the seeds give two ways to forbid it: zero the future after "
+                "the softmax and renormalise each row, or add $M$ ($-\\infty$ above the "
+                "diagonal) before it. They are the same matrix:")
     st.latex(mp.masking_equality(delta, head_delta, layer, head))
     fig = cached_figure(picked, "masks", (prompt.ids,), lambda: thin_ticks(
         va.masking_comparison(simple, renorm, neg_inf, prompt.labels, delta)))

@@ -1,6 +1,6 @@
 """Presenter mode and the keyboard: what a teacher needs in front of a projector.
 
-``?presenter=1`` hides the sidebar and the lesson's settings and sets larger type, for a
+``?presenter=true`` hides the sidebar and the lesson's settings and sets larger type, for a
 1280 × 720 screen with no horizontal scrolling. → and ← are the Next and Previous
 buttons' own shortcuts (``st.button(shortcut=…)``). Streamlit keeps R for itself (rerun)
 and refuses it as a button shortcut, so a small component listens for R and presses the
@@ -16,6 +16,8 @@ from typing import Any
 import streamlit as st
 
 PRESENTER = "presenter"  # the toggle's key and URL parameter
+SPELLINGS = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false",
+             "off": "false"}
 CONTROLS = "lesson_controls"  # the container of the settings presenter mode hides
 REVEAL = "lesson_reveal"  # the Reveal button's key (R presses it)
 
@@ -66,7 +68,12 @@ def _reveal_key() -> Callable[..., Any]:
 
 
 def presenter_toggle() -> bool:
-    """The toggle (``?presenter=1``), and the page's style for its state."""
+    """The toggle (``?presenter=true``; 1, yes and on are read as true, 0, no and off as
+    false), and the page's style for its state."""
+    raw = str(st.query_params.get(PRESENTER, "")).lower()
+    if raw in SPELLINGS:  # a link typed by hand: the toggle's binding reads true / false only
+        st.session_state[PRESENTER] = SPELLINGS[raw] == "true"
+        st.query_params[PRESENTER] = SPELLINGS[raw]
     on = st.toggle("Presenter mode", key=PRESENTER, bind="query-params",
                    help="For a projector: no sidebar or settings, larger type. Keys: → next, "
                         "← previous, R reveal.")

@@ -59,15 +59,15 @@ class Question:
 def _numbers(answer: int, others: Sequence[int]) -> tuple[tuple[str, ...], int]:
     """Up to four distinct positive whole numbers, ascending, and where ``answer`` is.
 
-    >>> _numbers(3, [1, 2, 4, 5, 7])
-    (('1', '2', '3', '4'), 2)
+    >>> _numbers(3, [1, 2, 4, 5, 7]), _numbers(23, [23_552])
+    ((('1', '2', '3', '4'), 2), (('23', '23,552'), 0))
     """
     picked = [answer]
     for x in others:
         if x > 0 and x not in picked and len(picked) < 4:
             picked.append(x)
     picked.sort()
-    return tuple(str(x) for x in picked), picked.index(answer)
+    return tuple(f"{x:,}" for x in picked), picked.index(answer)  # 23,552 as the text writes it
 
 
 def _word(text: str, tokens: Sequence[TokenInfo]) -> tuple[str, list[TokenInfo]] | None:
@@ -141,7 +141,8 @@ def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question
                     f"Mean length ‖E[t_i]‖ = {e_norm:.2f}, ‖p_i‖ = {p_norm:.2f}.{extra}")
 
 
-def layernorm_variance(var_standardised: float, var_before: float, d: int) -> Question:
+def layernorm_variance(var_standardised: float, var_before: float, d: int,
+                       bias: bool = True) -> Question:
     """After LayerNorm standardises a row (before λ and b), what is its variance?
 
     >>> q = layernorm_variance(0.99999, 4.2, 128); q.choices[q.answer]
@@ -157,8 +158,10 @@ def layernorm_variance(var_standardised: float, var_before: float, d: int) -> Qu
                     "of x̂?", choices, answer,
                     f"var(x̂) = σ²/(σ² + ε) = **{var_standardised:.6f}**: a hair under 1, "
                     "because of ε. Standardised, every row has mean 0 and variance ≈ 1, "
-                    "whatever its scale was; λ and b then rescale and shift each dimension, "
-                    "so the rows leave LayerNorm with the spread training chose.")
+                    "whatever its scale was; "
+                    + ("λ and b then rescale and shift each dimension, " if bias else
+                       "λ then rescales each dimension (this model has no shift b), ")
+                    + "so the rows leave LayerNorm with the spread training chose.")
 
 
 def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: int

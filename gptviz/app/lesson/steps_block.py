@@ -53,7 +53,8 @@ def layernorm(ls: Lesson) -> StepView:
                     _block_link(ls, "LayerNorm"),
                     caption=f"The worked row is the last token's, position {last}.",
                     question=q.layernorm_variance(float(stats["var standardised"][last]),
-                                                  float(stats["var before"][last]), c.d_model))
+                                                  float(stats["var before"][last]), c.d_model,
+                                                  c.bias))
 
 
 def one_head(ls: Lesson) -> StepView:

@@ -80,7 +80,7 @@ def compare_section(text: str, toks: dict[str, Tokenizer]) -> None:
     st.dataframe(df, hide_index=True, width="stretch", column_config={  # 50,257 as elsewhere
         "vocab size": st.column_config.NumberColumn(format="localized"),
         "tokens": st.column_config.NumberColumn(format="localized"),
-        "UNK rate (%)": st.column_config.NumberColumn(format="%.1f%%"),
+        "UNK rate (%)": st.column_config.NumberColumn(format="%.1f"),
         "chars per token": st.column_config.NumberColumn(format="%.2f")})
     csv_download(df, "tokenizer-comparison.csv")
     if "gpt2" in toks:

@@ -7,6 +7,7 @@ gets a message, never a traceback.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import TYPE_CHECKING
 
@@ -347,3 +348,12 @@ def test_the_seeds_picture_writes_characters_split_over_tokens_whole():
     assert "".join(chain_pieces(parts, boxed=False)) == text
     split = next(b for b in parts if token_text(b).startswith("‹"))  # a part of a character
     assert token_text(split) == "‹" + " ".join(f"{x:02x}" for x in split) + "›"
+
+
+def test_the_seeds_picture_cuts_its_text_between_tokens():
+    """A review: with the char model the "…" cut fell inside an <|UNK|> label ("…NK|>")."""
+    at = run_page("generation", model="mathematics-char",
+                  prompt="Topology 🧮 of 曲面 and 流形 ✨\nsecond line: ∮ω = 0 😀")
+    line = next(el.value for el in at.latex if r"\mapsto" in el.value)
+    cut = line.split("…", 1)[1] if "…" in line else ""
+    assert cut and not re.match(r"(UNK|NK|K|\|)", cut), line

@@ -56,6 +56,27 @@ def chain_pieces(parts: Sequence[bytes], boxed: bool) -> list[str]:
     return running_pieces(parts)
 
 
+def whole_tail(pieces: Sequence[str], chars: int) -> str:
+    """The last pieces that fit in ``chars`` characters, whole, after "…" when some are left
+    out; a last piece longer than that alone is cut inside.
+
+    >>> whole_tail(["ab", "<|UNK|>", "cd"], 10), whole_tail(["abcdefghijkl"], 5)
+    ('…<|UNK|>cd', '…ijkl')
+    """
+    text = "".join(pieces)
+    if len(text) <= chars:
+        return text
+    kept, size = [], 1  # "…"
+    for piece in reversed(pieces):
+        if size + len(piece) > chars:
+            break
+        kept.append(piece)
+        size += len(piece)
+    if not kept:
+        return "…" + text[-(chars - 1):] if chars > 1 else "…"
+    return "…" + "".join(reversed(kept))
+
+
 def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,
                 candidates: Sequence[tuple[str, float]], continued: bool) -> str:
     r"""One line of the seeds' display: the text, the context window underlined, the token
@@ -73,11 +94,13 @@ def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,
     room = max(24, WINDOW_CHARS - widest - (min(len(new), 16) if new else 0) + 2)
     # The seeds write the text before the window plainly; here only when the window is short.
     before = "".join(pieces[:cropped]) if len(body) < room - 8 else ""
-    head = tex_running(before, room - len(body)) if before else ""
+    head = whole_tail(pieces[:cropped], room - len(body)) if before else ""
+    head = tex_running(head, len(head)) if head else ""
+    body = whole_tail(window, room)  # cut between tokens: "…NK|>" read as garbage
     box = (r"\,\fbox{" + STRUT + tex_text(new, 16) + "}") if new is not None else ""
     cases = r" \\ ".join(tex_text(c, 16) + " & " + percent_tex(p) for c, p in candidates)
     return ((r"\implies " if continued else "") + head + r"\underline{"
-            + (tex_running(body, room) if body else "") + box + "}"
+            + (tex_running(body, len(body)) if body else "") + box + "}"
             + r" \mapsto \begin{cases} " + cases + r" \end{cases}")
 
 

@@ -187,7 +187,7 @@ def test_a_model_without_biases_positions_or_a_second_layer_adapts():
     show(at, "Circuits of a head")
     tex = texts(at, "latex")
     assert "b_K" not in tex and "b_Q" not in tex and r"W_{QK}" in tex
-    assert "the four terms give the page's scores" in texts(at, "success")
+    assert "the one term gives the page's scores" in texts(at, "success")  # no biases
     show(at, "Head taxonomy")
     assert "Induction was not measured" in texts(at, "info")
     assert at.dataframe[0].value["induction"].isna().all()

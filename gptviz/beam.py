@@ -121,7 +121,7 @@ def beam_search(model: GPT, ids: Sequence[int], max_new_tokens: int, width: int)
     context, _ = _context(model, ids)
     model.check_ids(context)
     prompt = tuple(int(i) for i in ids)
-    rope, n_ctx = model.config.positional == "rope", model.config.context_length
+    rope, n_ctx = model.config.rope, model.config.context_length
     seqs = torch.tensor([prompt], dtype=torch.long, device=model.device)  # (1, L)
     cache = _cache(model, len(prompt) + max_new_tokens)  # one row now; k after the first step
     afresh = not rope and width * cache.kv.nbytes > KV_BYTES  # k rows would not fit
@@ -195,7 +195,7 @@ def _cache(model: GPT, total: int) -> KVCache:
     c = model.config
     capacity = min(c.context_length, total)  # past the window: a full (or rolling) window
     return KVCache(c.n_layer, 1, c.n_head, capacity, c.d_head, device=model.device,
-                   dtype=model.embed.weight.dtype, rolling=c.positional == "rope")
+                   dtype=model.embed.weight.dtype, rolling=c.rope)
 
 
 def _pieces(model: GPT, batch: int) -> int:
@@ -246,7 +246,7 @@ def prefix_rows(model: GPT, prompt: Sequence[int], tokens: Sequence[int]
     if not tokens:
         return
     x = torch.tensor([seq[:-1]], dtype=torch.long, device=model.device)  # (1, L-1)
-    rope = model.config.positional == "rope"
+    rope = model.config.rope
     cache = model.new_cache()
     # the first window: position j's logits predict token j + 1; keep those after the prompt
     for s, logits in _feed(model, x[:, :n_ctx], cache):

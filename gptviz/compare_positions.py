@@ -127,7 +127,7 @@ def position_losses(model: GPT, texts: Tensor, scheme: str, chunk: int = 1024) -
     x, y = texts[:, :-1], texts[:, 1:]  # (B, L) each
     n, length = model.config.context_length, x.shape[1]
     if scheme == "whole":
-        reader = model if model.config.positional == "rope" else stretched(model, length)
+        reader = model if model.config.rope else stretched(model, length)
         logits = reader(x)  # (B, L, |V|)
     elif scheme == "crop":
         windows = x.unfold(1, n, 1)[:, 1:].reshape(-1, n)  # (B·(L−N), N), ends at t = N..L−1

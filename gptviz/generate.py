@@ -229,7 +229,7 @@ def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: f
     out = [int(i) for i in ids]
     n_ctx = model.config.context_length
     cache = model.new_cache() if use_cache else None
-    if model.config.positional == "rope":
+    if model.config.rope:
         return _generate_rope(model, out, max_new_tokens, probs_of=lambda logits: next_token_probs(
             logits, temperature, top_k, top_p, min_p), pick=lambda probs, i: choose(
             probs, temperature, rule.generator(i) if seed is not None else None),

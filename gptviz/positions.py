@@ -120,7 +120,7 @@ def last_logits(model: GPT, ids: Sequence[int], positions: bool = True, causal: 
     fns = []
     if not positions:
         fns.append((act_name("pos_embed"), lambda pe, name: torch.zeros_like(pe)))
-        if model.config.positional == "rope":  # positions live in the rotation: undo it
+        if model.config.rope:  # positions live in the rotation: undo it
             fns += unrotated(model.config.n_layer)
     if not causal:
         layers = range(model.config.n_layer)

@@ -58,6 +58,16 @@ class GPTConfig:
         """d_k, the width of one head's queries, keys and values."""
         return self.d_model // self.n_head
 
+    @property
+    def rope(self) -> bool:
+        """Whether positions are RoPE's rotations of q and k (nothing added to X)."""
+        return self.positional == "rope"
+
+    @property
+    def adds_positions(self) -> bool:
+        """Whether X = E[ids] + P: learned or sinusoidal positions (not RoPE, not none)."""
+        return self.positional in ("learned", "sinusoidal")
+
     def validate(self) -> None:
         """Raise ValueError naming the first field that makes no sense."""
         _check_types(self)
@@ -74,7 +84,7 @@ class GPTConfig:
                 f"GPTConfig: sinusoidal positions pair dimensions (sin, cos), so d_model "
                 f"must be even, got {self.d_model}."
             )
-        if self.positional == "rope" and self.d_head % 2:
+        if self.rope and self.d_head % 2:
             raise ValueError(
                 f"GPTConfig: RoPE rotates pairs of a head's dimensions, so d_k = d_model / "
                 f"n_head must be even, got {self.d_head}."

@@ -37,7 +37,7 @@ class Block(nn.Module):
         super().__init__()
         # Registration order = forward order, so hook names list in forward order.
         self.ln1 = LayerNorm(config.d_model, config.bias, config.ln_eps)
-        window = config.context_length if config.positional == "rope" else None
+        window = config.context_length if config.rope else None
         self.attn = CausalSelfAttention(config.d_model, config.n_head, config.bias, config.dropout,
                                         window)
         self.hook_attn_out = HookPoint()
@@ -123,7 +123,7 @@ class GPT(nn.Module):
             x = self.hook_embed(x) + self.hook_pos_embed(self.pos(start, T))  # (B, T, d)
         elif self.config.positional not in ("none", "rope"):
             x = x + self.pos(start, T)  # (B, T, d): X + PE (RoPE rotates q and k instead)
-        elif (self.config.positional == "rope" and not torch.is_grad_enabled()
+        elif (self.config.rope and not torch.is_grad_enabled()
               and not torch.is_autocast_enabled(x.device.type)):
             # generating: every layer rotates its q and k in place by the same table rows
             rotor = ROPE.rotor(start, T, self.config.d_head, x)  # (T, 1, 1, d_head/2)
@@ -158,7 +158,7 @@ class GPT(nn.Module):
                 f"expected a non-empty (batch, tokens) array of ids, got {tuple(ids.shape)}."
             )
         n, n_ctx = ids.shape[1], self.config.context_length
-        if self.config.positional == "rope":  # a sliding window: any position is fine
+        if self.config.rope:  # a sliding window: any position is fine
             if n > ROPE_MAX_TOKENS * n_ctx:
                 raise ValueError(f"{n} tokens at once is more than {ROPE_MAX_TOKENS} context "
                                  f"windows ({n_ctx} each); feed fewer or use a KV cache.")
@@ -204,7 +204,7 @@ class GPT(nn.Module):
         c = self.config
         return KVCache(c.n_layer, batch, c.n_head, c.context_length, c.d_head,
                        device=self.device, dtype=self.embed.weight.dtype,
-                       rolling=c.positional == "rope")
+                       rolling=c.rope)
 
     def num_params(self) -> int:
         """Distinct trainable numbers (a tied E = W_U counts once)."""

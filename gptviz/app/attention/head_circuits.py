@@ -32,7 +32,7 @@ ROPE_TITLES = {"xWx": "x̂ᵢ W_Q R₍ⱼ₋ᵢ₎ W_Kᵀ x̂ⱼᵀ / √d_k", "
 @per_model
 def _identity_deltas(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[float, float, float]:
     model, c = ckpt.model, ckpt.config
-    rope = c.positional == "rope"
+    rope = c.rope
     names = [act_name(k, ly, "ln1" if k == "normalized" else None)
              for ly in range(c.n_layer) for k in ("normalized", "scores")]
     _, cache = model.run_with_cache(list(ids), names_filter=names)
@@ -56,7 +56,7 @@ def _score_terms(ckpt: Checkpoint, ids: tuple[int, ...], layer: int, head: int
     name = act_name("normalized", layer, "ln1")
     _, cache = ckpt.model.run_with_cache(list(ids), names_filter=[name])
     terms = C.score_terms(cache[name][0], C.head_weights(ckpt.model, layer, head),
-                          rope=ckpt.config.positional == "rope")
+                          rope=ckpt.config.rope)
     return {k: v.numpy() for k, v in terms.items()}  # float64, each (T, T)
 
 
@@ -77,7 +77,7 @@ def circuits_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     """W_QK and W_OV of the chosen head, and the score identity checked on the prompt."""
     c = picked.checkpoint.config
     w = C.head_weights(picked.checkpoint.model, layer, head)
-    rope = c.positional == "rope"
+    rope = c.rope
     st.markdown(
         "A head's four weight blocks only ever act in two pairs. The query and key blocks "
         "meet in the scores, $q_i\\cdot k_j = \\hat x_i W_Q W_K^\\top \\hat x_j^\\top$, so "
@@ -105,7 +105,7 @@ def circuits_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
 def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
                     head: int) -> None:
     c = picked.checkpoint.config
-    rope = c.positional == "rope"
+    rope = c.rope
     st.markdown(f"**The scores through W_QK.** With $\\hat x = \\mathrm{{LN}}_1(X)$, the "
                 f"input of layer {layer}'s heads, every score of this head is")
     st.latex(cm.score_identity(c.bias, rope))

@@ -28,7 +28,7 @@ def page_activations(picked: Picked, prompt: Prompt) -> ActivationCache:
     """Each head's steps and, for the QK circuit's identity, every layer's x̂ = LN₁(X)."""
     c = picked.checkpoint.config
     n_layer = c.n_layer
-    names = [*attention_page_names(n_layer, rope=c.positional == "rope"),
+    names = [*attention_page_names(n_layer, rope=c.rope),
              *(act_name("normalized", ly, "ln1") for ly in range(n_layer))]
     cache, _ = activations(picked, prompt.ids, names)
     return cache
@@ -99,7 +99,7 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
                head: int) -> None:
     """Q, K, V, the scaled scores, the mask, the pattern and Z of one head."""
     c = picked.checkpoint.config
-    rope = c.positional == "rope"
+    rope = c.rope
     st.latex(r"\begin{gathered}\mathrm{head}(X) = \mathrm{softmax}\Big(\frac{QK^\top}"
              r"{\sqrt{d_k}} + M\Big)V,\qquad d_k = " + str(c.d_head) + r"\\"
              + mp.qkv_lines(c.bias, rope)
@@ -146,7 +146,7 @@ def masks_and_check(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
                               - steps["pattern"]).max())
     st.markdown("The seeds first show attention **without weights**: each token scores every "
                 "token by a dot product of embeddings, $S = XX^\\top$ with $X = E[\\mathrm{ids}]"
-                + (" + P$" if picked.checkpoint.config.positional in ("learned", "sinusoidal")
+                + (" + P$" if picked.checkpoint.config.adds_positions
                    else "$") + ", and mixes them by $\\mathrm{softmax}(S)X$. A GPT must not "
                 "look ahead, and the seeds give two ways to forbid it: zero the future after "
                 "the softmax and renormalise each row, or add $M$ ($-\\infty$ above the "

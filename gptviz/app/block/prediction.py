@@ -148,7 +148,7 @@ def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> 
         "what a later block does gets its indirect effect credited to that later block. "
         + ("" if c.positional not in A.NO_POSITION_TERM else
            "This model adds no position vector (" + ("RoPE rotates q and k inside attention"
-                                                     if c.positional == "rope" else
+                                                     if c.rope else
                                                      "it has no positions") + "), so there "
            "is no position bar. ")
         + ("" if c.bias else "This model has no biases: no b_O and no LayerNorm bias bar."))

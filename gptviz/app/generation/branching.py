@@ -18,13 +18,13 @@ from gptviz.app.generation.figures import share
 from gptviz.app.generation.search_figures import branch_tree
 from gptviz.app.generation.state import History, Path, Viewed
 from gptviz.app.shared.cache import vocab_labels
+from gptviz.app.shared.inputs import fresh_choice
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.generate import Sampling
 from gptviz.model import GPT
 
 TOKEN, GOTO, CHART = "gen_branch_token", "gen_goto", "gen_tree"  # widget keys
-TOKEN_FOR = "gen_branch_token_for"  # the (step, candidates) the token was chosen among
 N_CHOICES = 10  # tokens offered at a step: its most probable ones
 
 
@@ -100,13 +100,9 @@ def branch_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) ->
         + f": take another of the {N_CHOICES} most probable tokens and go on from there. "
           "Pick another step with *Replay a step* above.")
     a, b, c = st.columns([3, 1, 1.4], vertical_alignment="bottom")
-    # A replayed step brings other candidates: the choice among the old ones is set anew,
-    # from code (left alone, the box held the old choice's label, not an id, and the first
-    # Branch failed with "invalid literal for int()")
-    stamp = (i, tuple(options))
-    if st.session_state.get(TOKEN_FOR) != stamp or st.session_state.get(TOKEN) not in options:
-        st.session_state[TOKEN] = options[0] if options else None
-    st.session_state[TOKEN_FOR] = stamp
+    # a replayed step brings other candidates (left alone, the box held the old choice's
+    # label, not an id, and the first Branch failed with "invalid literal for int()")
+    fresh_choice(TOKEN, options, options[0] if options else None, (i, tuple(options)))
     a.selectbox("Token", options, key=TOKEN,
                 format_func=lambda j: f"{labels[j]}   ·  P = {share(probs[j])}  (id {j})",
                 help="P is the model's own probability of the token at this step "

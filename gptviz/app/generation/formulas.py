@@ -93,8 +93,7 @@ def mapsto_line(pieces: Sequence[str], cropped: int, boxed: bool,
     widest = max((min(len(c), 16) for c, _ in candidates), default=0)
     room = max(24, WINDOW_CHARS - widest - (min(len(new), 16) if new else 0) + 2)
     # The seeds write the text before the window plainly; here only when the window is short.
-    before = "".join(pieces[:cropped]) if len(body) < room - 8 else ""
-    head = whole_tail(pieces[:cropped], room - len(body)) if before else ""
+    head = whole_tail(pieces[:cropped], room - len(body)) if len(body) < room - 8 else ""
     head = tex_running(head, len(head)) if head else ""
     body = whole_tail(window, room)  # cut between tokens: "…NK|>" read as garbage
     box = (r"\,\fbox{" + STRUT + tex_text(new, 16) + "}") if new is not None else ""

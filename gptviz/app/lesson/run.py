@@ -163,7 +163,7 @@ def build_lesson(picked: Picked, prompt: Prompt, layer: int, head: int, temperat
     """The forward pass of the (cropped) prompt, from the shared cache."""
     c = picked.checkpoint.config
     cache, logits = activations(picked, prompt.ids,
-                                lesson_names(c.n_layer, rope=c.positional == "rope"))
+                                lesson_names(c.n_layer, rope=c.rope))
     return Lesson(picked, prompt, int(layer), int(head), float(temperature), cache, logits, big)
 
 

@@ -34,7 +34,7 @@ def layernorm(ls: Lesson) -> StepView:
     eps = ls.ckpt.model.blocks[layer].ln1.eps
     stats = analysis.layernorm_stats(x, out, eps)
     fig = ls.figure("layernorm", lambda: vb.layernorm_rows(stats, ls.labels))
-    first = ("$X = E[\\mathrm{ids}]$" if c.positional in ("rope", "none") else
+    first = ("$X = E[\\mathrm{ids}]$" if not c.adds_positions else
              "$X = E[\\mathrm{ids}] + P$")
     reads = first if layer == 0 else f"the residual stream as block {layer - 1} left it"
     shift = " and shifts it by a trained $b$" if c.bias else " (this model has no shift $b$)"
@@ -72,7 +72,7 @@ def one_head(ls: Lesson) -> StepView:
         "receives $z_i = \\sum_j w_{ij} v_j$, a weighted average of the values. Here: layer "
         f"{layer}, head {head}, with the last token's row worked out below.")
     return StepView(narrative, figs, [
-        lt.qkv_formula(ls.n, c.d_head, layer, c.bias, c.positional == "rope"),
+        lt.qkv_formula(ls.n, c.d_head, layer, c.bias, c.rope),
         mp.attention_row(ls.labels[last], last, ls.labels, steps["scores"][last],
                          steps["pattern"][last], c.d_head),
         mp.z_row(last, ls.labels, steps["pattern"][last])],

@@ -93,7 +93,7 @@ def order_view(picked: Picked) -> None:
         "last token reads them." + (
             " This model uses RoPE: its positions are the rotations $R_i$ of every query and "
             "key, so removing them here means $R_i = I$, no rotation."
-            if ckpt.config.positional == "rope" else ""))
+            if ckpt.config.rope else ""))
     prompt = encode(ckpt, prompt_input(ckpt))
     if prompt is None:
         return
@@ -110,7 +110,7 @@ def order_view(picked: Picked) -> None:
                  key="order_reshuffle")
     check = _order_check(picked, prompt.ids, seed)
     shuffled(prompt, check)
-    st.latex(order_formula(check.order, ckpt.config.n_layer, ckpt.config.positional == "rope"))
+    st.latex(order_formula(check.order, ckpt.config.n_layer, ckpt.config.rope))
     cols = st.columns(3)
     cols[0].metric("Δ with the causal mask", f"{check.causal:.3f}")
     cols[1].metric("Δ without the mask", f"{check.unmasked:.1e}")

@@ -116,7 +116,7 @@ def shift_identity(n: int, d: int, i: int) -> None:
 def learned(picked: Picked) -> None:
     """The positions this model adds: learned rows, its sinusoidal table, or nothing."""
     c = picked.checkpoint.config
-    if c.positional == "rope":
+    if c.rope:
         rope_positions(picked)
         return
     P = analysis.model_pe(picked.checkpoint.model)  # (N, d)
@@ -145,7 +145,7 @@ def learned(picked: Picked) -> None:
 def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
     """X = E[ids] + PE for the prompt: what the first block receives."""
     c = picked.checkpoint.config
-    if c.positional == "rope":
+    if c.rope:
         rope_sum(picked, prompt, pos)
         return
     if c.positional == "none":

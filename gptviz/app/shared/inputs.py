@@ -8,8 +8,10 @@ silently showing something else.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -139,7 +141,7 @@ def _notes(prompt: Prompt, ckpt: Checkpoint) -> None:
                    icon=":material/content_cut:")
     elif prompt.dropped:
         how = ("generation slides its window the same way, keeping the rotated keys it "
-               "already cached" if ckpt.config.positional == "rope"
+               "already cached" if ckpt.config.rope
                else "as generation would cut them")
         st.warning(f"The prompt has {len(prompt.all_tokens):,} tokens but the model reads at "
                    f"most N = {n_ctx} (its context window): the first {prompt.dropped:,} are "
@@ -195,6 +197,17 @@ def layer_and_head(n_layer: int, n_head: int) -> tuple[int, int]:
         return layer_input(n_layer), head_input(n_head)
 
 
+def fresh_choice(key: str, options: Sequence[Any], default: Any, made_on: Hashable) -> None:
+    """Before the select box ``key`` is drawn: its choice becomes ``default``, set from code,
+    when what it was chosen among (``made_on``: a prompt, a step) changed or it is no longer
+    one of ``options``. Dropped instead, the box kept the old choice's label on screen, and
+    in a rerun from the box's own widget state read back that label, not the option."""
+    stamp = f"{key}@for"
+    if st.session_state.get(stamp) != made_on or st.session_state.get(key) not in options:
+        st.session_state[key] = default
+    st.session_state[stamp] = made_on
+
+
 def position_input(prompt: Prompt, label: str = "Token", key: str = "position",
                    default_last: bool = True, container=st, upto: int | None = None) -> int:
     """A position of the (cropped) prompt, shown as 'i: token'; not in the URL. Positions
@@ -206,9 +219,6 @@ def position_input(prompt: Prompt, label: str = "Token", key: str = "position",
     """
     labels = prompt.labels
     options = list(range(len(labels) if upto is None else upto + 1))
-    stamp = f"{key}@ids"  # the prompt the choice was made on
-    if st.session_state.get(stamp) != prompt.ids or st.session_state.get(key) not in options:
-        st.session_state[key] = options[-1] if default_last else options[0]
-    st.session_state[stamp] = prompt.ids
+    fresh_choice(key, options, options[-1] if default_last else options[0], prompt.ids)
     return container.selectbox(label, options, format_func=lambda i: f"{i}: {labels[i]}",
                                key=key)

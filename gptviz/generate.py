@@ -8,13 +8,14 @@ steps, with a KV cache by default, and gives the same tokens as without one.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from gptviz.model import GPT, KVCache
+from gptviz.model.decode import Decoder
 from gptviz.tokenizers.base import Tokenizer
 from gptviz.tokenizers.specials import BOS
 
@@ -98,8 +99,10 @@ def next_token_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None
         return torch.zeros_like(logits).scatter_(0, logits.argmax().view(1), 1.0)
     # float64 and <= 0 before dividing: no overflow or 0/0 for tiny T.
     scaled = (logits.double() - logits.max()) / temperature  # (|V|,)
-    p_t = torch.softmax(scaled, dim=-1)  # (|V|,) P_T before any filter
-    keep_min = p_t >= min_p * p_t.max() if min_p else None  # (|V|,) S_min
+    keep_min = None
+    if min_p:  # (|V|,) S_min, from P_T before any filter
+        p_t = torch.softmax(scaled, dim=-1)
+        keep_min = p_t >= min_p * p_t.max()
     if top_k is not None and top_k < scaled.numel():  # exactly k ids, even with ties
         keep = scaled.sort(descending=True, stable=True).indices[:top_k]  # (k,) ties: low id
         scaled = torch.full_like(scaled, float("-inf")).index_copy_(0, keep, scaled[keep])
@@ -229,47 +232,56 @@ def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: f
     out = [int(i) for i in ids]
     n_ctx = model.config.context_length
     cache = model.new_cache() if use_cache else None
+    forward = _forward_of(model, cache)
     if model.config.rope:
         return _generate_rope(model, out, max_new_tokens, probs_of=lambda logits: next_token_probs(
             logits, temperature, top_k, top_p, min_p), pick=lambda probs, i: choose(
             probs, temperature, rule.generator(i) if seed is not None else None),
-            cache=cache, stop_id=stop_id)
-    logits = _logits(model, out[-n_ctx:], cache)
+            forward=forward, cache=cache, stop_id=stop_id)
+    logits = forward(out[-n_ctx:])
     for i in range(max_new_tokens):
         probs = next_token_probs(logits, temperature, top_k, top_p, min_p)
         out.append(choose(probs, temperature, rule.generator(i) if seed is not None else None))
         if out[-1] == stop_id or len(out) - len(ids) == max_new_tokens:
             break
         if cache is not None and cache.length < n_ctx:
-            logits = _logits(model, out[-1:], cache)  # one new position
+            logits = forward(out[-1:])  # one new position
         else:
             if cache is not None:
                 cache.reset()  # the window slid: every position moved
-            logits = _logits(model, out[-n_ctx:], cache)
+            logits = forward(out[-n_ctx:])
     return out
 
 
 def _generate_rope(model: GPT, out: list[int], max_new_tokens: int, probs_of, pick,
-                   cache: KVCache | None, stop_id: int | None) -> list[int]:
+                   forward, cache: KVCache | None, stop_id: int | None) -> list[int]:
     """``generate`` for a RoPE model: a sliding window over the whole text."""
     n_prompt, n_ctx = len(out), model.config.context_length
     # the last token's receptive field: each layer reaches n_ctx - 1 positions further back
     reach = model.config.n_layer * (n_ctx - 1) + 1
     if cache is not None:
-        logits = _logits(model, out[:n_ctx], cache)  # the first window in one pass
+        logits = forward(out[:n_ctx])  # the first window in one pass
         for token in out[n_ctx:]:  # then one token at a time: the cache rolls
-            logits = _logits(model, [token], cache)
+            logits = forward([token])
     for i in range(max_new_tokens):
         if cache is None:  # the text that reaches the last token, run with the window's mask
-            logits = _logits(model, out[-reach:], None)
+            logits = forward(out[-reach:])
         out.append(pick(probs_of(logits), i))
         if out[-1] == stop_id or len(out) - n_prompt == max_new_tokens:
             break
         if cache is not None:
-            logits = _logits(model, out[-1:], cache)
+            logits = forward(out[-1:])
     return out
 
 
-def _logits(model: GPT, ids: list[int], cache: KVCache | None) -> Tensor:
-    x = torch.tensor([ids], dtype=torch.long, device=model.device)  # (1, T)
-    return model._forward(x, cache, last_only=True)[0, -1].float().cpu()  # (|V|,)
+def _forward_of(model: GPT, cache: KVCache | None) -> Callable[[list[int]], Tensor]:
+    """ids -> y_N (|V|,) through ``cache``: one new token by ``Decoder`` (bit-identical to
+    the module path, and faster), more at once through the model."""
+    decoder = Decoder.of(model) if cache is not None else None
+
+    def forward(ids: list[int]) -> Tensor:
+        if decoder is not None and len(ids) == 1:
+            return decoder.step(ids[0], cache).float().cpu()  # (|V|,)
+        x = torch.tensor([ids], dtype=torch.long, device=model.device)  # (1, T)
+        return model._forward(x, cache, last_only=True)[0, -1].float().cpu()  # (|V|,)
+    return forward

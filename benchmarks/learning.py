@@ -23,6 +23,11 @@ Before the browser, the server's part alone: the page script run by AppTest (as 
 server runs it, without a browser), cold (caches cleared: encoding, gradient, gᵀHg and
 every η's step) and warm (a rerun, as after moving the η slider).
 
+Then the way a student reaches it: the app opened at Home in a new context (settled), then
+the sidebar's "Learning" link clicked, to the settled microscope (``--reps`` arrivals, each
+in a new context; the page's JavaScript for widgets and formulas that Home already loaded is
+not fetched again, as in a class).
+
 Last, the Training replay's step slider on induction-2layer (it ships snapshots), in one
 tab: the time from a key press on the slider to the settled redraw of the new step (its
 embedding figure's title names the step; then the page has settled as above). A first
@@ -63,6 +68,8 @@ from tests.helpers import app_test  # noqa: E402
 TARGET_S = 1.5
 CHAR_MODEL = "mathematics-char"
 REPLAY_MODEL = "induction-2layer"
+ARRIVED = """() => [...document.querySelectorAll('h4')]
+    .some(e => e.textContent.includes('The loss of one prediction'))"""  # the microscope
 REDRAWN = """step => [...document.querySelectorAll('.st-key-replay_pca .gtitle')]
     .some(e => e.textContent.includes(`at step ${step} on`))"""  # the new step's figure
 
@@ -130,6 +137,21 @@ def replay_moves(browser, app: str, moves: int) -> tuple[list[float], list[float
     return cold, warm
 
 
+def arrivals(browser, app: str, reps: int) -> list[float]:
+    """Seconds from a click on the sidebar's "Learning" link, on a settled Home page in a new
+    context, to the settled microscope (its loss section drawn)."""
+    out = []
+    for _ in range(reps + 1):  # the first warms the server and is not counted
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(f"{app}/")
+        seconds_to_settle(page, time.perf_counter())
+        link = page.get_by_test_id("stSidebarNav").get_by_role("link", name="Learning")
+        out.append(timed(page, link.click, ARRIVED))
+        context.close()
+    return out[1:]
+
+
 def microscope_moves(browser, app: str, moves: int) -> dict[str, list[float]]:
     """Seconds from a change on the open microscope to the settled page, in one tab: the
     learning rate η one notch along its slider (the step is recomputed from the cached
@@ -161,11 +183,13 @@ def main() -> None:
     server_side(args.reps)
     with bare_and_app() as (browser, bare, app):
         times = interleaved_loads(browser, bare, app, cases(), args.reps)
+        arrived = arrivals(browser, app, args.reps)
         inside = microscope_moves(browser, app, args.moves)
         cold, warm = replay_moves(browser, app, args.moves)
         floor = clicks(browser, bare + "/", "Again", args.moves)
     report_loads(times, "Learning page", "case", TARGET_S)
-    report_inside(inside, floor)
+    report_inside({"arrival from Home by the sidebar link (a new context each)": arrived}
+                  | inside, floor)
     report_moves(cold, warm, floor)
 
 

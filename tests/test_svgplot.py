@@ -219,7 +219,7 @@ def test_the_html_is_self_contained():
     chart = bar_chart(["a"], [Series("", "bar", ["a"], [1.0])], title="t", y_title="v")
     html = chart.html
     assert re.search(r'<svg viewBox="0 0 \d+ [\d.]+" width="100%"', html)
-    assert "font-family:ui-sans-serif,system-ui,sans-serif" in html
+    assert "font-family:'Source Sans',ui-sans-serif,sans-serif" in html  # the page's face
     assert "url(" not in html and "http" not in html and "@import" not in html
     assert all(c.startswith("gv-sp-") or c == "gv-svgplot"
                for cls in re.findall(r'class="([^"]+)"', html) for c in cls.split())

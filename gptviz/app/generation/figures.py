@@ -197,9 +197,11 @@ SEQ_CSS = """
 .gv-chip.gv-cut{opacity:.38;text-decoration:line-through}
 .gv-chip.gv-new{outline:2px solid #f58518;outline-offset:-2px}
 .gv-chip.gv-last{outline:3px solid #d4470f;box-shadow:0 0 0 2px #ffd8b5}
-.gv-scissor{font:600 13px ui-sans-serif,system-ui,sans-serif;color:#b42318;align-self:center;
+.gv-scissor{font:600 13px 'Source Sans',ui-sans-serif,system-ui,sans-serif;
+color:#b42318;align-self:center;
 padding:0 4px}
-.gv-more{font:12px ui-sans-serif,system-ui,sans-serif;color:#6b7280;align-self:center}
+.gv-more{font:12px 'Source Sans',ui-sans-serif,system-ui,sans-serif;
+color:#6b7280;align-self:center}
 </style>
 """
 

@@ -27,7 +27,8 @@ WINDOW_CSS = """
 <style>
 .gv-chip.gv-target{outline:3px solid #d62728;outline-offset:-1px;font-weight:700}
 .gv-chip.gv-later{opacity:.35}
-.gv-window-key{font:12px ui-sans-serif,system-ui,sans-serif;color:#4d5565;margin-top:4px}
+.gv-window-key{font:12px 'Source Sans',ui-sans-serif,system-ui,sans-serif;
+color:#4d5565;margin-top:4px}
 </style>
 """
 

@@ -172,7 +172,8 @@ def merges_table(trace, id_to_bytes) -> pd.DataFrame:
 CROP_CSS = """
 <style>
 .gv-dropped{opacity:.38;text-decoration:line-through}
-.gv-cut{font:600 12px ui-sans-serif,system-ui,sans-serif;color:#b42318;margin:4px 0 3px}
+.gv-cut{font:600 12px 'Source Sans',ui-sans-serif,system-ui,sans-serif;
+color:#b42318;margin:4px 0 3px}
 </style>
 """
 

@@ -26,7 +26,7 @@ ROOM = 110  # the longest rotated category name (px); longer ones are cut with "
 DASHES = ("solid", "dash", "dot")
 MARKERS = (None, "circle", "triangle-up", "x")
 CSS = """<style>
-.gv-svgplot{font-family:ui-sans-serif,system-ui,sans-serif;margin:0 0 .5rem;overflow-x:auto}
+.gv-svgplot{font-family:'Source Sans',ui-sans-serif,sans-serif;margin:0 0 .5rem;overflow-x:auto}
 .gv-sp-title{font-size:16px;font-weight:600;margin:0 0 2px 4px}
 .gv-svgplot>svg{display:block;overflow:visible;min-width:640px}
 .gv-sp-tick,.gv-sp-vlabel{font-size:12px;fill:currentColor;fill-opacity:.72}

@@ -134,7 +134,7 @@ def _tree(hist: History, labels: list[str]) -> None:
         xy, {p: labels[p[-1]] for p in nodes}, {p: float(np.exp(lp)) for p, lp in logp.items()},
         hist.path, {p: _key(p) for p in xy},
         title=f"{len(tree.leaves(nodes))} branches, {len(nodes):,} tokens · edge: P(token | "
-              "the text before it) · click a node to make it the text"),
+              "the text before it)"),
         key=CHART, on_select=lambda: _clicked(hist), selection_mode="points")
     leaf_paths, kids = tree.leaves(nodes), tree.children(nodes)
     stops = [()] + [p for p in xy if p and (len(kids[p]) > 1 or not kids[p])]
@@ -148,9 +148,9 @@ def _tree(hist: History, labels: list[str]) -> None:
         return f"{kind} · step {len(p)} · …{end[-40:]}" + (" (the text now)" if p == hist.path
                                                            else "")
 
-    st.selectbox("Go to a fork or the end of a branch", stops, index=None, key=GOTO,
-                 format_func=name, placeholder="Choose a node to make it the text…",
-                 on_change=_picked_goto, args=(hist,))
+    st.selectbox("Go to a fork or the end of a branch (or click a node in the tree)", stops,
+                 index=None, key=GOTO, format_func=name,
+                 placeholder="Choose a node to make it the text…", on_change=_picked_goto, args=(hist,))
     table = []
     for n, leaf in enumerate(leaf_paths):
         on = leaf[:len(hist.path)] == hist.path and bool(hist.path)

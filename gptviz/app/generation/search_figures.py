@@ -55,11 +55,12 @@ def branch_tree(xy: Mapping[Path, tuple[int, int]], labels: Mapping[Path, str],
     edges = [p for p in nodes if p]
     mid = np.array([[(xy[p[:-1]][0] + xy[p][0]) / 2, (xy[p[:-1]][1] + xy[p][1]) / 2]
                     for p in edges]).reshape(-1, 2)
+    last = max(x for x, _ in xy.values())
+    short = edge_label_px(last) < EDGE_LABEL_PX  # "29.3%" would run into its neighbours
     traces.append(go.Scatter(
         x=mid[:, 0], y=mid[:, 1] - 0.45, mode="text", hoverinfo="skip", showlegend=False,
-        text=[percent(probs[p]) for p in edges] if len(nodes) <= LABELS_UP_TO else None,
-        textfont=dict(size=10, color="#6b7280")))
-    last = max(x for x, _ in xy.values())
+        text=[edge_label(probs[p], short) for p in edges] if len(nodes) <= LABELS_UP_TO
+        else None, textfont=dict(size=10, color="#6b7280")))
     names = [fit_label("prompt" if not p else labels[p], xy[p][0], last) for p in nodes]
     hover = ["the prompt (step 0)" if not p else
              f"step {len(p)} · {labels[p]} · P = {probs[p]:.4f}" for p in nodes]
@@ -78,7 +79,8 @@ def branch_tree(xy: Mapping[Path, tuple[int, int]], labels: Mapping[Path, str],
         unselected=dict(marker=dict(opacity=1)), showlegend=False))
     rows = max((y for _, y in xy.values()), default=0) + 1
     fig = go.Figure(traces)
-    fig.update_xaxes(title="step (tokens after the prompt)", zeroline=False,
+    fig.update_xaxes(title="step (tokens after the prompt)" + (
+        " · edge labels: P in %" if short else ""), zeroline=False,
                      range=[-1, last + 1], dtick=1 if last <= 30 else None)
     fig.update_yaxes(visible=False, range=[rows - 0.4, -0.8])  # room above row 0: P, token
     fig.update_layout(title=title, height=min(170 + 70 * rows, 780), clickmode="event+select",
@@ -94,6 +96,26 @@ BRANCH_FONT = 12  # px, monospace
 BRANCH_PLOT_PX = 760  # the plot area's width the labels are cut for (a 1280-px window)
 
 
+EDGE_LABEL_PX = 34  # "29.3%" at 10 px, and a gap
+
+
+def edge_label_px(last: int) -> float:
+    """The room (px) of one edge's label in a tree whose last step is ``last``."""
+    return BRANCH_PLOT_PX / (last + 2)  # the x range runs from −1 to last + 1
+
+
+def edge_label(p: float, short: bool) -> str:
+    """An edge's P as a percentage; ``short``, in whole percents without the sign (the axis
+    title says "%"), for trees whose steps are too narrow for "29.3%".
+
+    >>> edge_label(0.2931, False), edge_label(0.2931, True), edge_label(0.004, True)
+    ('29.3%', '29', '<1')
+    """
+    if not short:
+        return percent(p)
+    return "<1" if 0 < p < 0.005 else f"{100 * p:.0f}"
+
+
 def fit_label(text: str, x: int, last: int) -> str:
     """``text`` cut to the room of a label at step ``x`` of a tree whose last step is
     ``last``: two steps wide, at the tree's edges what is left inside the plot.
@@ -101,7 +123,7 @@ def fit_label(text: str, x: int, last: int) -> str:
     >>> fit_label("prompt", 0, 3), fit_label("·manifold", 24, 24), fit_label("·is", 5, 24)
     ('prompt', '·mani…', '·is')
     """
-    step_px = BRANCH_PLOT_PX / (last + 2)  # the x range runs from −1 to last + 1
+    step_px = edge_label_px(last)
     room = min(2 * step_px, 2 * (x + 1) * step_px, 2 * (last + 1 - x) * step_px)
     chars = max(3, int(room / (0.62 * BRANCH_FONT)) - 1)
     return text if len(text) <= chars else text[:chars - 1] + "…"

@@ -63,3 +63,50 @@ def test_the_microscope_and_the_gradient_check(page, app_url):
     check_no_exception(page, "gradient check")
     assert eventually(lambda: main.get_by_text("Autograd passes").is_visible(), 60)
     screenshot(page, "learning-gradient-check")
+
+
+def slider_label(page, key: str) -> str:
+    return page.locator(f".st-key-{key}").get_by_test_id("stSliderThumbValue").inner_text()
+
+
+def test_settings_in_a_view_outlive_a_visit_to_another_view(page, app_url):
+    """Streamlit drops the state of a widget that a run does not draw: η, ε and the replay's
+    step came back at their defaults after a look at another view. They are bound to the
+    URL, which keeps them (and a link carries them)."""
+    page.set_viewport_size({"width": 1400, "height": 1400})
+    visit(page, f"{app_url}/learning")
+    drawn(page, "learning", charts=3)
+    assert slider_label(page, "learn_eta") == "1e-04"
+    eta = page.locator(".st-key-learn_eta").get_by_role("slider")
+    eta.focus()
+    eta.press("ArrowRight")
+    wait_for_app(page)
+    moved = slider_label(page, "learn_eta")
+    assert moved != "1e-04"
+    page.get_by_role("tab", name="Gradient check", exact=True).click()
+    wait_for_app(page)
+    eps = page.locator(".st-key-check_eps").get_by_role("slider")
+    eps.focus()
+    eps.press("ArrowLeft")
+    wait_for_app(page)
+    assert eventually(lambda: slider_label(page, "check_eps") == "1e-05")
+    page.get_by_role("tab", name="One step under the microscope", exact=True).click()
+    drawn(page, "learning, back", charts=3)
+    assert slider_label(page, "learn_eta") == moved
+    assert "learn_eta=" in page.url
+    page.get_by_role("tab", name="Gradient check", exact=True).click()
+    wait_for_app(page)
+    assert eventually(lambda: slider_label(page, "check_eps") == "1e-05")
+    check_no_exception(page, "learning, views revisited")
+
+
+def test_a_stale_setting_in_a_link_falls_back_to_the_default(page, app_url):
+    """A link may carry a setting another model allowed: a replay step this model never
+    saved, a learning rate off the slider. The page opens at the defaults, no exception."""
+    visit(page, f"{app_url}/learning?model=induction-2layer&view=Training+replay"
+                "&replay_step=7&learn_eta=3")
+    wait_for_app(page, timeout_ms=120_000)
+    check_no_exception(page, "learning, a stale replay step")
+    assert eventually(lambda: page.locator(".st-key-replay_step")
+                      .get_by_test_id("stSliderThumbValue").count() == 1, 60)
+    assert slider_label(page, "replay_step") != "7"

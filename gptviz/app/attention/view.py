@@ -128,7 +128,7 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
     with on_demand("Q, K, V and Z as tables", key="step_tables") as shown:
         if shown:
             name = st.segmented_control("Matrix", list(tables), default="Q", required=True,
-                                        key="step_table")
+                                        key="step_table", bind="query-params")
             st.dataframe(tables[name], width="stretch", height=240)
             csv_download(tables[name].reset_index(names="token"),
                          f"{name}-L{layer}-H{head}.csv")

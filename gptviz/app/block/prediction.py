@@ -107,7 +107,7 @@ def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> 
     logits = _logits(picked, prompt.ids)[pos]  # (|V|,)
     token = _chosen_token(picked, pos, logits, vocab)
     heads = st.segmented_control(
-        "Heads", ["each", "per layer"], required=True, key="dla_heads",
+        "Heads", ["each", "per layer"], required=True, key="dla_heads", bind="query-params",
         default="each" if c.n_layer * c.n_head <= EACH_HEAD_UP_TO else "per layer",
         format_func={"each": "one bar per head", "per layer": "one bar per layer"}.get)
     a = A.logit_attribution(model, cache, pos, token)

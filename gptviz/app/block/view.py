@@ -51,8 +51,9 @@ def flow(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int, hea
 def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int) -> None:
     """LayerNorm's mean 0 / variance 1 on the real rows, with ε explained."""
     which = st.segmented_control("LayerNorm", ["ln1", "ln2"], default="ln1", required=True,
-                                 key="which_ln", format_func={"ln1": "LN₁ (before attention)",
-                                                              "ln2": "LN₂ (before the FFN)"}.get)
+                                 key="which_ln", bind="query-params",
+                                 format_func={"ln1": "LN₁ (before attention)",
+                                              "ln2": "LN₂ (before the FFN)"}.get)
     x = analysis.layernorm_input(cache, layer, which)  # (T, d)
     out = cache[act_name("normalized", layer, which)][0]  # (T, d)
     eps = getattr(picked.checkpoint.model.blocks[layer], which).eps
@@ -85,7 +86,7 @@ def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> 
     """GELU vs ReLU as curves, at one x, and on this layer's real FFN inputs."""
     plotted = analysis.activation_curves()
     plot(vb.activation_curves_figure(plotted))
-    x = st.slider("x", -4.0, 4.0, -0.5, 0.1, key="act_x")
+    x = st.slider("x", -4.0, 4.0, -0.5, 0.1, key="act_x", bind="query-params")
     curves = analysis.activation_curves(x, x, 1)
     st.latex(mb.activation_point(x, *(float(curves[k][0]) for k in ("GELU", "GELU (tanh)",
                                                                      "ReLU"))))

@@ -71,7 +71,7 @@ def tied_note(picked: Picked, token_id: int, label: str) -> None:
 def vocabulary(picked: Picked, prompt: Prompt, pos: int) -> None:
     """PCA of the whole vocabulary with the input tokens highlighted, and nearest neighbours."""
     k = st.segmented_control("Projection", [2, 3], default=2, required=True, key="pca_dims",
-                             format_func=lambda n: f"{n}-D")
+                             bind="query-params", format_func=lambda n: f"{n}-D")
     coords, ratio = vocab_pca(picked, k)  # (|V|, k), (k,)
     labels = vocab_labels(picked)
     left_out = int(np.isnan(coords[:, 0]).sum())  # the special tokens training never feeds
@@ -103,7 +103,7 @@ def sampled_note(n: int) -> str:
 def neighbours(picked: Picked, prompt: Prompt, pos: int, labels: list[str]) -> None:
     E = embedding_matrix(picked)
     token_id, label = prompt.ids[pos], prompt.labels[pos]
-    n = st.slider("Neighbours", 3, 20, 8, key="n_neighbours")
+    n = st.slider("Neighbours", 3, 20, 8, key="n_neighbours", bind="query-params")
     ids, sims = analysis.nearest_neighbours(E, token_id, n)  # (n,), (n,)
     st.latex(r"\cos(E_a, E_b) = \frac{E_a \cdot E_b}{\lVert E_a\rVert\, \lVert E_b\rVert}"
              rf",\qquad \max_{{b \ne a}} \cos\big(E_{{{tx.tex_text(label, 12)}}}, E_b\big) = "

@@ -150,7 +150,8 @@ def _tree(hist: History, labels: list[str]) -> None:
 
     st.selectbox("Go to a fork or the end of a branch (or click a node in the tree)", stops,
                  index=None, key=GOTO, format_func=name,
-                 placeholder="Choose a node to make it the text…", on_change=_picked_goto, args=(hist,))
+                 placeholder="Choose a node to make it the text…",
+                 on_change=_picked_goto, args=(hist,))
     table = []
     for n, leaf in enumerate(leaf_paths):
         on = leaf[:len(hist.path)] == hist.path and bool(hist.path)

@@ -131,7 +131,8 @@ def chain(hist: History, picked: Picked, v: Viewed, sampling: Sampling,
 def temperatures(v: Viewed, picked: Picked) -> None:
     """The same y_N at several temperatures, side by side, with their entropies."""
     chosen = st.pills("Temperatures", TEMPERATURES, selection_mode="multi",
-                      default=[0.5, 1.0, 2.0], key="gen_temps", format_func=lambda t: f"{t:g}")
+                      default=[0.5, 1.0, 2.0], key="gen_temps", bind="query-params",
+                      format_func=lambda t: f"{t:g}")
     if not chosen:
         st.info("Choose at least one temperature above.", icon=":material/touch_app:")
         return
@@ -161,7 +162,7 @@ def temperatures(v: Viewed, picked: Picked) -> None:
 def samples(v: Viewed, picked: Picked) -> None:
     """Draw N tokens from P_T and set their histogram beside P_T."""
     n = st.number_input("N, the number of draws", 0, MAX_SAMPLES, 1000, step=100,
-                        key="gen_samples", help=f"Up to {MAX_SAMPLES:,}.")
+                        key="gen_samples", bind="query-params", help=f"Up to {MAX_SAMPLES:,}.")
     if n == 0:
         st.info("N = 0 draws gives no histogram: choose N ≥ 1 (try 100, then 10,000, and "
                 "watch the bars meet P_T).", icon=":material/bar_chart:")

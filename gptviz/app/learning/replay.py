@@ -185,7 +185,7 @@ def _steps_view(picked: Picked, window: Window, steps: Sequence[int], evals: Seq
     """The step slider and everything drawn at its step. A fragment: moving the slider
     reruns this part only, not the page above it; each step's figures are built once."""
     step = st.select_slider("Training step", steps, value=steps[-1], key="replay_step",
-                            format_func=lambda s: f"{s:,}")
+                            bind="query-params", format_func=lambda s: f"{s:,}")
     where = ("the seed's initialisation, before any step" if step == 0 and final != 0 else
              "the checkpoint's own weights" if step == final else
              "a snapshot kept during training (float16)")

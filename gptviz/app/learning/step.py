@@ -41,7 +41,8 @@ def eta_label(v: float) -> str:
 def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
     st.markdown("#### 4. One step of gradient descent (SGD)")
     eta = st.select_slider(
-        "Learning rate η", ETAS, value=DEFAULT_ETA, key="learn_eta", format_func=eta_label,
+        "Learning rate η", ETAS, value=DEFAULT_ETA, key="learn_eta", bind="query-params",
+        format_func=eta_label,
         help="How far to move against the gradient: θ' = θ − η g. The model shown to "
              "everyone never changes; the step is taken on a private copy.")
     if eta == 0:

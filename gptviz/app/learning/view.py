@@ -177,12 +177,14 @@ def gradient_check_view(picked: Picked, window: Window, position: int) -> None:
     labels = [g.label for g in groups if copied_entries(model, g) <= CHECK_ENTRIES]
     left, mid, right = st.columns([3, 2, 2])
     chosen = left.multiselect("Parameter groups (one entry each)", labels, key="check_groups",
+                              bind="query-params",
                               default=default_check_groups(
                                   [g for g in groups if g.label in labels],
                                   few=model.num_params() > BIG_MODEL))
-    eps = mid.select_slider("ε", EPSILONS, value=1e-6, key="check_eps",
+    eps = mid.select_slider("ε", EPSILONS, value=1e-6, key="check_eps", bind="query-params",
                             format_func=lambda v: f"{v:.0e}")
-    pick = right.radio("Which entry", ["largest", "random"], key="check_pick", horizontal=True,
+    pick = right.radio("Which entry", ["largest", "random"], key="check_pick",
+                       bind="query-params", horizontal=True,
                        format_func={"largest": "largest |∂L/∂θ|", "random": "random"}.get)
     st.latex(tex.central_difference_latex(eps))
     if not chosen:

@@ -42,7 +42,7 @@ def rope_positions(picked: Picked) -> None:
     st.info(ADDS_NOTHING, icon=":material/rotate_right:")
     st.latex(pos_tex.rope_rotation(c.context_length, c.d_head))
     shown = st.segmented_control("Angles", ["mod 2π", "in radians"], default="mod 2π",
-                                 required=True, key="rope_wrap")
+                                 required=True, key="rope_wrap", bind="query-params")
     angles = positions.rope_angle_table(c.context_length, c.d_head)  # (N, d_k/2)
     chart(vp.rope_angle_heatmap(angles, wrapped=shown != "in radians"))
     st.caption(f"Row p holds the {c.d_head // 2} angles by which position p turns the pairs "

@@ -72,9 +72,10 @@ def sinusoidal(picked: Picked) -> None:
              rf"0 \le i < N = {n},\ 0 \le 2j < d = {d}")
     P = analysis.sinusoidal_pe(n, d)  # (N, d)
     left, right = st.columns(2)
-    i = int(left.number_input("Position i", 0, n - 1, min(3, n - 1), key="pe_i"))
+    i = int(left.number_input("Position i", 0, n - 1, min(3, n - 1), key="pe_i",
+                              bind="query-params"))
     dim = int(right.number_input("Dimension (2j or 2j+1)", 0, d - 1, min(4, d - 1),
-                                 key="pe_dim"))
+                                 key="pe_dim", bind="query-params"))
     st.latex(pos_tex.sinusoid_point(i, dim, d, float(P[i, dim])))
     three_views(picked, P, "sinusoidal", "sinusoidal PE",
                 "Each pair of columns is a clock turning at its own speed: dimension 0 turns "
@@ -95,7 +96,7 @@ def shift_identity(n: int, d: int, i: int) -> None:
                "formula at the top.")
     # asked here, not beside the dimension above, where j names a pair of columns
     j = int(st.number_input("Position j, the second row", 0, n - 1, min(10, n - 1),
-                            key="pe_j"))
+                            key="pe_j", bind="query-params"))
     check = _shift_check(n, d)
     st.latex(pos_tex.shift_identity(i, j, d, float(check.similarity[i, j]),
                                     float(check.by_offset[i, j]), check.max_deviation))

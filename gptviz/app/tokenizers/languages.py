@@ -84,7 +84,7 @@ def passage_tokens(toks: dict[str, Tokenizer], language: str, text: str) -> None
     default = [k for k in ("gpt2", "cl100k_base", "o200k_base") if k in toks]
     chosen = st.segmented_control("Show its tokens for", list(toks), default=default,
                                   selection_mode="multi", format_func=LABELS.get,
-                                  key="lang_chips")
+                                  key="lang_chips", bind="query-params")
     if language == "Arabic":
         st.caption("Arabic is written right to left; the chips follow the order in which the "
                    "characters are stored, so the first chip holds the rightmost word.")
@@ -114,7 +114,7 @@ def languages_view(toks: dict[str, Tokenizer], errors: dict[str, str], cache_key
         f"they do not. The **cost vs {REFERENCE}** of a passage is its number of tokens "
         f"divided by the number of tokens of the {REFERENCE} passage, for the same tokenizer.")
     measure = st.segmented_control("Measure", list(MEASURES), default=f"cost vs {REFERENCE}",
-                                   key="lang_measure", required=True)
+                                   key="lang_measure", bind="query-params", required=True)
     chart(language_bars(df, measure), key="language-bars")
     st.markdown(UNFAIR)
     st.caption(WORDS)

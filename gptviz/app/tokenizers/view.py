@@ -137,7 +137,7 @@ def bpe_section(tok: ByteLevelBPE | None, error: str | None, text: str) -> None:
     if not trace:
         return
     k = st.slider("Replay the text after k merges", 0, len(trace), value=min(len(trace), 40),
-                  key="replay_k")
+                  key="replay_k", bind="query-params")
     max_rank = trace[k - 1].new_id + 1 if k else 256
     tokens = tok.tokens(text, max_rank=max_rank)
     last = f" — the last one: {df['pair'].iloc[k - 1]} → {df['new token'].iloc[k - 1]}" if k else ""

@@ -133,3 +133,20 @@ def test_step_7s_two_heatmaps_stack_when_the_column_is_narrow(page, app_url, wid
     if not beside:  # one under the other, each the column's width (was 255 px of ~470)
         assert all(b["width"] >= 0.95 * row for b in boxes), (boxes, row)
     screenshot(page, f"lesson-step-7-{width}")
+
+
+def test_a_presenter_link_typed_by_hand_survives_a_reload(page, app_url):
+    """?presenter=1 opened presenter mode, but the toggle's URL binding, which reads only
+    true / false, dropped it from the address: a reload or a shared link came back without."""
+    toggle = page.locator(".st-key-presenter input")
+    visit(page, f"{app_url}/lesson?presenter=1")
+    assert eventually(lambda: "presenter=true" in page.url)
+    assert toggle.is_checked()
+    page.reload()
+    wait_for_app(page)
+    assert toggle.is_checked() and "presenter=true" in page.url
+    page.locator(".st-key-presenter label").click()
+    wait_for_app(page)
+    assert eventually(lambda: not toggle.is_checked())
+    assert eventually(lambda: "presenter" not in page.url)
+    check_no_exception(page, "lesson, presenter mode off")

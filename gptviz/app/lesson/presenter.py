@@ -69,14 +69,20 @@ def _reveal_key() -> Callable[..., Any]:
 
 def presenter_toggle() -> bool:
     """The toggle (``?presenter=true``; 1, yes and on are read as true, 0, no and off as
-    false), and the page's style for its state."""
-    raw = str(st.query_params.get(PRESENTER, "")).lower()
-    if raw in SPELLINGS:  # a link typed by hand: the toggle's binding reads true / false only
-        st.session_state[PRESENTER] = SPELLINGS[raw] == "true"
-        st.query_params[PRESENTER] = SPELLINGS[raw]
-    on = st.toggle("Presenter mode", key=PRESENTER, bind="query-params",
+    false), and the page's style for its state.
+
+    The URL is written from here, not by Streamlit's binding: the binding reads true / false
+    only and dropped ``presenter=1`` from the address, so a reload left presenter mode."""
+    if PRESENTER not in st.session_state:  # the page's first run: the link says
+        raw = str(st.query_params.get(PRESENTER, "")).lower()
+        st.session_state[PRESENTER] = SPELLINGS.get(raw, raw) == "true"
+    on = st.toggle("Presenter mode", key=PRESENTER,
                    help="For a projector: no sidebar or settings, larger type. Keys: → next, "
                         "← previous, R reveal.")
+    if on:
+        st.query_params[PRESENTER] = "true"
+    else:
+        st.query_params.pop(PRESENTER, None)  # off is the default: no parameter
     st.html(LESSON_CSS + (PRESENTER_CSS if on else ""))
     _reveal_key()(key="gv_reveal_listener")
     return bool(on)

@@ -232,3 +232,17 @@ def test_samples_of_a_bpe_model_show_unfinished_characters_as_bytes(at):
     assert len(shown) == 2 and not any("\ufffd" in s for s in shown)
     assert "‹" in shown[0]  # before training: random ids, many of them lone bytes
     assert "no whole UTF-8 character" in " ".join(c.value for c in at.caption)
+
+
+def test_a_prompt_with_control_and_direction_characters_is_shown_escaped(at):
+    """A U+202E in the prompt turned the rest of both samples around, and NUL or ESC showed
+    as boxes: they are named, as on the token chips, while spaces and line breaks stay."""
+    at.sidebar.pills(key="model").set_value("mathematics-bpe")
+    rerun(at)
+    at.text_area(key="tr_compare-mathematics-bpe").set_value("ab c\x00\x1b[31m\u202eevil\nx")
+    rerun(at)
+    shown = text_blocks(at)
+    assert len(shown) == 2
+    for text in shown:
+        assert text.startswith("ab c\\x00\\x1b[31m⟨U+202E⟩evil\nx")
+        assert not any(ch in text for ch in "\x00\x1b\u202e")

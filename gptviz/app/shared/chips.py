@@ -46,18 +46,20 @@ class Shown(str):
     """
 
 
-def visible(s: str) -> str:
-    """Make whitespace and control characters visible.
+def visible(s: str, whitespace: bool = True) -> str:
+    """Make whitespace and control characters visible; with ``whitespace=False``, only the
+    control and format characters (for running text: spaces and line breaks stay, but a
+    U+202E no longer turns the rest of the page around).
 
-    >>> visible("a b\\n\\x00")
-    'a·b↵\\\\x00'
+    >>> visible("a b\\n\\x00"), visible("a b\\n\\u202e", whitespace=False)
+    ('a·b↵\\\\x00', 'a b\\n⟨U+202E⟩')
     """
     if isinstance(s, Shown):
         return s
     out = []
     for ch in s:
         if ch in _VISIBLE:
-            out.append(_VISIBLE[ch])
+            out.append(_VISIBLE[ch] if whitespace else ch)
         elif ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0:
             out.append(f"\\x{ord(ch):02x}")  # NUL and other control characters
         elif unicodedata.category(ch) in ("Cf", "Zl", "Zp") or ch == "\u00a0":

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from gptviz.app.shared import heatcanvas, svgbox
+from gptviz.app.shared.chips import visible
 from gptviz.app.shared.formula_fit import fit_formulas
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.prefetch import prefetch_charts
@@ -129,8 +130,9 @@ def text_block(text: str, container=st) -> None:
     """Plain text in a monospace box with its lines wrapped, as ``st.code(text,
     language=None, wrap_lines=True)`` shows it, but without the syntax highlighter that
     st.code makes a page fetch (1.5 MB of JavaScript, ~0.5 s of a fresh page's load).
-    A ``<div>``, not a ``<pre>``: HTML drops a newline that opens a ``<pre>``."""
-    container.html(f'{TEXT_CSS}<div class="gv-text">{html.escape(text)}</div>')
+    A ``<div>``, not a ``<pre>``: HTML drops a newline that opens a ``<pre>``. Control and
+    format characters are named (``\\x1b``, ``⟨U+202E⟩``), as on the token chips."""
+    container.html(f'{TEXT_CSS}<div class="gv-text">{html.escape(visible(text, False))}</div>')
 
 
 def number_text(v: float, decimals: int = 4) -> str:

@@ -18,6 +18,7 @@ from gptviz.tokenizers.base import TokenInfo
 PALETTE = ("#c8e6ff", "#ffe0b3", "#d4f5c9", "#f9d0e8", "#e3dbff", "#fff3a8", "#c9f2ee", "#ffd6cc")
 SPECIAL_FILL, UNKNOWN_FILL = "#3d4452", "#ff8a80"
 _VISIBLE = {" ": "·", "\t": "→", "\n": "↵", "\r": "␍"}
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029")
 
 CHIP_CSS = """
 <style>
@@ -47,12 +48,12 @@ class Shown(str):
 
 
 def visible(s: str, whitespace: bool = True) -> str:
-    """Make whitespace and control characters visible; with ``whitespace=False``, only the
-    control and format characters (for running text: spaces and line breaks stay, but a
-    U+202E no longer turns the rest of the page around).
+    """Make whitespace and control characters visible. With ``whitespace=False``, for
+    running text, spaces, line breaks and the joiners of emoji and scripts stay; control
+    characters and direction overrides are named (a U+202E turned the rest around).
 
-    >>> visible("a b\\n\\x00"), visible("a b\\n\\u202e", whitespace=False)
-    ('a·b↵\\\\x00', 'a b\\n⟨U+202E⟩')
+    >>> visible("a b\\n\\x00"), visible("a b\\n\\u202e\\u200d", whitespace=False)
+    ('a·b↵\\\\x00', 'a b\\n⟨U+202E⟩\\u200d')
     """
     if isinstance(s, Shown):
         return s
@@ -62,6 +63,8 @@ def visible(s: str, whitespace: bool = True) -> str:
             out.append(_VISIBLE[ch] if whitespace else ch)
         elif ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0:
             out.append(f"\\x{ord(ch):02x}")  # NUL and other control characters
+        elif not whitespace and ch not in _BIDI:
+            out.append(ch)
         elif unicodedata.category(ch) in ("Cf", "Zl", "Zp") or ch == "\u00a0":
             out.append(f"⟨U+{ord(ch):04X}⟩")  # zero-width joiners, direction marks, …
         else:

@@ -190,3 +190,12 @@ def test_order_without_positions_on_a_rope_model():
     assert not at.exception
     assert float(metric(at, "Δ without the mask")) < 1e-4
     assert "R_i = I" in texts(at, "latex") and "float32 rounding" in texts(at, "caption")
+
+
+def test_the_learning_page_names_no_p_for_a_rope_model():
+    """The gradient's caption said "Rows of P after position t get no gradient" on a model
+    with no P (RoPE rotates q and k; its chart rightly has no P bar)."""
+    at, _, _ = _uploaded("app_pages/learning.py")
+    assert not at.exception
+    captions = texts(at, "caption")
+    assert "‖g‖ =" in captions and "Rows of P" not in captions

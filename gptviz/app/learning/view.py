@@ -164,8 +164,9 @@ def backprop_section(picked: Picked, m: Microscope) -> None:
         + ("E is also the unembedding W_U (tied), so its gradient holds both uses: the rows "
            "of every token through z = h Eᵀ, and the rows of x_0 … x_t as inputs. "
            if tied else "")
-        + f"Rows of P after position {m.position} get no gradient: this prediction never "
-        "reads them. W_Q and W_K of a block are the only way attention patterns change.")
+        + (f"Rows of P after position {m.position} get no gradient: this prediction never "
+           "reads them. " if picked.checkpoint.config.positional == "learned" else "")
+        + "W_Q and W_K of a block are the only way attention patterns change.")
 
 
 def gradient_check_view(picked: Picked, window: Window, position: int) -> None:

@@ -300,3 +300,22 @@ def test_the_step_chart_spans_the_etas_that_tell_something():
     at.select_slider(key="learn_eta").set_value(1e12)
     rerun(at)
     assert max(etas()) == 1e12 and 1e8 in etas()
+
+
+def test_huge_steps_are_told_in_this_predictions_numbers():
+    """The note said the loss is NaN from η past 100 on, whatever the model: on the default
+    model η = 1e4 and 1e8 still give finite losses (NaN comes at 1e12). And at η = 1e8 the
+    other positions' mean loss, 6.9e15, was printed with sixteen digits and cut off."""
+    at = run_page("learning")
+    for first_nan in (1e4, 1e8, 1e12, 1e16, 1e20):
+        at.select_slider(key="learn_eta").set_value(first_nan)
+        if "the loss is NaN" in texts(rerun(at), "error"):
+            break
+    note = next(c.value for c in at.caption if "What a too-large η does" in c.value)
+    assert f"From η = {first_nan:.0e} on the step overflows float32" in note
+    at.select_slider(key="learn_eta").set_value(1e8)
+    rerun(at)
+    if "the loss is NaN" not in texts(at, "error"):  # finite: every number fits its box
+        for m in at.metric:
+            assert len(m.value) <= 10, (m.label, m.value)
+            assert m.delta is None or len(m.delta) <= 10, (m.label, m.delta)

@@ -45,7 +45,7 @@ def test_the_microscope_and_the_gradient_check(page, app_url):
     assert eventually(lambda: metric_value(page, "P(y) after") != before)
     thumb.press("End")  # η = 1e+20
     wait_for_app(page)
-    assert eventually(lambda: main.get_by_text("the step overflows").is_visible())
+    assert eventually(lambda: main.get_by_text("the step overflows:").is_visible())
     check_no_exception(page, "learning with a huge η")
     screenshot(page, "learning-nan")
 

@@ -24,6 +24,7 @@ ETAS = (0.0, 1e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0
 DEFAULT_ETA = 1e-4
 CHART_ETA = 100.0  # the chart's η axis ends here unless η is set beyond: the range where
 # the real loss and its two Taylor models part; the slider's 1e4 … 1e20 only overflow
+BIG = 1e5  # beyond this a loss or a change is written in scientific notation (a metric's room)
 FIRST_ORDER_GAP = 0.10  # |real − predicted| / |predicted| under which the line "matches"
 
 
@@ -70,14 +71,24 @@ def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
 
 def change(x: float, decimals: int = 4) -> str | None:
     """A metric's change: ``decimals`` places, or two significant digits when those places
-    would read 0 (never "-0.0000"); None (no badge) when nothing changed.
+    would read 0 (never "-0.0000") or the number is too long for a metric (a huge step);
+    None (no badge) when nothing changed.
 
-    >>> change(0.01234), change(-3e-6), change(0.0), change(-0.0)
-    ('+0.0123', '-3.0e-06', None, None)
+    >>> change(0.01234), change(-3e-6), change(0.0), change(-0.0), change(6.9e15)
+    ('+0.0123', '-3.0e-06', None, None, '+6.9e+15')
     """
     if x == 0:
         return None
-    return f"{x:+.{decimals}f}" if round(x, decimals) != 0 else f"{x:+.1e}"
+    return f"{x:+.{decimals}f}" if round(x, decimals) != 0 and abs(x) < BIG else f"{x:+.1e}"
+
+
+def loss_text(x: float) -> str:
+    """A loss as a metric shows it: four places, or scientific beyond ``BIG``.
+
+    >>> loss_text(2.34567), loss_text(6889450741211429.0)
+    ('2.3457', '6.89e+15')
+    """
+    return f"{x:.4f}" if abs(x) < BIG else f"{x:.3g}"
 
 
 def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
@@ -90,7 +101,7 @@ def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
     cols[2].metric("real ΔL", f"{s.loss - m.loss:+#.3g}")
     cols[3].metric("first order −η‖g‖²", f"{-s.eta * m.grad_sq:+#.3g}")
     if math.isfinite(m.rest_loss):
-        cols[4].metric("other positions: mean L", f"{s.rest_loss:.4f}",
+        cols[4].metric("other positions: mean L", loss_text(s.rest_loss),
                        change(s.rest_loss - m.rest_loss), delta_color="inverse")
     top = vocab[s.top] if s.top >= 0 else "?"
     st.caption(f"Before the step P(y) = {m.p_target:.4f}; after it {s.p_target:.4f}. The most "
@@ -125,8 +136,8 @@ def _verdict(m: Microscope, s: Step) -> None:
                     "in η and know nothing of that floor.", icon=":material/info:")
     if math.isfinite(m.rest_loss) and s.rest_loss - m.rest_loss > 0.05 * max(m.rest_loss, 1e-9):
         st.warning(f"The other positions of the window got worse: their mean loss rose from "
-                   f"{m.rest_loss:.3f} to {s.rest_loss:.3f}. A step fitted to one token serves "
-                   "that token; training averages the gradient over many positions so that "
+                   f"{m.rest_loss:.3f} to {loss_text(s.rest_loss)}. A step fitted to one token "
+                   "serves that token; training averages the gradient over many positions so that "
                    "each step serves them all.", icon=":material/warning:")
 
 
@@ -146,7 +157,15 @@ def too_large_note(m: Microscope) -> str:
             "where the real curve (solid) leaves it, it tells what a step does. A cross-entropy "
             "never goes below 0, so the real loss levels off where the models keep falling or "
             "rise. A step this large can make the model certain of this one token (L → 0) "
-            "while the rest "
-            "of the window gets far worse (grey), which is why training averages many "
-            "positions and keeps η small. Huger steps (the slider past 100; the chart follows) "
-            "overflow float32 and the loss is NaN (×).")
+            "while the rest of the window gets far worse (grey), which is why training "
+            "averages many positions and keeps η small. " + _overflow_note(m))
+
+
+def _overflow_note(m: Microscope) -> str:
+    """Where on the slider this prediction's step overflows float32, if it does."""
+    nan = next((s.eta for s in m.steps if not math.isfinite(s.loss)), None)
+    if nan is None:
+        return (f"Even η = {eta_label(ETAS[-1])}, the slider's end, keeps this loss finite "
+                "(the chart follows the slider past 100).")
+    return (f"From η = {eta_label(nan)} on the step overflows float32 and the loss is NaN (×; "
+            "the chart follows the slider past 100).")

@@ -26,7 +26,7 @@ from gptviz.app.shared.picker import SESSION_MODELS, Picked
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints import Checkpoint, bundled_models, load_checkpoint
 from gptviz.circuits import kind_scores
-from tests.helpers import app_test, figures, rerun, tables, texts, tiny_gpt
+from tests.helpers import app_test, array_of, figures, rerun, tables, texts, tiny_gpt
 
 MODELS = sorted(bundled_models())
 LESSON = "app_pages/lesson.py"
@@ -311,3 +311,20 @@ def test_a_session_model_without_biases_positions_or_second_layer():
     rerun(at)
     walk(at)
     assert at.pills(key="model").value == "tiny"
+
+
+def test_the_draw_at_t_0_shows_the_one_candidate_and_the_panels_in_their_order():
+    """At T = 0 the draw's chart showed the chosen token at 100 % and then ids 0 … 8 at 0 %
+    (not candidates); step 12 listed its panels as 0.2, your 0 and 2, drawn as 0, 0.2, 2."""
+    at = lesson_app(temperature="0")
+    for step in (12, 13):
+        at.session_state["step"] = step
+        rerun(at)
+        if any(b.key == "lesson_reveal" for b in at.button):
+            at.button(key="lesson_reveal").click()
+            rerun(at)
+        if step == 12:
+            assert "your $T = 0$, $T = 0.2$ and $T = 2$" in texts(at, "markdown")
+    (bars,) = [f for f in figures(at) if "of P_T" in str(f["layout"]["title"]["text"])]
+    assert bars["layout"]["title"]["text"].startswith("top 1 of P_T")
+    assert len(array_of(bars["data"][0]["y"])) == 1  # one bar, the chosen token

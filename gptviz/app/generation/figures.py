@@ -96,7 +96,7 @@ def topk_bars(labels: Sequence[str], probs, chosen: int | None = None, logits=No
         xaxis=dict(title=dict(text="probability"), range=[0, c.right],
                    tickformat=percent_ticks(c.right)),
         title=dict(text=title), height=70 + 30 * len(c.ids),  # b: the x ticks and their title
-        margin=dict(l=tick_margin(c.ticks), r=10, t=40, b=65)))
+        margin=dict(l=tick_margin(c.ticks), r=50, t=40, b=65)))  # r: "100.0%" past a bar
     return fig
 
 

@@ -62,6 +62,16 @@ def _panels(ls: Lesson) -> list[tuple[float, np.ndarray, float]]:
     return out
 
 
+def _temperatures(T: float, shown: list[float]) -> str:
+    """The panels' temperatures in the order drawn, the reader's own marked.
+
+    >>> _temperatures(0.0, [0.0, 0.2, 2.0]), _temperatures(2.0, [0.2, 2.0])
+    ('your $T = 0$, $T = 0.2$ and $T = 2$', '$T = 0.2$ and your $T = 2$')
+    """
+    names = [("your " if t == T else "") + f"$T = {t:g}$" for t in shown]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def temperature(ls: Lesson) -> StepView:
     c, T = ls.config, ls.temperature
     panels = _panels(ls)
@@ -77,8 +87,8 @@ def temperature(ls: Lesson) -> StepView:
         "e^{y_j/T}$: every entry becomes positive and they sum to 1. A small $T$ widens the "
         "gaps (as $T \\to 0$ all the mass goes to the largest logit), a large $T$ evens them "
         f"out (as $T \\to \\infty$, towards uniform over all {c.vocab_size:,} tokens). The "
-        f"panels show the same logits at $T = {SHARP_T:g}$, at your $T = {T:g}$ and at "
-        f"$T = {FLAT_T:g}$, with their entropy $H$ in nats.")
+        f"panels show the same logits at {_temperatures(T, [t for t, _, _ in panels])}, with "
+        "their entropy $H$ in nats.")
     h = {t: e for t, _, e in panels}
     return StepView(narrative, [fig], [gen_tex.pt_formula(
         ls.vocab[best], best, float(ls.logits[best]), T, log_z, float(p_t[best]), c.vocab_size,
@@ -95,8 +105,9 @@ def draw(ls: Lesson) -> StepView:
     first = drawn[0]
     chosen, prob = first.chosen, float(p0[first.chosen])
     rank = 1 + int((p0 > p0[chosen]).sum())
-    fig = ls.figure("draw", lambda: gf.topk_bars(ls.vocab, p0, chosen, ls.logits, k=TOP,
-                                                 title=f"top {TOP} of P_T, T = {T:g}"))
+    k = max(1, min(TOP, int((p0 > 0).sum())))  # T = 0 keeps one: no bars of ids at 0 %
+    fig = ls.figure("draw", lambda: gf.topk_bars(ls.vocab, p0, chosen, ls.logits, k=k,
+                                                 title=f"top {k} of P_T, T = {T:g}"))
     how = ("At $T = 0$ the model simply takes the most likely token (*greedy* decoding), so "
            "the same prompt always gives the same text." if T == 0 else
            f"At $T = {T:g}$ it draws at random with the probabilities $P_T$, so a less likely "

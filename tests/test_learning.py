@@ -268,3 +268,9 @@ def test_both_ways_to_g_h_g_agree_and_the_small_way_never_imports_dynamo(monkeyp
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == "False"
+
+
+def test_a_one_token_text_is_counted_in_the_singular():
+    """A review read "the text has 1 tokens"."""
+    with pytest.raises(LearningError, match=r"the text has 1 token, but"):
+        take_window([7], 0, 4)

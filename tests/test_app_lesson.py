@@ -325,6 +325,6 @@ def test_the_draw_at_t_0_shows_the_one_candidate_and_the_panels_in_their_order()
             rerun(at)
         if step == 12:
             assert "your $T = 0$, $T = 0.2$ and $T = 2$" in texts(at, "markdown")
-    (bars,) = [f for f in figures(at) if "of P_T" in str(f["layout"]["title"]["text"])]
-    assert bars["layout"]["title"]["text"].startswith("top 1 of P_T")
+    (bars,) = [f for f in figures(at) if "of P<sub>T</sub>" in str(f["layout"]["title"]["text"])]
+    assert bars["layout"]["title"]["text"].startswith("top 1 of P<sub>T</sub>")
     assert len(array_of(bars["data"][0]["y"])) == 1  # one bar, the chosen token

@@ -83,7 +83,7 @@ def residual_norms_figure(norms, stages: Sequence[str], tokens: Sequence[str]) -
     traces.append(go.Scatter(x=list(stages), y=n.mean(axis=1), mode="lines+markers",
                              name="mean", line=dict(width=4, color="black")))
     fig = go.Figure(traces)
-    fig.update_layout(title="residual-stream norm ‖x_t‖₂ by layer", xaxis_title="stage",
+    fig.update_layout(title="residual-stream norm ‖x<sub>t</sub>‖₂ by layer", xaxis_title="stage",
                       yaxis_title="‖x_t‖₂", margin=dict(l=10, r=10, t=40, b=10))
     return fig
 

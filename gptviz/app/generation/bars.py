@@ -18,7 +18,7 @@ from html import escape
 import numpy as np
 
 from gptviz.app.shared.heatmaps import as_float32, axis_labels
-from gptviz.app.shared.tex import percent
+from gptviz.app.shared.tex import html_subscripts, percent
 
 BAR, CHOSEN, SAMPLED = "#4c78a8", "#f58518", "#54a24b"
 TICK_CHARS = 16  # characters of a token a tick label shows
@@ -155,7 +155,7 @@ def topk_html(c: Candidates, chosen: int | None = None, title: str = "") -> str:
                     f'</span>' for v in np.arange(0, c.right + 1e-9, step))
     return (f'{BARS_CSS}<div class="gv-topk" style="--gv-label:{width:.0f}px;'
             f'--gv-grid:{100 * step / c.right:.4f}%">'
-            + (f'<div class="gv-topk-title">{escape(title)}</div>' if title else "")
+            + (f'<div class="gv-topk-title">{html_subscripts(title)}</div>' if title else "")
             + "".join(rows)
             + f'<div class="gv-topk-row" style="height:auto"><div></div><div>'
               f'<div class="gv-topk-axis">{ticks}</div>'

@@ -153,7 +153,7 @@ def temperatures(v: Viewed, picked: Picked) -> None:
         r"\end{gathered}")
     plot(figs.temperature_panels(vocab_labels(picked), panels, v.step.logits.numpy()),
          key="gen_temps_fig")
-    st.caption("Same logits y_N, same candidates (the 10 largest logits); H in nats. Lower T "
+    st.caption("Same logits $y_N$, same candidates (the 10 largest logits); H in nats. Lower T "
                "sharpens, "
                "higher T flattens; T → 0 puts all mass on the argmax (H = 0), T → ∞ tends to "
                "uniform." + (f" top-k/top-p/min-p of this step applied: {sampling_caption(s)}."

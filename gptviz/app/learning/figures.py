@@ -82,7 +82,7 @@ def logit_gradient_figure(ids: Sequence[int], labels: Sequence[str], grad: np.nd
     bars = Series("∂L/∂z", "bar", tuple(names), tuple(float(v) for v in values),
                   colour=OTHER, colours=colours, hover=hover)
     return bar_chart(names, [bars], title="∂L/∂z = P − e_y: the most probable tokens and "
-                     "the target y", y_title="∂L/∂z_i", zero_line=True, height=340,
+                     "the target y", y_title="∂L/∂zᵢ", zero_line=True, height=340,
                      legend=False)
 
 

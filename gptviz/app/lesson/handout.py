@@ -165,7 +165,7 @@ def step_html(number: int, title: str, view: StepView) -> str:
     parts += [f'<div class="figure">{figure_html(f)}</div>' for f in view.figures]
     parts += [f'<div class="formula">{tex_to_mathml(t)}</div>' for t in view.formulas]
     if view.caption:
-        parts.append(f'<p class="caption">{html.escape(view.caption)}</p>')
+        parts.append(f'<p class="caption">{markdown_html(view.caption)}</p>')
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -264,7 +264,7 @@ def flatter(sharp_t: float, sharp_h: float, flat_t: float, flat_h: float) -> Que
     """
     if abs(sharp_h - flat_h) < TIE:
         return None
-    return Question(f"The same logits y_N, divided by T = {sharp_t:g} or by T = {flat_t:g} "
+    return Question(f"The same logits, divided by T = {sharp_t:g} or by T = {flat_t:g} "
                     "before the softmax. Which bar chart is flatter?",
                     (f"T = {sharp_t:g}", f"T = {flat_t:g}"), int(flat_h > sharp_h),
                     f"Entropy H(P_{sharp_t:g}) = {sharp_h:.3f} nats, H(P_{flat_t:g}) = "

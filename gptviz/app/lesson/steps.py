@@ -25,7 +25,7 @@ STEPS: list[tuple[str, Callable[[Lesson], StepView]]] = [
     ("The feed-forward network", sb.ffn),
     ("The residual stream", sb.residual),
     ("Logits", so.logits),
-    ("Temperature and P_T", so.temperature),
+    ("Temperature: from logits to probabilities", so.temperature),
     ("The sampled token", so.draw),
     ("Append and repeat", so.repeat),
 ]

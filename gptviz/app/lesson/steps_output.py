@@ -107,7 +107,7 @@ def draw(ls: Lesson) -> StepView:
     rank = 1 + int((p0 > p0[chosen]).sum())
     k = max(1, min(TOP, int((p0 > 0).sum())))  # T = 0 keeps one: no bars of ids at 0 %
     fig = ls.figure("draw", lambda: gf.topk_bars(ls.vocab, p0, chosen, ls.logits, k=k,
-                                                 title=f"top {k} of P_T, T = {T:g}"))
+                                                 title=f"top {k} of P<sub>T</sub>, T = {T:g}"))
     how = ("At $T = 0$ the model simply takes the most likely token (*greedy* decoding), so "
            "the same prompt always gives the same text." if T == 0 else
            f"At $T = {T:g}$ it draws at random with the probabilities $P_T$, so a less likely "

@@ -5,10 +5,9 @@ A page with a plotly chart loads plotly.js (about twice the cost of a bare page 
 browser); these charts cost a few kB of HTML. Draw one with ``widgets.chart`` (``svgbox``
 puts the HTML in the page as it is). No JavaScript: the browser's tooltip shows a mark's
 ``<title>``, CSS highlights the mark under the pointer, and the HTML holds no newline (so it
-could also go through Markdown, which ends an HTML block at a blank line).
-Every mark carries ``data-series``, ``data-x`` and ``data-y`` (``repr`` of the float) so that
-``read_marks`` reads back exactly what is drawn. Pure Python: no streamlit, no plotly.
-"""
+could also go through Markdown, which ends an HTML block at a blank line). Every mark carries
+``data-series``, ``data-x``, ``data-y`` (``repr`` of the float): ``read_marks`` reads back
+exactly what is drawn. Pure Python: no streamlit, no plotly."""
 
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ from html.parser import HTMLParser
 
 from gptviz.app.shared import svgaxes as ax
 from gptviz.app.shared.svgaxes import esc, fmt
+from gptviz.app.shared.tex import html_subscripts
 
 WIDTH = 1000  # viewBox width: the SVG scales to the column, this is its width at scale 1
 TITLE_PX, LEGEND_PX = 44, 28  # what the HTML title and legend row above/below the SVG take
@@ -120,7 +120,7 @@ def _chart(title: str, series: tuple[Series, ...], width: int, svg_h: float, leg
     row = f'<div class="gv-sp-legend">{row}</div>' if len(keys) > 1 else ""
     return SvgChart(title, series, (
         f'<div class="gv-svgplot" data-title="{esc(title)}">{CSS}'
-        f'<div class="gv-sp-title">{esc(title)}</div><svg viewBox="0 0 {width} '
+        f'<div class="gv-sp-title">{html_subscripts(title)}</div><svg viewBox="0 0 {width} '
         f'{fmt(svg_h)}" width="100%" role="img" aria-label="{esc(title)}">{"".join(parts)}'
         f"</svg>{row}</div>"))
 

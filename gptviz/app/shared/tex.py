@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import math
+import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -46,6 +48,19 @@ def grouped(x: float, digits: int = 0) -> str:
     ('50{,}257', '12{,}345.6')
     """
     return f"{x:,.{digits}f}".replace(",", "{,}")
+
+
+_SUBSCRIPT = re.compile(r"(?<![A-Za-z])([A-Za-z])_([A-Za-z0-9])(?![A-Za-z0-9])")
+
+
+def html_subscripts(text: str) -> str:
+    """Authored plain text (a chart's title, never a token) escaped for HTML, with the seeds'
+    one-letter subscripts set as subscripts: P_T, e_y, x_t.
+
+    >>> html_subscripts("top 3 of P_T <b>, e_y, max_len")
+    'top 3 of P<sub>T</sub> &lt;b&gt;, e<sub>y</sub>, max_len'
+    """
+    return _SUBSCRIPT.sub(r"\1<sub>\2</sub>", html.escape(text))
 
 
 def percent(p: float) -> str:

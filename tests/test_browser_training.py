@@ -75,6 +75,10 @@ def test_train_stop_download_then_explore_on_the_attention_page(page, app_url, t
     check_no_exception(page, "after stop")
     assert page.get_by_text("trained-mathematics-char").first.is_visible()
     screenshot(page, "training-stopped")
+    # the sidebar's pill shows the whole name: it wraps, it is not cut to "(this se…"
+    pill = page.locator(".st-key-model button").filter(has_text="trained-mathematics-char")
+    assert pill.locator("p").evaluate("p => p.scrollWidth <= p.clientWidth + 1")
+    assert "(this session)" in pill.inner_text()
 
     with page.expect_download() as info:
         page.get_by_role("button", name="Download trained-mathematics-char").click()

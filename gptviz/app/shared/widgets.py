@@ -97,7 +97,11 @@ FORMULA_CSS = ("<style>.st-key-gv-fit,.st-key-gv-prefetch{display:none}"  # empt
                ".stMarkdown .katex-display>.katex{padding-right:3px}"
                ".stMarkdown .katex-display::-webkit-scrollbar{height:7px}"
                ".stMarkdown .katex-display::-webkit-scrollbar-thumb{background:#b8bcc6;"
-               "border-radius:4px}</style>")
+               "border-radius:4px}"
+               # the sidebar's model names wrap ("trained-mathematics-char (this se…" was cut)
+               ".st-key-model button{height:auto;max-width:100%;border-radius:1rem}"
+               ".st-key-model button p{white-space:normal;overflow-wrap:anywhere;"
+               "text-align:left}</style>")
 
 
 def page_style() -> None:

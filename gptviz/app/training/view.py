@@ -88,7 +88,9 @@ def plan(s: Setup, holder: SessionTrainer) -> None:
                f"{counted(trainer_slots().limit, 'run')} at a time.")
     if st.button("Start training", type="primary", icon=":material/play_arrow:",
                  disabled=bool(s.problems) or active, key="tr_start"):
-        card = {"name": f"trained-{s.corpus_name}-{s.spec.tokenizer}", "corpus": s.corpus_name,
+        pos = s.run.model.positional  # named unless the default: two runs tell apart
+        card = {"name": f"trained-{s.corpus_name}-{s.spec.tokenizer}"
+                        + ("" if pos == "learned" else f"-{pos}"), "corpus": s.corpus_name,
                 "corpus_chars": len(s.text), "tokens": len(s.ids), "tokenizer": s.spec.tokenizer,
                 "prompt": prompt, "source": "the Training page"}
         try:

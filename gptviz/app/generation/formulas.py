@@ -125,10 +125,11 @@ def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: f
     """
     name = rf"{tex_text(token, 16)}\ (\mathrm{{id}}\ {token_id})"
     if temperature == 0:
-        return (r"\begin{aligned}T = 0:\quad \mathrm{Greedy}(x_1,\dots,x_N) &= "
-                rf"\arg\max_{{i\in V}} P(i) = \arg\max_{{i \in V}} y_{{N,i}} = {name},\quad "
-                rf"y_{{N,{token_id}}} = {num(y)}\\ P_0({tex_text(token, 16)}) &= 1 "
-                r"\quad\text{(every other token gets 0: nothing is random)}\end{aligned}")
+        return (  # short lines: the formula sits in the narrower of two columns
+            r"\begin{aligned}\mathrm{Greedy}(x_1,\dots,x_N) &= \arg\max_{i\in V} P(i) "
+            rf"= \arg\max_{{i \in V}} y_{{N,i}}\\ &= {name},\quad y_{{N,{token_id}}} = "
+            rf"{num(y)}\\ P_0({tex_text(token, 16)}) &= 1\quad (T = 0)\\ "
+            r"&\text{every other token gets 0: nothing is random}\end{aligned}")
     t, tok = num(temperature, 2), tex_text(token, 16)
     softmax = (r"P_T(i) &= \sigma\!\Big(\frac{y_N}{T}\Big)_i = "
                r"\frac{e^{y_{N,i}/T}}{\sum_{j\in V} e^{y_{N,j}/T}}")

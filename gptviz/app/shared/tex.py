@@ -139,14 +139,21 @@ def tex_text(s: str, max_chars: int = 24) -> str:
     A token of punctuation alone is quoted: a bare "." or ":" in a formula reads as a typo
     (``P(y = :)``, ``cos(E., E_b)``).
 
+    A token of spaces alone says so: “·” beside “.” differs only in the dot's height.
+
     >>> tex_text("a_b c"), tex_text("."), tex_text(" :")
     ('\\text{a\\_b·c}', '\\text{“.”}', '\\text{“·:”}')
+    >>> tex_text(" "), tex_text("   ")
+    ('\\text{“·” (space)}', '\\text{“···” (3 spaces)}')
     """
+    spaces = len(s) if s and not s.strip(" ") else 0
     s = visible(s)
     if len(s) > max_chars:
         s = s[: max_chars - 1] + "…"
     if s and not any(ch.isalnum() for ch in s):
         s = f"“{s}”"
+    if spaces:
+        s += " (space)" if spaces == 1 else f" ({spaces} spaces)"
     return r"\text{" + tex_escape(s) + "}"
 
 

@@ -163,11 +163,17 @@ def microscope_moves(browser, app: str, moves: int) -> dict[str, list[float]]:
     seconds_to_settle(page, time.perf_counter())
     eta = page.locator(".st-key-learn_eta").get_by_role("slider")
     up = page.locator(".st-key-t").get_by_test_id("stNumberInputStepUp")
-    out: dict[str, list[float]] = {"η one notch": [], "t one up (a new prediction)": []}
+    back = "back to the microscope from the gradient check (view tab)"
+    out: dict[str, list[float]] = {"η one notch": [], "t one up (a new prediction)": [],
+                                   back: []}
     for k in range(moves):
         out["η one notch"].append(timed(page, lambda k=k: eta.press(
             "ArrowRight" if k % 2 else "ArrowLeft")))
         out["t one up (a new prediction)"].append(timed(page, up.click))
+    for _ in range(moves):
+        timed(page, page.get_by_role("tab", name="Gradient check", exact=True).click)
+        out[back].append(timed(page, page.get_by_role(
+            "tab", name="One step under the microscope", exact=True).click, ARRIVED))
     context.close()
     return out
 

@@ -95,7 +95,7 @@ def topk_bars(labels: Sequence[str], probs, chosen: int | None = None, logits=No
                    tickfont=dict(family="monospace", size=13)),
         xaxis=dict(title=dict(text="probability"), range=[0, c.right],
                    tickformat=percent_ticks(c.right)),
-        title=dict(text=title), height=70 + 30 * len(c.ids),  # b: the x ticks and their title
+        title=dict(text=title), height=70 + 30 * max(len(c.ids), 3),  # b: x ticks, title
         margin=dict(l=tick_margin(c.ticks), r=50, t=40, b=65)))  # r: "100.0%" past a bar
     return fig
 

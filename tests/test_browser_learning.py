@@ -110,3 +110,28 @@ def test_a_stale_setting_in_a_link_falls_back_to_the_default(page, app_url):
     assert eventually(lambda: page.locator(".st-key-replay_step")
                       .get_by_test_id("stSliderThumbValue").count() == 1, 60)
     assert slider_label(page, "replay_step") != "7"
+
+
+def test_the_open_view_is_kept_across_a_visit_to_another_page(page, app_url):
+    """A review left Learning on "Gradient check", looked at Attention and came back to the
+    first view: the page now reopens the view it was left on (a link's ?view= still wins)."""
+    visit(page, f"{app_url}/learning")
+    page.get_by_role("tab", name="Gradient check", exact=True).click()
+    wait_for_app(page)
+    nav = page.get_by_test_id("stSidebarNav")
+    nav.get_by_role("link", name="Attention").click()
+    wait_for_app(page)
+    assert eventually(lambda: page.get_by_role("tab", selected=True).first.inner_text()
+                      == "All heads")
+    nav.get_by_role("link", name="Learning").click()
+    wait_for_app(page)
+    assert eventually(lambda: page.get_by_role("tab", selected=True).first.inner_text()
+                      == "Gradient check")
+    assert eventually(lambda: page.get_by_text("Autograd passes").first.is_visible(), 60)
+    nav.get_by_role("link", name="Home").click()  # a page without view tabs between
+    wait_for_app(page)
+    nav.get_by_role("link", name="Learning").click()
+    wait_for_app(page)
+    assert eventually(lambda: page.get_by_role("tab", selected=True).first.inner_text()
+                      == "Gradient check")
+    check_no_exception(page, "learning, back from attention and home")

@@ -27,6 +27,7 @@ LINK_LIMIT = 1_000  # characters of a text box kept in the page's link (?prompt=
 # pages must be two widgets: the browser keeps one widget's state across pages, and a text
 # that came from the link or from another page was lost on the way (an empty box).
 PAGE = "gptviz_page"
+PREVIOUS_PAGE = "gptviz_previous_page"  # the page of the run before (set by the router)
 SHOWN_DIMS = 12  # columns of a (tokens x dimensions) table on screen; its CSV has them all
 
 
@@ -216,13 +217,31 @@ def view_tabs(views: Mapping[str, Callable[..., None]], inputs: Mapping[str, Any
     import too, e.g. ``{"All heads": overview, ...}`` with ``overview(picked, prompt, ...)``.
     """
     if lazy:
-        tabs = st.tabs(list(views), key="view", bind="query-params", on_change="rerun")
+        tabs = st.tabs(list(views), key="view", bind="query-params", on_change="rerun",
+                       default=_return_view(list(views)))
+        st.session_state.setdefault(OPEN_VIEWS, {})["|".join(views)] = next(
+            (label for label, tab in zip(views, tabs, strict=True) if tab.open), None)
     else:
         tabs = st.tabs(list(views))
     for tab, draw in zip(tabs, views.values(), strict=True):
         with tab:
             if not lazy or tab.open:
                 draw(**{name: inputs[name] for name in inspect.signature(draw).parameters})
+
+
+OPEN_VIEWS, RETURN_VIEWS = "gv-open-views", "gv-return-views"  # session keys of view_tabs
+
+
+def _return_view(views: list[str]) -> str | None:
+    """The view open when this page was last left, for a return from another page (the
+    URL's ?view= goes with the page switch; a link's ?view= still wins). Chosen on arrival
+    and then kept while the page stays: a default that changed between reruns would make
+    the tabs a new widget and drop the reader's choice."""
+    page, state = "|".join(views), st.session_state
+    defaults = state.setdefault(RETURN_VIEWS, {})
+    if state.get(PREVIOUS_PAGE) != state.get(PAGE):  # the router's: this run arrived
+        defaults[page] = state.setdefault(OPEN_VIEWS, {}).get(page)
+    return defaults.get(page)
 
 
 @contextlib.contextmanager

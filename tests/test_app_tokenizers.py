@@ -224,3 +224,16 @@ def test_the_corpus_and_pattern_survive_a_page_switch():
     assert at.pills(key="corpus").value in ("sample", "mathematics")
     assert at.segmented_control(key="bpe_pattern").value is not None
     assert 'class="gv-chip' in chips_html(at) and not texts(at, "error")
+
+
+def test_a_smaller_vocabulary_brings_the_replay_slider_within_its_merges():
+    """A review lowered the BPE vocabulary from 280 to 265 with the replay at 40 merges:
+    "The value 40 is greater than the max_value 5", and the page crashed."""
+    at = run_page("tokenizers", view="BPE merges")
+    at.number_input(key="bpe_vocab").set_value(280).run()
+    assert not at.exception and at.slider(key="replay_k").value == 20
+    at.number_input(key="bpe_vocab").set_value(265).run()
+    assert not at.exception
+    assert at.slider(key="replay_k").value == 265 - 256 - 4
+    at.number_input(key="bpe_vocab").set_value(261).run()
+    assert not at.exception and "After **1 merge**" in texts(at, "markdown")

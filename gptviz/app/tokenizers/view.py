@@ -129,7 +129,7 @@ def bpe_section(tok: ByteLevelBPE | None, error: str | None, text: str) -> None:
         problem(error or "The BPE tokenizer is not available.")
         return
     trace = tok.trace
-    st.markdown(f"Starting from the 256 bytes, training learned **{len(trace)} merges** "
+    st.markdown(f"Starting from the 256 bytes, training learned **{count(len(trace), 'merge')}** "
                 f"(pattern `{tok.pattern}`). Each merge replaces the most frequent neighbouring "
                 "pair by a new token; the table lists them in the order learned.")
     df = merges_table(trace, tok.id_to_bytes)
@@ -137,12 +137,14 @@ def bpe_section(tok: ByteLevelBPE | None, error: str | None, text: str) -> None:
     csv_download(df, "bpe-merges.csv")
     if not trace:
         return
+    if st.session_state.get("replay_k", 0) > len(trace):  # a smaller vocabulary since
+        st.session_state["replay_k"] = len(trace)  # (set, not dropped: the slider is bound)
     k = st.slider("Replay the text after k merges", 0, len(trace), value=min(len(trace), 40),
                   key="replay_k", bind="query-params")
     max_rank = trace[k - 1].new_id + 1 if k else 256
     tokens = tok.tokens(text, max_rank=max_rank)
     last = f" — the last one: {df['pair'].iloc[k - 1]} → {df['new token'].iloc[k - 1]}" if k else ""
-    st.markdown(f"After **{k}** merges{last}: **{count(len(tokens), 'token')}** "
+    st.markdown(f"After **{count(k, 'merge')}**{last}: **{count(len(tokens), 'token')}** "
                 f"for {len(text.encode('utf-8')):,} bytes.")
     chips(tokens, text)
     chunks = list(dict.fromkeys(c for c in tok.split_text(text) if len(c.encode()) > 1))[:300]

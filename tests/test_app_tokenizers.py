@@ -111,9 +111,9 @@ def test_bpe_vocab_size_changes_vocabulary_and_merge_table():
 def test_replay_slider_changes_the_token_count():
     at = run_page("tokenizers", view="BPE merges")
     at.slider(key="replay_k").set_value(0).run()
-    zero = [m.value for m in at.markdown if m.value.startswith("After **0** merges")]
+    zero = [m.value for m in at.markdown if m.value.startswith("After **0 merges**")]
     at.slider(key="replay_k").set_value(200).run()
-    many = [m.value for m in at.markdown if m.value.startswith("After **200** merges")]
+    many = [m.value for m in at.markdown if m.value.startswith("After **200 merges**")]
     assert zero and many and zero[0] != many[0]
 
 

@@ -199,7 +199,7 @@ def ov_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
     source = _source_token(picked, prompt, vocab)
     size = len(vocab)
     rows = int(st.number_input("Tokens in the table", 1, size, min(OV_ROWS, size),
-                               key="ov_rows"))
+                               key="ov_rows", bind="query-params"))
     logits = _ov_logits(picked, layer, head, source)  # (|V|,)
     order = np.argsort(-logits, kind="stable")  # (|V|,) most raised first
     top = order[:rows]

@@ -173,7 +173,8 @@ def ablation_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None
     c = picked.checkpoint.config
     options = [(ly, h) for ly in range(c.n_layer) for h in range(c.n_head)]
     chosen = st.multiselect("Heads to switch off", options, default=[(layer, head)],
-                            format_func=lambda p: f"L{p[0]} H{p[1]}", key="ablate")
+                            format_func=lambda p: f"L{p[0]} H{p[1]}", key="ablate",
+                            bind="query-params")
     before, after = ablation(picked, prompt.ids, chosen)  # (|V|,), (|V|,)
     vocab = vocab_labels(picked)
     ids = am.top_changes(before, after, ABLATION_TOP)

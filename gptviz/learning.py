@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from gptviz.curvature import curvature, dot64
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
-from gptviz.words import count
+from gptviz.words import counted
 
 
 class LearningError(ValueError):
@@ -49,13 +49,14 @@ def take_window(ids: Sequence[int], start: int, context_length: int) -> Window:
     n, need = len(ids), context_length + 1
     if n < need:
         raise LearningError(
-            f"the text has {count(n, 'token')}, but a training window needs N + 1 = {need} "
+            f"the text has {counted(n, 'token')}, but a training window needs N + 1 = {need} "
             f"({context_length} inputs and the token after the last one). Paste a text "
             f"of at least {need} tokens ({need - n:,} more).")
     last = n - need
     if not 0 <= start <= last:
         raise LearningError(f"window start {start:,} is out of range: the text has "
-                            f"{count(n, 'token')}, so a window of {need} starts at 0 to {last:,}.")
+                            f"{counted(n, 'token')}, so a window of {need} starts at 0 to "
+                            f"{last:,}.")
     ids = [int(i) for i in ids[start:start + need]]
     return Window(start, tuple(ids[:-1]), tuple(ids[1:]))
 

@@ -23,7 +23,7 @@ from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.generate import Sampling
 from gptviz.model import GPT
-from gptviz.words import count
+from gptviz.words import counted
 
 TOKEN, GOTO, CHART = "gen_branch_token", "gen_goto", "gen_tree"  # widget keys
 N_CHOICES = 10  # tokens offered at a step: its most probable ones
@@ -134,8 +134,8 @@ def _tree(hist: History, labels: list[str]) -> None:
     plot(branch_tree(
         xy, {p: labels[p[-1]] for p in nodes}, {p: float(np.exp(lp)) for p, lp in logp.items()},
         hist.path, {p: _key(p) for p in xy},
-        title=f"{count(len(tree.leaves(nodes)), 'branch', 'branches')}, "
-              f"{count(len(nodes), 'token')} · edge: P(token | "
+        title=f"{counted(len(tree.leaves(nodes)), 'branch', 'branches')}, "
+              f"{counted(len(nodes), 'token')} · edge: P(token | "
               "the text before it)"),
         key=CHART, on_select=lambda: _clicked(hist), selection_mode="points")
     leaf_paths, kids = tree.leaves(nodes), tree.children(nodes)

@@ -28,7 +28,7 @@ from gptviz.model import GPT
 from gptviz.tokenizers import TokenizerError
 from gptviz.tokenizers.base import TokenInfo, Tokenizer
 from gptviz.tokenizers.specials import BOS, UNK
-from gptviz.words import count
+from gptviz.words import counted
 
 HISTORY = "gen_history"  # st.session_state key of the History
 STEP = "gen_step"  # the replayed step (1-based)
@@ -222,7 +222,7 @@ def buttons(hist: History, model: GPT, sampling: Sampling) -> None:
                disabled=not hist.turns)
     row.button("Reset", icon=":material/restart_alt:", key="gen_reset", on_click=_reset,
                args=(hist,), disabled=not hist.turns)
-    row.caption(f"{len(hist.turns):,} generated · {count(len(hist.ids), 'token')} in all")
+    row.caption(f"{len(hist.turns):,} generated · {counted(len(hist.ids), 'token')} in all")
     if hist.note:
         st.info(hist.note, icon=":material/info:")
         hist.note = ""
@@ -260,7 +260,7 @@ def stream(hist: History, model: GPT, sampling: Sampling, box, tok: Tokenizer) -
     done = hist.finish(me)
     if done is None:
         return  # Stop, Undo, Reset or a newer run took over: they say what happened
-    hist.note = f"Generated {count(done, 'token')}." + (
+    hist.note = f"Generated {counted(done, 'token')}." + (
         f" The history is full ({MAX_TOKENS:,} tokens): undo or reset to go on."
         if hist.full else "")
     st.rerun()

@@ -25,7 +25,7 @@ from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.generate import Sampling
 from gptviz.model.names import act_name, generation_page_names
-from gptviz.words import count
+from gptviz.words import counted
 
 TEMPERATURES = [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
 MAX_SAMPLES = 10_000
@@ -65,7 +65,7 @@ def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> N
         v.origin, "and drew **`{c}`** with probability {p}")
     if v.taken:
         st.markdown(f"**Step {v.index}** ({sampling_caption(v.sampling)}): the model read "
-                    f"{count(len(step.context), 'token')} " + how.format(
+                    f"{counted(len(step.context), 'token')} " + how.format(
                         c=chosen, p=figs.share(float(step.probs[step.chosen]))) + ".")
     else:
         st.markdown(f"**The next step** ({sampling_caption(v.sampling)}): press *Next token* to "

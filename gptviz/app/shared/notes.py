@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
+from gptviz.words import counted  # noqa: F401  (the pages' import of it)
+
 INDEX_NOTE = (
     "Positions and token ids count from 0, as in the code: the first token of the prompt is "
     "at position 0. The seeds write a prompt as $t_1 \\dots t_N$, so their $t_k$ is our "
@@ -15,17 +17,6 @@ INDEX_NOTE = (
 def index_note() -> None:
     """Say once, on a page that shows positions or ids, that they count from 0."""
     st.caption(INDEX_NOTE)
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``n`` and its noun, singular or plural as ``n`` asks, with thousands grouped.
-
-    >>> counted(1, "token"), counted(948, "token"), counted(2, "piece"), counted(3, "model")
-    ('1 token', '948 tokens', '2 pieces', '3 models')
-    >>> counted(1_024, "entry", "entries"), counted(0, "run")
-    ('1,024 entries', '0 runs')
-    """
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def agree(n: int, one: str, many: str) -> str:

@@ -14,7 +14,7 @@ from gptviz.tokenizers import OPENAI_ENCODINGS, Tokenizer, TokenizerError
 from gptviz.tokenizers import languages as engine
 from gptviz.tokenizers.languages import REFERENCE, language_costs
 from gptviz.tokenizers.openai import RANK_PACKAGES
-from gptviz.words import count
+from gptviz.words import counted
 
 UNFAIR = (
     "Why the bars differ: a byte-level BPE turns the character sequences that are frequent "
@@ -95,7 +95,7 @@ def passage_tokens(toks: dict[str, Tokenizer], language: str, text: str) -> None
         partial = sum(t.partial for t in tokens)
         note = (f" · {partial} hold part of a character, shown as bytes ‹…›"
                 if partial else "")
-        st.markdown(f"**{LABELS.get(kind, kind)}**: {count(len(tokens), 'token')} for "
+        st.markdown(f"**{LABELS.get(kind, kind)}**: {counted(len(tokens), 'token')} for "
                     f"{len(text):,} characters{note}")
         st.html(token_chips_html(tokens, text))
 

@@ -18,7 +18,6 @@ from gptviz.tokenizers import ByteLevelBPE, Tokenizer, TokenizerError
 from gptviz.tokenizers.byte_tokens import replay_steps
 from gptviz.tokenizers.compare import compare
 from gptviz.tokenizers.specials import UNK
-from gptviz.words import count
 
 CHIP_LIMIT = 1500  # chips drawn; the table and the counts cover every token
 
@@ -129,7 +128,7 @@ def bpe_section(tok: ByteLevelBPE | None, error: str | None, text: str) -> None:
         problem(error or "The BPE tokenizer is not available.")
         return
     trace = tok.trace
-    st.markdown(f"Starting from the 256 bytes, training learned **{count(len(trace), 'merge')}** "
+    st.markdown(f"Starting from the 256 bytes, training learned **{counted(len(trace), 'merge')}** "
                 f"(pattern `{tok.pattern}`). Each merge replaces the most frequent neighbouring "
                 "pair by a new token; the table lists them in the order learned.")
     df = merges_table(trace, tok.id_to_bytes)
@@ -144,7 +143,7 @@ def bpe_section(tok: ByteLevelBPE | None, error: str | None, text: str) -> None:
     max_rank = trace[k - 1].new_id + 1 if k else 256
     tokens = tok.tokens(text, max_rank=max_rank)
     last = f" — the last one: {df['pair'].iloc[k - 1]} → {df['new token'].iloc[k - 1]}" if k else ""
-    st.markdown(f"After **{count(k, 'merge')}**{last}: **{count(len(tokens), 'token')}** "
+    st.markdown(f"After **{counted(k, 'merge')}**{last}: **{counted(len(tokens), 'token')}** "
                 f"for {len(text.encode('utf-8')):,} bytes.")
     chips(tokens, text)
     chunks = list(dict.fromkeys(c for c in tok.split_text(text) if len(c.encode()) > 1))[:300]

@@ -103,8 +103,8 @@ def taxonomy_scores(scores: Mapping[str, np.ndarray], labels: Sequence[Sequence[
     measured (NaN) stays grey and reads "n/a".
 
     >>> fig = taxonomy_scores({"self": np.ones((1, 2))}, [["self", "self"]])
-    >>> list(fig.data[0].y)
-    ['L0 H0: self', 'L0 H1: self']
+    >>> list(fig.data[0].y), fig.layout.xaxis.ticktext  # every kind named
+    (['L0 H0: self', 'L0 H1: self'], ('self',))
     """
     kinds = list(scores)
     z = np.stack([as_float32(scores[k]).reshape(-1) for k in kinds], axis=1)  # (L·H, kinds)
@@ -115,7 +115,9 @@ def taxonomy_scores(scores: Mapping[str, np.ndarray], labels: Sequence[Sequence[
                                hovertemplate="%{y}<br>%{x}: %{text}<extra></extra>"))
     fig.update_layout(height=max(220, 24 * len(rows) + 70), plot_bgcolor=BLANK,
                       margin=dict(l=10, r=10, t=30, b=10))
-    fig.update_xaxes(side="top")
+    # every kind named, even when long row names leave the columns narrow (plotly would
+    # label every other one)
+    fig.update_xaxes(side="top", tickmode="array", tickvals=kinds, ticktext=kinds)
     fig.update_yaxes(autorange="reversed")
     return fig
 

@@ -3,6 +3,7 @@ input gets a message, nothing raises."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import pytest
@@ -237,3 +238,13 @@ def test_a_smaller_vocabulary_brings_the_replay_slider_within_its_merges():
     assert at.slider(key="replay_k").value == 265 - 256 - 4
     at.number_input(key="bpe_vocab").set_value(261).run()
     assert not at.exception and "After **1 merge**" in texts(at, "markdown")
+
+
+def test_a_bad_id_is_answered_with_ids_of_the_chosen_tokenizer():
+    """The message suggested GPT-2's ids 15496, 995 for every tokenizer; for BPE-512 they
+    are themselves outside the vocabulary."""
+    at = run_page("tokenizers", tokenizer="BPE", view="Decode")
+    at.text_input(key="decode_ids").input("abc, 5").run()
+    (message,) = [e for e in at.error if "not a whole number" in e.value]
+    suggested = [int(i) for i in re.findall(r"\d+", message.value.split("such as")[1])]
+    assert suggested and all(0 <= i < 512 for i in suggested)

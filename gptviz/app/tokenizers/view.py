@@ -94,15 +94,24 @@ def compare_section(text: str, toks: dict[str, Tokenizer]) -> None:
 ID_SEPARATORS = re.compile(r"[\s,;\[\]()]+")
 
 
-def parse_ids(raw: str) -> list[int]:
-    """'[15496, 995]' -> [15496, 995]; raises TokenizerError naming a non-number."""
+def parse_ids(raw: str, example: list[int] | None = None) -> list[int]:
+    """'[15496, 995]' -> [15496, 995]; raises TokenizerError naming a non-number, with
+    ``example`` (ids of this tokenizer) as ids to write instead.
+
+    >>> parse_ids("[15496, 995]")
+    [15496, 995]
+    >>> parse_ids("abc, 5", [12, 7])
+    Traceback (most recent call last):
+    gptviz.tokenizers.base.TokenizerError: “abc” is not a whole number; write ids such as 12, 7.
+    """
     out = []
     for piece in filter(None, ID_SEPARATORS.split(raw)):
         try:
             out.append(int(piece))
         except ValueError:
+            such = ", ".join(map(str, (example or [15496, 995])[:2]))
             raise TokenizerError(f"“{piece}” is not a whole number; write ids such as "
-                                 "15496, 995.") from None
+                                 f"{such}.") from None
     return out
 
 
@@ -111,7 +120,7 @@ def decode_section(tok: Tokenizer, example: list[int]) -> None:
     default = ", ".join(map(str, example[:12]))
     raw = st.text_input("Token ids (commas or spaces)", value=default, key="decode_ids")
     try:
-        ids = tok.check_ids(parse_ids(raw))
+        ids = tok.check_ids(parse_ids(raw, example))
         if not ids:
             st.info("Type some ids to decode.")
             return

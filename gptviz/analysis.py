@@ -286,7 +286,7 @@ def block_stages(cache: ActivationCache, layer: int, head: int = 0,
     return [
         Stage("X", td, x),
         Stage("LN₁(X)", td, get("normalized", "ln1")),
-        Stage(f"W_attn (head {head})", f"h×N×N = {h}×{t}×{t}", get("pattern")[head], "key"),
+        Stage(f"W_attn (head {head})", f"N×N = {t}×{t}", get("pattern")[head], "key"),
         Stage("Z, heads side by side", f"N×(h·d_k) = {t}×{h * d_k}",
               to_numpy(z.transpose(0, 1).reshape(t, h * d_k))),
         Stage(f"attention out Z W_O{b_o}", td, get("attn_out")),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from gptviz.app.positional.figures import kind_name
 from gptviz.app.shared.trainers import trainer_slots
 from gptviz.checkpoints import Checkpoint, freeze
 from gptviz.compare_positions import KINDS, CompareJob, Recipe
@@ -103,7 +104,8 @@ def retrain_panel(cpu_s: float, active: bool) -> None:
         elif p.status == "running":
             n = KINDS.index(p.kind) if p.kind in KINDS else 0
             st.progress(min(1.0, p.done / max(1, p.total)),
-                        text=f"Training the {p.kind} model ({n + 1} of {len(KINDS)}): step "
+                        text=f"Training the {kind_name(p.kind)} model ({n + 1} of "
+                             f"{len(KINDS)}): step "
                              f"{p.done - n * job.recipe.steps} of {job.recipe.steps}, "
                              f"{p.elapsed_s:.0f} s so far")
         elif p.status == "done":

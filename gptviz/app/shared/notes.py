@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from gptviz.words import counted  # noqa: F401  (the pages' import of it)
+from gptviz.words import counted
 
 INDEX_NOTE = (
     "Positions and token ids count from 0, as in the code: the first token of the prompt is "
@@ -72,8 +72,9 @@ def held_out_line(card: dict) -> str:
     >>> held_out_line({"held_out": {"nats_per_token": 3.9, "nats_per_char": 1.41}})
     'held-out loss 3.900 nats/token = 1.410 nats/char'
     >>> held_out_line({"held_out": {"nats_per_token": 2.7496, "nats_per_char": 2.7495,
-    ...                             "tokens": 36581, "chars": 36582}})
-    'held-out loss 2.750 nats per predicted token (36,581) = 2.749 nats per character (36,582)'
+    ...                             "tokens": 36581, "chars": 36582}}).split(" = ")
+    ['held-out loss 2.750 nats per predicted token (over 36,581 tokens)',
+     '2.749 nats per character (36,582 characters)']
     >>> held_out_line({"final_val_loss": 2.5}), held_out_line({"held_out": "?"})
     ('validation loss 2.500', '')
     """
@@ -83,8 +84,9 @@ def held_out_line(card: dict) -> str:
         tokens, chars = held.get("tokens"), held.get("chars")
         if all(isinstance(v, (int, float)) for v in (per_token, per_char)):
             if isinstance(tokens, int) and isinstance(chars, int):
-                return (f"held-out loss {per_token:.3f} nats per predicted token ({tokens:,}) "
-                        f"= {per_char:.3f} nats per character ({chars:,})")
+                return (f"held-out loss {per_token:.3f} nats per predicted token (over "
+                        f"{counted(tokens, 'token')}) = {per_char:.3f} nats per character "
+                        f"({counted(chars, 'character')})")
             return f"held-out loss {per_token:.3f} nats/token = {per_char:.3f} nats/char"
     val = card.get("final_val_loss")
     return f"validation loss {val:.3f}" if isinstance(val, (int, float)) else ""

@@ -167,16 +167,32 @@ def commitment_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> N
         "the first block after which that guess (the top-1) is already the model's final "
         "prediction: “E” means the embeddings alone already point to it.")
     chart(pf.commitment_strip(layers, prompt.labels, [vocab[t] for t in final], c.n_layer))
-    early = sum(v < c.n_layer - 1 for v in layers)
-    st.caption(
-        f"{early} of {len(layers)} positions have their final top-1 before the last block "
-        f"(block {c.n_layer - 1}); the others only get it there. Darker cells commit later. "
-        "The first match is shown even if the guess changes again in a later block (the "
-        "table lists the top-1 after every block). Hover a cell for the predicted token.")
+    st.caption(_commitment_count(layers, c.n_layer) + " Darker cells commit later. The first "
+               "match is shown even if the guess changes again in a later block (the table "
+               "lists the top-1 after every block). Hover a cell for the predicted token.")
     df = pd.DataFrame({"position": range(len(layers)), "token": prompt.labels,
                        "final top-1": [vocab[t] for t in final],
                        "commits after": [com.stages[v + 1] for v in layers]})
     for s, stage in enumerate(com.stages[:-1]):
         df[f"top-1 {stage}"] = [vocab[t] for t in com.top1[s].tolist()]
-    st.dataframe(df, hide_index=True, width="stretch", height=240)
+    st.dataframe(df, hide_index=True, width="stretch", height=min(240, 35 * len(df) + 40))
     csv_download(df, "commitment-layers.csv")
+
+
+def _commitment_count(layers: list[int], n_layer: int) -> str:
+    """How many positions commit before the last block, in words.
+
+    >>> _commitment_count([0, 3, 3], 4)
+    '1 of 3 positions have their final top-1 before the last block (block 3); the others get
+     it only there.'
+    >>> _commitment_count([3], 4)
+    'The one position gets its final top-1 only at the last block (block 3).'
+    """
+    early, n, last = sum(v < n_layer - 1 for v in layers), len(layers), n_layer - 1
+    if n == 1:
+        return (f"The one position {'has' if early else 'gets'} its final top-1 "
+                f"{'before' if early else 'only at'} the last block (block {last}).")
+    rest = {0: ".", 1: "; the other gets it only there."}.get(n - early,
+                                                              "; the others get it only there.")
+    return (f"{early} of {n} positions have their final top-1 before the last block "
+            f"(block {last}){rest}")

@@ -52,7 +52,7 @@ def test_a_typed_ov_source_changes_the_table(page, app_url):
     drawn(page, "OV view with a token of 3", text="is 3 tokens")
     box.fill("q")
     box.press("Enter")
-    drawn(page, "OV view with a typed token", text="E W_OV W_U for 'q'")
+    drawn(page, "OV view with a typed token", text="for 'q', layer")
     screenshot(page, "circuits-ov-typed-q")
 
 

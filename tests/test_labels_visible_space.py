@@ -104,7 +104,7 @@ def test_rollout_bars_read_position_colon_space_token():
 def test_ov_bars_read_token_space_id():
     at = run_page("attention", view="OV circuit")
     tok = load_checkpoint(bundled_models()[at.session_state["model"]]).tokenizer
-    bars = figure(at, "E W_OV W_U")
+    bars = figure(at, "E W<sub>OV</sub> W<sub>U</sub>")
     labels = [y for trace in bars["data"] for y in trace["y"]]
     assert len(labels) == 20
     for label in labels:

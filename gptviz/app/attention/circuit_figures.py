@@ -71,7 +71,7 @@ def _pairs(labels: list[str]) -> np.ndarray:
 
 def ov_bars(up: Sequence[str], up_values, down: Sequence[str], down_values, title: str,
             names: tuple[str, str] = ("pushed up", "pushed down"),
-            x_title: str = "logit change ℓ_t") -> go.Figure:
+            x_title: str = "logit change ℓ<sub>t</sub>") -> go.Figure:
     """Horizontal bars: the output tokens a head pushes up most (blue) and down most (red);
     an empty group is left out.
 

@@ -89,7 +89,7 @@ def rollout_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None
     bars = cached_figure(picked, "rollout-last", (prompt.ids,), lambda: cf.ov_bars(
         shown, last[top], [], [], f"Row {len(last) - 1} of the final R: the input tokens "
         "that reach the last position most", names=("share", ""),
-        x_title=f"R_{len(last) - 1},j"))
+        x_title=f"R<sub>{len(last) - 1},j</sub>"))
     plot(bars)
     st.caption(
         "Rollout is a heuristic: it follows the patterns only, ignores what the values, W_O "

@@ -217,7 +217,7 @@ def ov_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
             [shown_label(vocab[t], suffix=f" ({t})") for t in order[:10]], logits[order[:10]],
             [shown_label(vocab[t], suffix=f" ({t})") for t in order[::-1][:10]],
             logits[order[::-1][:10]],
-            f"E W_OV W_U for {vocab[source]!r}, layer {layer}, head {head}"))
+            f"E W<sub>OV</sub> W<sub>U</sub> for {vocab[source]!r}, layer {layer}, head {head}"))
         plot(bars)
     st.caption(
         f"The source token itself is at rank {rank} of {size} (rank 1 = raised most). The "

@@ -84,7 +84,7 @@ def residual_norms_figure(norms, stages: Sequence[str], tokens: Sequence[str]) -
                              name="mean", line=dict(width=4, color="black")))
     fig = go.Figure(traces)
     fig.update_layout(title="residual-stream norm ‖x<sub>t</sub>‖₂ by layer", xaxis_title="stage",
-                      yaxis_title="‖x_t‖₂", margin=dict(l=10, r=10, t=40, b=10))
+                      yaxis_title="‖x<sub>t</sub>‖₂", margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
 
@@ -106,7 +106,8 @@ def logit_lens_figure(row_labels: Sequence[str], guesses: Sequence[Sequence[str]
                      ticktext=[f"#{r + 1}" for r in range(p.shape[1])], side="top")
     fig.update_yaxes(tickmode="array", tickvals=list(range(p.shape[0])),
                      ticktext=list(row_labels), autorange="reversed")
-    fig.update_layout(title="logit lens: softmax(LN_final(x) W_U) after every block",
+    fig.update_layout(title="logit lens: softmax(LN<sub>final</sub>(x) W<sub>U</sub>) after every "
+                            "block",
                       margin=dict(l=10, r=10, t=60, b=10), height=120 + 40 * p.shape[0])
     return fig
 

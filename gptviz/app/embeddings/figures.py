@@ -82,14 +82,18 @@ def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),
     chosen = np.array(sorted(set(int(i) for i in highlight)), dtype=np.int64)
     rows = drawn_rows(c.shape[0])
     axes = _axis_titles(c.shape[1], explained)
-    if c.shape[1] == 3:
+    if c.shape[1] == 3:  # labels only for a few tokens: in 3-D they cannot be kept apart
+        few = len(chosen) <= LABELS_3D
         fig = go.Figure([
             _points(c[rows], names[rows], "vocabulary", dict(size=4, color=BACKGROUND),
                     "markers"),
-            _points(c[chosen], names[chosen], "input tokens", dict(size=9, color=HIGHLIGHT),
-                    "markers+text")])
+            _points(c[chosen], names[chosen], "input tokens" if few else
+                    "input tokens (hover for their names)", dict(size=9, color=HIGHLIGHT),
+                    "markers+text" if few else "markers")])
         fig.update_layout(scene=dict(xaxis_title=axes[0], yaxis_title=axes[1],
-                                     zaxis_title=axes[2]))
+                                     zaxis_title=axes[2], camera=dict(eye=CAMERA_EYE)),
+                          legend=dict(orientation="h", y=1.0, yanchor="bottom"),
+                          height=HEIGHT_3D)
     else:
         x_range, y_range = _range(c[rows, 0], c[chosen, 0]), _range(c[rows, 1], c[chosen, 1])
         where = place_labels(c[chosen], names[chosen].tolist(), x_range, y_range)
@@ -107,12 +111,14 @@ def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),
                        hovertemplate="%{customdata}<extra>input tokens</extra>")])
         fig.update_xaxes(title=axes[0], range=list(x_range), autorange=False)
         fig.update_yaxes(title=axes[1], range=list(y_range), autorange=False)
-    fig.update_layout(title=title, margin=dict(l=10, r=10, t=TOP_PX, b=10), height=HEIGHT,
-                      legend=dict(orientation="h"))
+        fig.update_layout(legend=dict(orientation="h"), height=HEIGHT)
+    fig.update_layout(title=title, margin=dict(l=10, r=10, t=TOP_PX, b=10))
     return fig
 
 
 HEIGHT, TOP_PX = 520, 70  # the 2-D scatter's height and top margin (title and legend)
+HEIGHT_3D, CAMERA_EYE = 640, dict(x=1.6, y=1.6, z=1.1)  # the 3-D scene whole, axis titles too
+LABELS_3D = 8  # input tokens named beside their points in 3-D; more only on hover
 MIN_PLOT_W = 400  # px: the narrowest plot area the labels are placed for (wider only helps)
 PLOT_H = HEIGHT - TOP_PX - 10 - 60  # px: at most the plot area's height (x ticks and title)
 MARKER_PX, TEXT_SIZE, GAP_PX = 9, 12, 2  # red point diameter, label font size, label gap

@@ -104,7 +104,7 @@ def test_the_ov_table_is_e_w_ov_w_u(model):
     assert len(table) == min(10, c.vocab_size)
     assert table["rank"].tolist() == list(range(1, len(table) + 1))  # from 1, as elsewhere
     own = int((row > row[s]).sum()) + 1
-    assert f"at rank {own} of {c.vocab_size}" in texts(at, "caption")
+    assert f"at rank {own:,} of {c.vocab_size:,}" in texts(at, "caption")
 
 
 def test_the_ov_source_can_be_typed_and_bad_text_gets_a_message():

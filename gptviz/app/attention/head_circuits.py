@@ -220,7 +220,7 @@ def ov_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
             f"E W<sub>OV</sub> W<sub>U</sub> for {vocab[source]!r}, layer {layer}, head {head}"))
         plot(bars)
     st.caption(
-        f"The source token itself is at rank {rank} of {size} (rank 1 = raised most). The "
+        f"The source token itself is at rank {rank:,} of {size:,} (rank 1 = raised most). The "
         "direct path only: E's row enters without LN₁ and without the "
         "blocks before this one, and leaves without the final LayerNorm; what the head "
         "actually adds to a position is a weighted mix of such rows (its pattern's weights). "

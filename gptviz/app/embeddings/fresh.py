@@ -107,5 +107,6 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
     df.insert(0, "rank", range(1, len(df) + 1))
     st.markdown(f"Nearest neighbours of **{label!r}** (id {token_id}) by cosine similarity, "
                 f"searched over all {config.vocab_size:,} rows on both sides:")
-    st.dataframe(df, hide_index=True, width="stretch")
+    st.dataframe(df, hide_index=True, width="stretch", column_config={
+        k: st.column_config.NumberColumn(format="%.4f") for k in df if k.endswith("cosine")})
     csv_download(df, f"neighbours-trained-vs-fresh-{picked.name}-{token_id}.csv")

@@ -168,7 +168,8 @@ def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
                           "‖E[t_i]‖": np.linalg.norm(X, axis=1),
                           "‖p_i‖": np.linalg.norm(PE, axis=1),
                           "‖E[t_i] + p_i‖": np.linalg.norm(X + PE, axis=1)})
-    st.dataframe(norms, hide_index=True, width="stretch", height=220)
+    st.dataframe(norms, hide_index=True, width="stretch", height=220, column_config={
+        k: st.column_config.NumberColumn(format="%.4f") for k in norms if k.startswith("‖")})
     csv_download(norms, f"x-plus-pe-{picked.name}.csv")
 
 

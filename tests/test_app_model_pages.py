@@ -245,7 +245,7 @@ def test_the_steps_of_one_head_show_the_biases_the_model_adds():
     at = run_page("attention", view="Steps of one head")
     tex = texts(at, "latex")
     assert r"W_Q + b_Q" in tex and r"W_K + b_K" in tex and r"W_V + b_V" in tex
-    assert "b_K changes no pattern" in " ".join(c.value for c in at.caption)
+    assert "$b_K$ changes no pattern" in " ".join(c.value for c in at.caption)
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert any(t.startswith("Q = LN₁(X) W_Q + b_Q") for t in titles), titles
     assert r"\mathrm{LN}_1(X)W_Q" in tex

@@ -138,7 +138,8 @@ def x_plus_pe(at, ckpt, ids, chk):
     df = table(at, "position", "token")
     chk.close("norms ‖E[t_i]‖, ‖p_i‖, ‖E[t_i] + p_i‖", df.iloc[:, 2:5].to_numpy(),
               torch.stack([X.norm(dim=1), P.norm(dim=1), (X + P).norm(dim=1)], 1))
-    means = re.search(r"‖E\[t_i\]‖ = (\d+\.\d+) and ‖p_i‖ = (\d+\.\d+)",
+    means = re.search(r"\\lVert E\[t_i\] \\rVert = (\d+\.\d+)\$ and \$\\lVert p_i \\rVert = "
+                      r"(\d+\.\d+)",
                       " ".join(c.value for c in at.caption)).groups()
     chk.shown("mean ‖E[t_i]‖", means[0], X.norm(dim=1).mean())
     chk.shown("mean ‖p_i‖", means[1], P.norm(dim=1).mean())

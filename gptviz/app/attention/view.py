@@ -110,7 +110,8 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
                    "rows, those the scores are made of; a score then depends on the offset "
                    "j − i of its query and key.")
     elif c.bias:
-        st.caption("b_K changes no pattern: it adds q_i · b_K / √d_k to every score of row i, "
+        st.caption("$b_K$ changes no pattern: it adds $q_i \\cdot b_K / \\sqrt{d_k}$ to every "
+                   "score of row $i$, "
                    "and a row-softmax is the same when one constant is added to its whole row. "
                    "b_Q and b_V do change Q and V.")
     steps = am.head_tensors(cache, layer, head)
@@ -193,8 +194,9 @@ def ablation_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None
         "P all heads": four, "P ablated": four,
         "change": st.column_config.NumberColumn(format="%+.2e")})
     csv_download(df, "ablation.csv")
-    st.caption("Ablation replaces a head's output z_h (its column block of Z) with zeros before "
-               "W_O mixes the heads, and runs the rest of the model unchanged. Half the sum of "
+    st.caption("Ablation replaces a head's output $z_h$ (its column block of $Z$) with zeros "
+               "before $W_O$ mixes the heads, and runs the rest of the model unchanged. Half "
+               "the sum of "
                "|P − P′| is the total-variation distance: the probability mass that moved.")
 
 

@@ -169,7 +169,7 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
                "residual stream as it is after that block, as if the model stopped there. The "
                "last row is the model's real prediction."
                + (" With tied embeddings the 'embeddings' row often guesses the token itself: "
-                  "E_v · E_v is large." if c.tie_embeddings else ""))
+                  "$E_v \\cdot E_v$ is large." if c.tie_embeddings else ""))
 
 
 VIEWS = {"The block, step by step": flow, "LayerNorm": layernorm,

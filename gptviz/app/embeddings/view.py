@@ -52,8 +52,9 @@ def tied_note(picked: Picked, token_id: int, label: str) -> None:
     c = picked.checkpoint.config
     if c.tie_embeddings:
         st.info(f"**Tied embeddings.** This model uses E twice: to read tokens in, and "
-                f"transposed as the unembedding W_U = Eᵀ to score them out. The logit of "
-                f"token v is LN(x_N) · E_v, so a token is predicted when the final stream "
+                f"transposed as the unembedding $W_U = E^\\top$ to score them out. The logit "
+                f"of token $v$ is $\\mathrm{{LN}}(x_N) \\cdot E_v$, so a token is predicted when "
+                f"the final stream "
                 f"points the way its own embedding row does. Tying saves |V| × d = "
                 f"{c.vocab_size * c.d_model:,} parameters.", icon=":material/link:")
         st.latex(r"y = \mathrm{LN}_{\text{final}}(x_N)\, W_U,\qquad W_U = E^\top \in "

@@ -127,7 +127,8 @@ def order_view(picked: Picked) -> None:
             " This model has one layer: its last token reads only the embeddings, which do "
             "not depend on the order, so the mask alone changes nothing here."
             if ckpt.config.n_layer == 1 else ""))
-    st.caption(f"The {TOP} likeliest next tokens, softmax(y_N), positions removed: the prompt "
+    st.caption(f"The {TOP} likeliest next tokens, $\\mathrm{{softmax}}(y_N)$, positions "
+               "removed: the prompt "
                "as typed beside the shuffled one.")
     df = guesses_table(vocab_labels(picked), check)
     st.dataframe(df, hide_index=True, width="stretch", column_config={

@@ -105,9 +105,10 @@ def shift_identity(n: int, d: int, i: int) -> None:
                    "column adds the extra term, which is not a function of i − j: here the "
                    "similarity depends on i − j only up to it.")
         return
-    st.caption("Row i of PE is made of pairs (sin ω_k i, cos ω_k i), and sin a sin b + "
-               "cos a cos b = cos(a − b): each pair contributes cos(ω_k (i − j)). So "
-               "PE_i · PE_j depends only on the offset i − j, exactly, not approximately; "
+    st.caption("Row $i$ of PE is made of pairs $(\\sin \\omega_k i, \\cos \\omega_k i)$, and "
+               "$\\sin a \\sin b + \\cos a \\cos b = \\cos(a - b)$: each pair contributes "
+               "$\\cos(\\omega_k (i - j))$. So $PE_i \\cdot PE_j$ depends only on the offset "
+               "$i - j$, exactly, not approximately; "
                "since cos is even, only on |i − j|. Every diagonal of the similarity matrix "
                "is therefore constant: along the diagonal where it varies most, its entries "
                f"differ by {check.diagonal_spread:.1e} (float64 rounding). A shift of the "
@@ -162,12 +163,13 @@ def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
     e_norm, p_norm = np.linalg.norm(X, axis=1).mean(), np.linalg.norm(PE, axis=1).mean()
     st.caption("The same token at two positions enters the block as two different vectors: "
                "the sum is the only place where position enters a GPT. The three panels share "
-               f"one colour scale; on average ‖E[t_i]‖ = {e_norm:.2f} and ‖p_i‖ = {p_norm:.2f}"
+               f"one colour scale; on average $\\lVert E[t_i] \\rVert = {e_norm:.2f}$ and "
+               f"$\\lVert p_i \\rVert = {p_norm:.2f}$"
                + (", so here the positions dominate the sum." if p_norm > 3 * e_norm else "."))
     norms = pd.DataFrame({"position": range(len(prompt.ids)), "token": prompt.labels,
-                          "‖E[t_i]‖": np.linalg.norm(X, axis=1),
-                          "‖p_i‖": np.linalg.norm(PE, axis=1),
-                          "‖E[t_i] + p_i‖": np.linalg.norm(X + PE, axis=1)})
+                          "‖E[tᵢ]‖": np.linalg.norm(X, axis=1),
+                          "‖pᵢ‖": np.linalg.norm(PE, axis=1),
+                          "‖E[tᵢ] + pᵢ‖": np.linalg.norm(X + PE, axis=1)})
     st.dataframe(norms, hide_index=True, width="stretch", height=220, column_config={
         k: st.column_config.NumberColumn(format="%.4f") for k in norms if k.startswith("‖")})
     csv_download(norms, f"x-plus-pe-{picked.name}.csv")

@@ -11,7 +11,7 @@ from gptviz.app.shared.validators import lean_validators
 # it per entry instead, before the imports below reuse the memory it frees.
 lean_validators()
 
-from gptviz.app.shared.widgets import PAGE, PREVIOUS_PAGE, page_style  # noqa: E402
+from gptviz.app.shared.widgets import PAGE, VISIT, page_style  # noqa: E402
 
 # pyarrow's default pool (jemalloc or mimalloc) keeps what the first st.dataframe allocated,
 # ~4 MB for the server's lifetime; the system pool (malloc) is shared with everything else.
@@ -39,6 +39,7 @@ PAGES = {
 }
 page = st.navigation(PAGES)
 page_style()
-st.session_state[PREVIOUS_PAGE] = st.session_state.get(PAGE)  # a page switch, or a rerun
+if st.session_state.get(PAGE) != page.url_path:  # arrived from another page (or first run)
+    st.session_state[VISIT] = st.session_state.get(VISIT, 0) + 1
 st.session_state[PAGE] = page.url_path  # one text box per page (see widgets.PAGE)
 page.run()

@@ -27,7 +27,7 @@ LINK_LIMIT = 1_000  # characters of a text box kept in the page's link (?prompt=
 # pages must be two widgets: the browser keeps one widget's state across pages, and a text
 # that came from the link or from another page was lost on the way (an empty box).
 PAGE = "gptviz_page"
-PREVIOUS_PAGE = "gptviz_previous_page"  # the page of the run before (set by the router)
+VISIT = "gptviz_visit"  # counts arrivals on a page from another (set by the router)
 SHOWN_DIMS = 12  # columns of a (tokens x dimensions) table on screen; its CSV has them all
 
 
@@ -238,10 +238,10 @@ def _return_view(views: list[str]) -> str | None:
     and then kept while the page stays: a default that changed between reruns would make
     the tabs a new widget and drop the reader's choice."""
     page, state = "|".join(views), st.session_state
-    defaults = state.setdefault(RETURN_VIEWS, {})
-    if state.get(PREVIOUS_PAGE) != state.get(PAGE):  # the router's: this run arrived
-        defaults[page] = state.setdefault(OPEN_VIEWS, {}).get(page)
-    return defaults.get(page)
+    defaults, visit = state.setdefault(RETURN_VIEWS, {}), state.get(VISIT, 0)
+    if page not in defaults or defaults[page][0] != visit:  # the first run of this visit
+        defaults[page] = (visit, state.setdefault(OPEN_VIEWS, {}).get(page))
+    return defaults[page][1]  # a fragment's rerun (no router run) keeps it too
 
 
 @contextlib.contextmanager

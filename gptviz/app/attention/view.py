@@ -189,8 +189,8 @@ def ablation_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None
                 icon=":material/info:")
     df = pd.DataFrame({"id": ids, "token": [vocab[i] for i in ids], "P all heads": before[ids],
                        "P ablated": after[ids], "change": after[ids] - before[ids]})
-    four = st.column_config.NumberColumn(format="%.4f")  # one format a column (a review saw
-    st.dataframe(df, hide_index=True, width="stretch", column_config={  # 0.0003 by 0.00009)
+    four = st.column_config.NumberColumn(format="%.4f")  # one format a column
+    st.dataframe(df, hide_index=True, width="stretch", column_config={
         "P all heads": four, "P ablated": four,
         "change": st.column_config.NumberColumn(format="%+.2e")})
     csv_download(df, "ablation.csv")

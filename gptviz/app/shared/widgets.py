@@ -217,9 +217,10 @@ def view_tabs(views: Mapping[str, Callable[..., None]], inputs: Mapping[str, Any
     import too, e.g. ``{"All heads": overview, ...}`` with ``overview(picked, prompt, ...)``.
     """
     if lazy:
+        page = "|".join(views)  # a page's views name it
         tabs = st.tabs(list(views), key="view", bind="query-params", on_change="rerun",
-                       default=_return_view(list(views)))
-        st.session_state.setdefault(OPEN_VIEWS, {})["|".join(views)] = next(
+                       default=_return_view(page))
+        st.session_state[OPEN_VIEWS][page] = next(
             (label for label, tab in zip(views, tabs, strict=True) if tab.open), None)
     else:
         tabs = st.tabs(list(views))
@@ -232,12 +233,12 @@ def view_tabs(views: Mapping[str, Callable[..., None]], inputs: Mapping[str, Any
 OPEN_VIEWS, RETURN_VIEWS = "gv-open-views", "gv-return-views"  # session keys of view_tabs
 
 
-def _return_view(views: list[str]) -> str | None:
+def _return_view(page: str) -> str | None:
     """The view open when this page was last left, for a return from another page (the
     URL's ?view= goes with the page switch; a link's ?view= still wins). Chosen on arrival
     and then kept while the page stays: a default that changed between reruns would make
     the tabs a new widget and drop the reader's choice."""
-    page, state = "|".join(views), st.session_state
+    state = st.session_state
     defaults, visit = state.setdefault(RETURN_VIEWS, {}), state.get(VISIT, 0)
     if page not in defaults or defaults[page][0] != visit:  # the first run of this visit
         defaults[page] = (visit, state.setdefault(OPEN_VIEWS, {}).get(page))

@@ -30,8 +30,6 @@ from gptviz.model import GPT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name
 
-NO_POSITION_TERM = ("none", "rope")  # positional kinds that add nothing to the stream
-
 
 @dataclass(frozen=True)
 class Component:
@@ -74,7 +72,7 @@ def residual_parts(model: GPT, cache: ActivationCache, position: int
     c = model.config
     comps = [Component("token E[t]", "token")]
     parts = [cache[act_name("embed")][0, position].double()]  # (d,)
-    if c.positional not in NO_POSITION_TERM:
+    if c.adds_positions:
         comps.append(Component("position p", "position"))
         parts.append(cache[act_name("pos_embed")][position].double())  # (d,)
     dk = c.d_head

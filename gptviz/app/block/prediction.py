@@ -97,8 +97,7 @@ def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> 
     vocab = vocab_labels(picked)
     st.markdown(
         "Every component of the model writes into the residual stream by *adding* a vector: "
-        "the token's embedding, " + ("its position's, " if c.positional not in
-                                     A.NO_POSITION_TERM else "")
+        "the token's embedding, " + ("its position's, " if c.adds_positions else "")
         + "each attention head, " + ("each attention output bias $b_O$, " if c.bias else "")
         + "each feed-forward network. The logit of a token $t$ is read off the sum by the "
         "final LayerNorm and the column $W_U[:,t]$ of the unembedding, so it can be split into "
@@ -114,7 +113,7 @@ def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> 
     shown = A.heads_per_layer(a) if heads == "per layer" else a
     real, total = float(logits[token]), a.total
     st.latex(mb.dla_formula(pos, vocab[token], _kind_sums(a), a.sigma, total, real, c.n_layer,
-                            c.positional not in A.NO_POSITION_TERM, c.bias))
+                            c.adds_positions, c.bias))
     st.markdown(
         f"**The final LayerNorm's σ is frozen at its value for this input (σ = {a.sigma:.4f} "
         f"at position {pos}): with σ fixed, LayerNorm is a linear map, so the bars add up "
@@ -146,7 +145,7 @@ def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> 
         "model's own logit. “L1 H2” is head 2 of block 1 (z W_O through its own d_k rows of "
         "W_O); FFN includes its bias b₂. Only the direct path is counted: a head that changes "
         "what a later block does gets its indirect effect credited to that later block. "
-        + ("" if c.positional not in A.NO_POSITION_TERM else
+        + ("" if c.adds_positions else
            "This model adds no position vector (" + ("RoPE rotates q and k inside attention"
                                                      if c.rope else
                                                      "it has no positions") + "), so there "

@@ -94,7 +94,7 @@ def ids(ls: Lesson) -> StepView:
     return StepView(narrative, [table], [formula],
                     _tokenizers_link(ls),
                     caption="Positions count from 0 in the table and the code; the seeds' "
-                            "$t_1$ is position 0.")
+                            f"$t_{{{p.dropped + 1}}}$ is position 0.")
 
 
 def one_hot(ls: Lesson) -> StepView:

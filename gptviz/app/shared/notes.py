@@ -57,7 +57,8 @@ def card_facts(card: dict) -> dict[str, str]:
     date = card.get("date")
     if isinstance(date, str):
         try:
-            when = datetime.fromisoformat(date).astimezone(UTC)
+            when = datetime.fromisoformat(date)
+            when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
             out["date"] = when.strftime("%Y-%m-%d %H:%M UTC")
         except ValueError:
             out["date"] = date

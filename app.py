@@ -5,11 +5,13 @@ from pathlib import Path
 
 import streamlit as st
 
+from gptviz.app.shared.sockets import no_delay
 from gptviz.app.shared.validators import lean_validators
 
 # Streamlit's import parsed plotly's whole validator table (~11.6 MB kept for good): read
 # it per entry instead, before the imports below reuse the memory it frees.
 lean_validators()
+no_delay()  # every reply without a 40 ms wait (see sockets.py); once per process
 
 from gptviz.app.shared.widgets import PAGE, VISIT, page_style  # noqa: E402
 

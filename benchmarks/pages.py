@@ -13,6 +13,10 @@ changed for ``QUIET_MS``. The result is each page's median over the bare page's 
 A second reference, served by the bare page's server, adds one two-point plotly chart:
 Streamlit fetches and evaluates plotly.js (4.6 MB) only for a page that draws a chart,
 so this is the floor of every page with a figure; the last column divides by it.
+A third floor is the bare page on a server that sets ``TCP_NODELAY`` on its sockets, as
+the app does first (``gptviz/app/shared/sockets.py``): the stock server makes each file
+asked for on a kept-open connection wait ~40 ms for a delayed ACK, which the app no longer
+pays, so its column is the app's pages against a bare page without that wait either.
 ``--floors`` adds the same chart drawn by Streamlit's two other chart libraries, ECharts
 and Vega-Lite: what a page with one figure would cost if its figures moved there.
 

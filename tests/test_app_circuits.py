@@ -218,3 +218,19 @@ def test_a_model_without_a_labelled_head_says_so_and_where_to_look():
     assert "No head of this model reaches" in texts(at, "info")
     at = run_page("attention", view="Head taxonomy", model="induction-2layer")
     assert "No head of this model reaches" not in texts(at, "info")
+
+
+def test_the_query_token_outlives_a_visit_to_another_view():
+    """The All heads view's query token was set back to the last token after another view
+    (Streamlit forgets an undrawn select box's state); it is kept while the prompt is."""
+    at = show(run_page("attention", model=MODELS[0]), "All heads")
+    last = at.selectbox(key="query").value
+    at.selectbox(key="query").set_value(3)
+    rerun(at)
+    show(at, "Summed heads")
+    assert "query" not in at.session_state
+    show(at, "All heads")
+    assert at.selectbox(key="query").value == 3 != last
+    at.text_area(key=box_key("prompt")).set_value("a new prompt, another token")
+    show(at, "All heads")
+    assert at.selectbox(key="query").value == len(at.selectbox(key="query").options) - 1

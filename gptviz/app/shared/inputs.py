@@ -201,11 +201,18 @@ def fresh_choice(key: str, options: Sequence[Any], default: Any, made_on: Hashab
     """Before the select box ``key`` is drawn: its choice becomes ``default``, set from code,
     when what it was chosen among (``made_on``: a prompt, a step) changed or it is no longer
     one of ``options``. Dropped instead, the box kept the old choice's label on screen, and
-    in a rerun from the box's own widget state read back that label, not the option."""
-    stamp = f"{key}@for"
-    if st.session_state.get(stamp) != made_on or st.session_state.get(key) not in options:
-        st.session_state[key] = default
-    st.session_state[stamp] = made_on
+    in a rerun from the box's own widget state read back that label, not the option.
+
+    A choice outlives a run that did not draw its box (another view of the page was open,
+    and Streamlit forgets an undrawn widget's state): it is kept beside it and brought back
+    while ``made_on`` is the same."""
+    stamp, kept = f"{key}@for", f"{key}@kept"
+    state = st.session_state
+    if state.get(stamp) != made_on:
+        state[key] = default
+    elif state.get(key) not in options:  # forgotten while the box was away, or out of range
+        state[key] = state[kept] if state.get(kept) in options else default
+    state[stamp], state[kept] = made_on, state[key]
 
 
 def position_input(prompt: Prompt, label: str = "Token", key: str = "position",

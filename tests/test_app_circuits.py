@@ -23,6 +23,7 @@ from tests.helpers import (
     figures,
     rerun,
     run_page,
+    tables,
     texts,
     tiny_gpt,
     z_of,
@@ -234,3 +235,19 @@ def test_the_query_token_outlives_a_visit_to_another_view():
     at.text_area(key=box_key("prompt")).set_value("a new prompt, another token")
     show(at, "All heads")
     assert at.selectbox(key="query").value == len(at.selectbox(key="query").options) - 1
+
+
+def test_the_query_tokens_top_keys_are_keys_it_may_look_at():
+    """The All heads view's top keys of query i are keys j ≤ i, with this row's weights (the
+    table named a future key, weight 0.0000 by the mask, among the five)."""
+    at = show(run_page("attention", model=MODELS[0]), "All heads")
+    for query in (0, 2):
+        at.selectbox(key="query").set_value(query)
+        rerun(at)
+        top = next(t.value for t in tables(at) if list(t.value.columns) == ["key", "weight"])
+        keys = [int(k.split(":")[0]) for k in top["key"]]
+        assert len(keys) == query + 1 and max(keys) <= query
+        ckpt, ids, cache = model_run(MODELS[0], at)
+        row = cache[act_name("pattern", 0)][0, 0, query].numpy()
+        np.testing.assert_allclose(top["weight"], row[keys], rtol=1e-5)
+        assert sorted(top["weight"], reverse=True) == list(top["weight"])

@@ -78,7 +78,8 @@ def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
     plot(large, container=left)
     with right:
         query = position_input(prompt, "Query token (a row of W_attn)", key="query")
-        top = np.argsort(-steps["pattern"][query], kind="stable")[:5]
+        # keys j ≤ i only: a future key's weight is 0 by the mask, never one it "looks at"
+        top = np.argsort(-steps["pattern"][query][:query + 1], kind="stable")[:5]
         best = pd.DataFrame({"key": [f"{j}: {labels[j]}" for j in top],
                              "weight": steps["pattern"][query][top]})
         plain_table(best)

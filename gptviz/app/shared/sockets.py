@@ -32,7 +32,7 @@ FD_LIMIT = 4096  # file descriptors looked at where /proc/self/fd cannot be list
 def _descriptors() -> list[int]:
     """The process's open file descriptors (or every number below ``FD_LIMIT``)."""
     try:
-        return sorted(int(name) for name in os.listdir("/proc/self/fd"))
+        return [int(name) for name in os.listdir("/proc/self/fd")]
     except OSError:
         return list(range(3, FD_LIMIT))
 

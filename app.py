@@ -5,6 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from gptviz.app.shared.base_url import serve_base_url
 from gptviz.app.shared.sockets import no_delay
 from gptviz.app.shared.validators import lean_validators
 
@@ -39,6 +40,9 @@ PAGES = {
     "Train": [st.Page("app_pages/training.py", title="Training", icon=":material/model_training:"),
               st.Page("app_pages/learning.py", title="Learning", icon=":material/insights:")],
 }
+# A page opened at its own address (/attention) connects without first probing for the app's
+# root, a 100 ms wait (see base_url.py); once per process.
+serve_base_url(p.url_path for group in PAGES.values() for p in group)
 page = st.navigation(PAGES)
 page_style()
 if st.session_state.get(PAGE) != page.url_path:  # arrived from another page (or first run)

@@ -1,0 +1,162 @@
+"""The app's root written into the page, so a page opened at its own address connects at
+once (gptviz/app/shared/base_url.py): Streamlit's own static file handler, called as its
+server calls it, and the script at the addresses a student or a host may use, in Chromium.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from starlette.staticfiles import StaticFiles
+from streamlit.web.server.starlette.starlette_static_routes import (
+    create_streamlit_static_handler,
+)
+
+from gptviz.app.shared import base_url
+from tests.helpers import settle, visit
+
+INDEX = (b'<!DOCTYPE html><html><head><script>window.prerenderReady = false</script>'
+         b'<script type="module" crossorigin src="./static/js/index.js"></script></head>'
+         b'<body><div id="root"></div></body></html>')
+PAGES = ["", "lesson", "attention", "positional"]
+
+
+@pytest.fixture
+def patched(monkeypatch):
+    """Streamlit's static handler as its server serves it, after ``serve_base_url``; the
+    handler's class is as Starlette ships it again afterwards."""
+    plain = getattr(StaticFiles.__call__, "__wrapped__", StaticFiles.__call__)
+    monkeypatch.setattr(StaticFiles, "__call__", plain)  # an AppTest's run may have patched
+    monkeypatch.setattr(base_url, "_done", False)
+    assert base_url.serve_base_url(PAGES) is True
+    assert base_url.serve_base_url(PAGES) is False  # once per process
+
+
+def serve(tmp_path, files: dict[str, bytes]):
+    for name, body in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(body)
+    return create_streamlit_static_handler(str(tmp_path), None)
+
+
+def fetch(app, path: str, method: str = "GET", headers: dict[str, str] | None = None):
+    """(status, headers, body) of one request, with the ASGI messages Starlette sends."""
+    messages: list[dict] = []
+    asked: list[bool] = []
+
+    async def receive():  # the request, then nothing: the client stays connected
+        if not asked:
+            asked.append(True)
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()
+
+    async def send(message):
+        messages.append(message)
+
+    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(),
+             "root_path": "", "query_string": b"", "scheme": "http", "http_version": "1.1",
+             "server": ("127.0.0.1", 8501), "client": ("127.0.0.1", 5000),
+             "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]}
+    with ThreadPoolExecutor(1) as pool:  # a loop of its own: a browser test may run one here
+        pool.submit(asyncio.run, app(scope, receive, send)).result()
+    start = messages[0]
+    return (start["status"], {k.decode(): v.decode() for k, v in start["headers"]},
+            b"".join(m.get("body", b"") for m in messages[1:]))
+
+
+def test_a_page_address_gets_index_html_with_the_script(patched, tmp_path):
+    app = serve(tmp_path, {"index.html": INDEX})
+    for path in ("/attention", "/"):
+        status, headers, body = fetch(app, path)
+        assert status == 200
+        assert body == base_url.with_script(INDEX, base_url.base_script(PAGES))
+        assert body.index(b"__streamlit") < body.index(b'<script type="module"')
+        assert int(headers["content-length"]) == len(body) > len(INDEX)
+        assert json.dumps(["attention", "lesson", "positional"]).encode() in body
+
+
+def test_everything_else_it_serves_is_left_alone(patched, tmp_path):
+    script = b"export const x = '<script type=\"module\"';"
+    app = serve(tmp_path, {"index.html": INDEX, "static/js/a.js": script,
+                           "page.html": b'<p><script type="module"></script></p>'})
+    assert fetch(app, "/static/js/a.js")[2] == script
+    _, headers, _ = fetch(app, "/attention", "HEAD")  # only GET: a HEAD is as Starlette's
+    assert int(headers["content-length"]) == len(INDEX)
+    etag = fetch(app, "/")[1]["etag"]
+    status, _, body = fetch(app, "/", headers={"If-None-Match": etag})
+    assert (status, body) == (304, b"")  # revalidation still answers "not modified"
+    other = StaticFiles(directory=str(tmp_path), html=True)  # not Streamlit's handler
+    assert fetch(other, "/page.html")[2] == b'<p><script type="module"></script></p>'
+
+
+def test_an_html_reply_in_several_parts_is_joined_once():
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def reply():
+        on = base_url.inserting(send, b"<s/>")
+        await on({"type": "http.response.start", "status": 200,
+                  "headers": [(b"content-type", b"text/html"), (b"content-length", b"9")]})
+        await on({"type": "http.response.body", "body": b"<script ", "more_body": True})
+        await on({"type": "http.response.body", "body": b'type="module">'})
+
+    asyncio.run(reply())
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
+    assert sent[1]["body"] == b'<s/><script type="module">'
+    assert dict(sent[0]["headers"])[b"content-length"] == b"26"
+
+
+def base_at(browser, address: str, host: dict | None = None):
+    """``window.__streamlit`` after the script ran in a page at ``address`` (a made-up host,
+    answered inside the browser: nothing is fetched)."""
+    preset = f"<script>window.__streamlit = {json.dumps(host)};</script>" if host else ""
+    html = preset + base_url.base_script(PAGES).decode()
+    context = browser.new_context()
+    try:
+        context.route("**/*", lambda route: route.fulfill(body=html, content_type="text/html"))
+        page = context.new_page()
+        page.goto(address)
+        return page.evaluate("window.__streamlit === undefined ? null : window.__streamlit")
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+def test_the_script_strips_only_the_apps_own_page_names(browser):
+    def base(address, host=None):
+        found = base_at(browser, address, host)
+        return found and found.get("BACKEND_BASE_URL")
+
+    assert base("http://gptviz.test/attention") == "http://gptviz.test/"
+    assert base("http://gptviz.test/attention/?prompt=a&view=All+heads") == "http://gptviz.test/"
+    assert base("http://gptviz.test/~/+/lesson") == "http://gptviz.test/~/+/"  # behind a proxy
+    assert base("http://gptviz.test/") is None  # the main page: nothing to guess
+    assert base("http://gptviz.test/course/notapage") is None  # a prefix: Streamlit probes
+    assert base("http://gptviz.test/%E0%A4%A") is None  # a broken escape: nothing set
+    assert base_at(browser, "http://gptviz.test/attention",  # a host that set it wins
+                   {"BACKEND_BASE_URL": "http://elsewhere.test/app/", "LIGHT_THEME": 1}) == {
+        "BACKEND_BASE_URL": "http://elsewhere.test/app/", "LIGHT_THEME": 1}
+    assert base_at(browser, "http://gptviz.test/attention", {"LIGHT_THEME": 1}) == {
+        "LIGHT_THEME": 1, "BACKEND_BASE_URL": "http://gptviz.test/"}  # and keeps the rest
+
+
+@pytest.mark.browser
+def test_a_page_opened_at_its_address_connects_without_probing(page, app_url):
+    visit(page, app_url)  # a script has run in the server: its index.html has the script
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+    visit(page, f"{app_url}/learning")
+    assert page.evaluate("window.__streamlit.BACKEND_BASE_URL") == f"{app_url}/"
+    assert [u for u in asked if "/_stcore/health" in u] == [f"{app_url}/_stcore/health"]
+    assert not failed, failed
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Attention").click()
+    settle(page)
+    assert page.url.split("?")[0] == f"{app_url}/attention"  # page addresses as before
+    assert page.get_by_role("tab", name="All heads").count() == 1

@@ -19,6 +19,9 @@ asked for on a kept-open connection wait ~40 ms for a delayed ACK, which the app
 pays, so its column is the app's pages against a bare page without that wait either.
 ``--floors`` adds the same chart drawn by Streamlit's two other chart libraries, ECharts
 and Vega-Lite: what a page with one figure would cost if its figures moved there.
+``--baseline REV`` serves a third app, this repository as of git revision ``REV`` (a
+temporary worktree), and loads each page there too, interleaved with the rest: a change's
+effect measured in one run, beside the same bare page.
 
 It also times the Generation page's "Next token", click to settled, ``--clicks`` in a row
 in one session, beside a bare page's button click (``st.button`` and a rerun). Targets
@@ -180,6 +183,25 @@ def bare_and_app() -> Iterator[tuple[object, str, str]]:
                 proc.wait(timeout=10)
 
 
+@contextlib.contextmanager
+def app_at(rev: str) -> Iterator[str]:
+    """The app as of git revision ``rev``, served from a temporary worktree: its base URL."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "app"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
+                       check=True, capture_output=True)
+        try:
+            proc, url = serve(tree, "app.py")
+            try:
+                yield url
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                           check=False, capture_output=True)
+
+
 def interleaved_loads(browser, bare: str, app: str, targets: dict[str, str | Callable[[], str]],
                       reps: int) -> dict[str, list[float]]:
     """Seconds to a settled page: ``reps`` loads of each target (a path of the app, or a
@@ -206,14 +228,21 @@ def main() -> None:
                    help="also the bare page with one ECharts and one Vega-Lite chart")
     p.add_argument("--only", nargs="*", default=None, metavar="PAGE",
                    help="load only these pages (labels as in the table, e.g. Learning)")
+    p.add_argument("--baseline", metavar="REV",
+                   help="also load each page from the app as of git revision REV")
     args = p.parse_args()
     models = bundled_models()
     longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
-    with bare_and_app() as (browser, bare, app), tempfile.TemporaryDirectory() as tmp:
+    with bare_and_app() as (browser, bare, app), tempfile.TemporaryDirectory() as tmp, \
+            contextlib.ExitStack() as stack:
         (Path(tmp) / "bare.py").write_text(NODELAY_BARE)
         nodelay_proc, nodelay = serve(Path(tmp), "bare.py")
         try:
             shown = {k: v for k, v in pages(longest).items() if not args.only or k in args.only}
+            if args.baseline:
+                then = stack.enter_context(app_at(args.baseline))
+                shown = {row: path for k, v in shown.items()
+                         for row, path in ((k, v), (f"{k}, at {args.baseline}", then + v))}
             targets = {PLOTLY_FLOOR: PLOTLY_PATH, NODELAY_FLOOR: nodelay + "/",
                        **(OTHER_FLOORS if args.floors else {}), **shown}
             times = interleaved_loads(browser, bare, app, targets, args.reps)

@@ -42,6 +42,13 @@ def serve(tmp_path, files: dict[str, bytes]):
     return create_streamlit_static_handler(str(tmp_path), None)
 
 
+def run_alone(coroutine) -> None:
+    """Run ``coroutine`` on an event loop of its own thread: under pytest-xdist a browser
+    test's loop may already run on this one, where ``asyncio.run`` refuses."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
+
+
 def fetch(app, path: str, method: str = "GET", headers: dict[str, str] | None = None):
     """(status, headers, body) of one request, with the ASGI messages Starlette sends."""
     messages: list[dict] = []
@@ -60,8 +67,7 @@ def fetch(app, path: str, method: str = "GET", headers: dict[str, str] | None = 
              "root_path": "", "query_string": b"", "scheme": "http", "http_version": "1.1",
              "server": ("127.0.0.1", 8501), "client": ("127.0.0.1", 5000),
              "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]}
-    with ThreadPoolExecutor(1) as pool:  # a loop of its own: a browser test may run one here
-        pool.submit(asyncio.run, app(scope, receive, send)).result()
+    run_alone(app(scope, receive, send))
     start = messages[0]
     return (start["status"], {k.decode(): v.decode() for k, v in start["headers"]},
             b"".join(m.get("body", b"") for m in messages[1:]))
@@ -105,7 +111,7 @@ def test_an_html_reply_in_several_parts_is_joined_once():
         await on({"type": "http.response.body", "body": b"<script ", "more_body": True})
         await on({"type": "http.response.body", "body": b'type="module">'})
 
-    asyncio.run(reply())
+    run_alone(reply())
     assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
     assert sent[1]["body"] == b'<s/><script type="module">'
     assert dict(sent[0]["headers"])[b"content-length"] == b"26"

@@ -15,14 +15,15 @@ import re
 import shutil
 import subprocess
 import unicodedata
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gptviz.app.generation.formulas import mapsto_line
-from gptviz.app.shared.tex import TEX_ESCAPES, tex_escape, tex_running, tex_text
+from gptviz.app.shared.tex import TEX_ESCAPES, addends, tex_escape, tex_running, tex_text
 from gptviz.app.tokenizers.formulas import tokenizer_map
 from gptviz.tokenizers import TiktokenTokenizer, train_tokenizer
 
@@ -178,3 +179,18 @@ def test_a_token_of_spaces_says_so_beside_a_full_stop():
     the two differ only in the dot's height."""
     assert tex_text(" ") == r"\text{“·” (space)}" and tex_text(".") == r"\text{“.”}"
     assert "(space)" not in tex_text(" a") and "(space)" not in tex_text("\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=25))
+def test_shown_terms_add_up_to_the_shown_total(values):
+    """What a reader checks: the terms as written, added and rounded to the total's
+    decimals, give the total as written, which is the true sum to 3 decimals. (A true sum
+    within a hair of a rounding boundary is left out: no finite number of digits decides
+    it.)"""
+    true = sum(values)
+    assume(abs((true * 1000) % 1 - 0.5) > 1e-4)
+    terms, total = addends(values)
+    added = sum(Decimal(t) for t in terms).quantize(Decimal("0.001"), ROUND_HALF_UP)
+    assert str(added) == total == f"{true:.3f}"
+    assert all(len(t.split(".")[1]) == len(terms[0].split(".")[1]) for t in terms)

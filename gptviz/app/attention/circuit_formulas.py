@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gptviz.app.shared.tex import num, tex_text
+from gptviz.app.shared.tex import addends, num, tex_text
 
 # The four terms of s_ij (times √d_k), in the order they are written.
 TERM_TEX = {
@@ -129,13 +129,13 @@ def summed_formula(layer: int, n_head: int, i: int, j: int, weights: Sequence[fl
     >>> summed_formula(0, 12, 1, 0, [0.1] * 12).count(r"\\")  # 12 heads: 8, then 4
     2
     """
-    terms = [num(w, sci=False) for w in weights]
+    terms, total = addends(weights)  # as shown, the terms add up to the total shown
     heads = r" \\ &\quad + ".join(" + ".join(terms[k: k + TERMS_PER_LINE])
                                  for k in range(0, len(terms), TERMS_PER_LINE))
     return (  # the sum on its own lines: GPT-2 small has 12 heads, GPT-2 XL 25
         rf"\begin{{aligned}}S^{{({layer})}} &= \sum_{{h=0}}^{{{n_head - 1}}} "
         rf"A^{{({layer},h)}},\quad \textstyle\sum_j S^{{({layer})}}_{{ij}} = H = {n_head};"
-        rf"\qquad\\ S^{{({layer})}}_{{{i},{j}}} &= {heads} = {num(sum(weights), sci=False)}"
+        rf"\qquad\\ S^{{({layer})}}_{{{i},{j}}} &= {heads} = {total}"
         r"\end{aligned}"
     )
 

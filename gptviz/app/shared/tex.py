@@ -7,6 +7,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 
 from gptviz.app.shared.chips import visible
 
@@ -39,6 +40,27 @@ def vector(values: Sequence[float], shown: int = 4, digits: int = 3) -> str:
     elif len(v) == shown + 1:
         parts.append(num(v[-1], digits))
     return "(" + r",\ ".join(parts) + ")"
+
+
+def addends(values: Sequence[float], digits: int = 3, most: int = 6) -> tuple[list[str], str]:
+    """Terms and their total, written so that the terms as shown add up to the total as
+    shown: the total to ``digits`` decimals, each term to ``digits`` or, where rounded terms
+    would not add up (0.215 × 3 = 0.645 for a total of 0.646), to as many more as it takes,
+    up to ``most``.
+
+    >>> addends([0.5, 0.25])
+    (['0.500', '0.250'], '0.750')
+    >>> addends([0.2153] * 3)
+    (['0.2153', '0.2153', '0.2153'], '0.646')
+    """
+    total = num(sum(values), digits, sci=False)
+    for shown in range(digits, most + 1):
+        terms = [num(v, shown, sci=False) for v in values]
+        added = sum(Decimal(t) for t in terms).quantize(Decimal(1).scaleb(-digits),
+                                                        ROUND_HALF_UP)
+        if str(added) == total:
+            break
+    return terms, total
 
 
 def grouped(x: float, digits: int = 0) -> str:

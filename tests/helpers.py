@@ -13,6 +13,7 @@ True
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import html
@@ -26,7 +27,8 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
@@ -239,6 +241,14 @@ def tiny_run(ids: list[int] = TINY_IDS) -> tuple[GPT, torch.Tensor, ActivationCa
 
 
 # ---- a running app ------------------------------------------------------------------------
+
+def run_alone(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """``asyncio.run(coroutine)`` on a thread of its own, and its result: under pytest-xdist
+    a browser test's event loop may already run on the worker's main thread, where
+    ``asyncio.run`` refuses."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -6,10 +6,8 @@ That Stop still interrupts a running Generate n is tests/test_browser_generation
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
-
 from benchmarks import streamlit_client as sc
+from tests.helpers import run_alone
 
 
 def _walk(app_url: str, clicks: int) -> list[sc.Run]:
@@ -23,8 +21,7 @@ def _walk(app_url: str, clicks: int) -> list[sc.Run]:
             return runs
         finally:
             await s.close()
-    with ThreadPoolExecutor(1) as pool:  # its own event loop: Playwright's may be running here
-        return pool.submit(asyncio.run, walk()).result()
+    return run_alone(walk())
 
 
 def _sent(run: sc.Run) -> dict[tuple[int, ...], tuple[str, object]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from starlette.staticfiles import StaticFiles
@@ -16,7 +15,7 @@ from streamlit.web.server.starlette.starlette_static_routes import (
 )
 
 from gptviz.app.shared import base_url
-from tests.helpers import settle, visit
+from tests.helpers import run_alone, settle, visit
 
 INDEX = (b'<!DOCTYPE html><html><head><script>window.prerenderReady = false</script>'
          b'<script type="module" crossorigin src="./static/js/index.js"></script></head>'
@@ -26,8 +25,8 @@ PAGES = ["", "lesson", "attention", "positional"]
 
 @pytest.fixture
 def patched(monkeypatch):
-    """Streamlit's static handler as its server serves it, after ``serve_base_url``; the
-    handler's class is as Starlette ships it again afterwards."""
+    """``serve_base_url`` applied to Starlette's own ``StaticFiles.__call__`` (unwrapped if
+    an AppTest's run patched it already); the class has its former method back afterwards."""
     plain = getattr(StaticFiles.__call__, "__wrapped__", StaticFiles.__call__)
     monkeypatch.setattr(StaticFiles, "__call__", plain)  # an AppTest's run may have patched
     monkeypatch.setattr(base_url, "_done", False)
@@ -42,14 +41,8 @@ def serve(tmp_path, files: dict[str, bytes]):
     return create_streamlit_static_handler(str(tmp_path), None)
 
 
-def run_alone(coroutine) -> None:
-    """Run ``coroutine`` on an event loop of its own thread: under pytest-xdist a browser
-    test's loop may already run on this one, where ``asyncio.run`` refuses."""
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, coroutine).result()
-
-
-def fetch(app, path: str, method: str = "GET", headers: dict[str, str] | None = None):
+def fetch(app, path: str, method: str = "GET", headers: dict[str, str] | None = None,
+          root_path: str = "", extensions: dict | None = None):
     """(status, headers, body) of one request, with the ASGI messages Starlette sends."""
     messages: list[dict] = []
     asked: list[bool] = []
@@ -64,24 +57,50 @@ def fetch(app, path: str, method: str = "GET", headers: dict[str, str] | None = 
         messages.append(message)
 
     scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(),
-             "root_path": "", "query_string": b"", "scheme": "http", "http_version": "1.1",
+             "root_path": root_path, "query_string": b"", "scheme": "http",
+             "http_version": "1.1", "extensions": extensions or {},
              "server": ("127.0.0.1", 8501), "client": ("127.0.0.1", 5000),
              "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]}
     run_alone(app(scope, receive, send))
-    start = messages[0]
+    start = messages[0]  # a pathsend reply carries the file's path, not its bytes
     return (start["status"], {k.decode(): v.decode() for k, v in start["headers"]},
             b"".join(m.get("body", b"") for m in messages[1:]))
 
 
 def test_a_page_address_gets_index_html_with_the_script(patched, tmp_path):
     app = serve(tmp_path, {"index.html": INDEX})
-    for path in ("/attention", "/"):
-        status, headers, body = fetch(app, path)
+    plain_etag = fetch(app, "/")[1]["etag"]
+    for path, root in (("/attention", ""), ("/course/lesson", "/course")):  # baseUrlPath
+        status, headers, body = fetch(app, path, root_path=root)
         assert status == 200
         assert body == base_url.with_script(INDEX, base_url.base_script(PAGES))
         assert body.index(b"__streamlit") < body.index(b'<script type="module"')
         assert int(headers["content-length"]) == len(body) > len(INDEX)
         assert json.dumps(["attention", "lesson", "positional"]).encode() in body
+        assert headers["etag"] != plain_etag and headers["etag"].endswith('"')
+        assert "accept-ranges" not in headers
+
+
+def test_the_main_page_and_other_addresses_get_the_plain_file(patched, tmp_path):
+    """At the main page the client finds the server at once; under a base path named like
+    a page (``baseUrlPath = "lesson"``) the main page is ``/lesson/``, which must not be
+    taken for the Lesson page; an unknown address is left to Streamlit's probing."""
+    app = serve(tmp_path, {"index.html": INDEX})
+    for path, root in (("/", ""), ("/lesson", "/lesson"), ("/lesson/", "/lesson"),
+                       ("/course/notapage", ""), ("/course/attention", "")):
+        status, _, body = fetch(app, path, root_path=root)
+        assert status in (200, 307) and b"__streamlit" not in body, path  # 307: add the "/"
+        assert body == (INDEX if status == 200 else b""), path
+
+
+def test_a_range_or_a_server_extension_still_gets_the_whole_changed_file(patched, tmp_path):
+    app = serve(tmp_path, {"index.html": INDEX})
+    changed = base_url.with_script(INDEX, base_url.base_script(PAGES))
+    assert fetch(app, "/attention", headers={"Range": "bytes=0-9"})[:3:2] == (200, changed)
+    pathsend = {"http.response.pathsend": {}}  # a server that sends files by their path
+    assert fetch(app, "/attention", extensions=pathsend)[:3:2] == (200, changed)
+    status, _, body = fetch(app, "/", extensions=pathsend)
+    assert (status, body) == (200, b"")  # unchanged: Starlette sends the path, not bytes
 
 
 def test_everything_else_it_serves_is_left_alone(patched, tmp_path):
@@ -89,7 +108,7 @@ def test_everything_else_it_serves_is_left_alone(patched, tmp_path):
     app = serve(tmp_path, {"index.html": INDEX, "static/js/a.js": script,
                            "page.html": b'<p><script type="module"></script></p>'})
     assert fetch(app, "/static/js/a.js")[2] == script
-    _, headers, _ = fetch(app, "/attention", "HEAD")  # only GET: a HEAD is as Starlette's
+    _, headers, _ = fetch(app, "/attention", "HEAD")  # a HEAD is answered for the plain file
     assert int(headers["content-length"]) == len(INDEX)
     etag = fetch(app, "/")[1]["etag"]
     status, _, body = fetch(app, "/", headers={"If-None-Match": etag})
@@ -117,6 +136,24 @@ def test_an_html_reply_in_several_parts_is_joined_once():
     assert dict(sent[0]["headers"])[b"content-length"] == b"26"
 
 
+def test_a_held_reply_that_goes_on_otherwise_is_sent_as_it_was():
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    start = {"type": "http.response.start", "status": 200,
+             "headers": [(b"content-type", b"text/html"), (b"content-length", b"9")]}
+
+    async def reply():
+        on = base_url.inserting(send, b"<s/>")
+        await on(start)
+        await on({"type": "http.response.pathsend", "path": "/srv/index.html"})
+
+    run_alone(reply())
+    assert sent == [start, {"type": "http.response.pathsend", "path": "/srv/index.html"}]
+
+
 def base_at(browser, address: str, host: dict | None = None):
     """``window.__streamlit`` after the script ran in a page at ``address`` (a made-up host,
     answered inside the browser: nothing is fetched)."""
@@ -126,7 +163,10 @@ def base_at(browser, address: str, host: dict | None = None):
     try:
         context.route("**/*", lambda route: route.fulfill(body=html, content_type="text/html"))
         page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(address)
+        assert not errors, errors  # an odd address is caught, never thrown
         return page.evaluate("window.__streamlit === undefined ? null : window.__streamlit")
     finally:
         context.close()

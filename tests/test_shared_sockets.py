@@ -6,11 +6,11 @@ import asyncio
 import os
 import socket
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from gptviz.app.shared import sockets
+from tests.helpers import run_alone
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="sockets are not descriptors there")
 
@@ -50,8 +50,7 @@ def test_asyncio_leaves_nagle_on_for_such_a_listener():
         server.close()
         return result
 
-    with ThreadPoolExecutor(1) as pool:  # a loop of its own: a browser test may run one here
-        assert pool.submit(asyncio.run, main()).result() is False
+    assert run_alone(main()) is False
 
 
 def test_open_connections_and_those_accepted_later_get_it(fresh):

@@ -11,18 +11,21 @@ more round trips. Streamlit's client takes the server's address from
 setting could fix), but its own server serves ``index.html`` as a static file.
 
 ``serve_base_url(pages)`` has Streamlit's server put a short script (``base_script``) into
-that file as it sends it, before the app's code: at a page of this app, the script strips
-the page's name off the address and sets ``BACKEND_BASE_URL`` to the rest, unless a host has
-set it already. Only this app's page names are stripped, so an app served under a path
-prefix or behind a proxy keeps its prefix; at any other address nothing is set and the
-client probes as before. The router calls it on every run; it patches once per process
-(the first page served after a server starts is still the plain file). Nothing else the
-server sends is changed, and if Streamlit's files or server change shape, nothing is done.
+that file as it sends it, before the app's code, when the address it answers is one of this
+app's pages (its path below the server's own base path, ``server.baseUrlPath``, is a page's
+name): the script then drops that last part of the browser's address and sets
+``BACKEND_BASE_URL`` to the rest, unless a host has set it already. So an app under a base
+path, or behind a proxy that strips its prefix, keeps its prefix; at the main page and at any
+other address nothing is added and the client probes as before. The router calls it on every
+run; it patches once per process (the first page served after a server starts is still the
+plain file). Nothing else the server sends is changed. The changed file gets its own ETag, and
+is always sent whole (no byte ranges); a HEAD request is answered for the plain file.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import threading
 from collections.abc import Awaitable, Callable, Iterable
@@ -73,10 +76,12 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 def inserting(send: Send, script: bytes) -> Send:
     """An ASGI ``send`` that passes every message on, except that a 200 HTML reply is held
-    until its last part and sent with ``script`` in it (``with_script``) and its
-    Content-Length set to match."""
+    until its last part and sent with ``script`` in it (``with_script``), its Content-Length
+    set to match, its ETag marked as this version's and no byte ranges offered. A held reply
+    that goes on in any other way (a server extension's message) is let through unchanged."""
     held: dict[str, Any] = {}
     parts: list[bytes] = []
+    tag = hashlib.sha1(script).hexdigest()[:8].encode()
 
     async def send_on(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
@@ -91,20 +96,52 @@ def inserting(send: Send, script: bytes) -> Send:
                 return
             body = with_script(b"".join(parts), script)
             start = held.pop("start")
-            headers = [(k, v) for k, v in start.get("headers", [])
-                       if k.lower() != b"content-length"]
+            headers = [(k, tag_etag(v, tag) if k.lower() == b"etag" else v)
+                       for k, v in start.get("headers", [])
+                       if k.lower() not in (b"content-length", b"accept-ranges")]
             await send({**start, "headers": [*headers,
                                              (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
             return
+        elif "start" in held:  # not a body: send the reply as it was
+            await send(held.pop("start"))
+            for part in parts:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
         await send(message)
 
     return send_on
 
 
+def tag_etag(etag: bytes, tag: bytes) -> bytes:
+    """The ETag of the changed file: the plain file's with ``tag`` added inside the quotes.
+
+    >>> tag_etag(b'"abc"', b"v1"), tag_etag(b'W/"abc"', b"v1")
+    (b'"abc-v1"', b'W/"abc-v1"')
+    """
+    return etag[:-1] + b"-" + tag + b'"' if etag.endswith(b'"') else etag + b"-" + tag
+
+
+def page_name(scope: dict[str, Any]) -> str:
+    """The requested path below the server's base path, without its slashes: a page's name
+    when the browser asked for a page (``attention``), ``""`` at the main page.
+
+    >>> page_name({"path": "/course/attention/", "root_path": "/course"})
+    'attention'
+    >>> page_name({"path": "/attention", "root_path": ""}), page_name({"path": "/course"})
+    ('attention', 'course')
+    """
+    path, root = scope.get("path", ""), scope.get("root_path", "")
+    if root and path.startswith(root + "/"):
+        path = path[len(root):]
+    elif root and path == root:
+        path = ""
+    return path.strip("/")
+
+
 def serve_base_url(pages: Iterable[str]) -> bool:
-    """Have Streamlit's server send its ``index.html`` with ``base_script(pages)`` in it, the
-    first time only (True then; False after, or where Starlette cannot be imported)."""
+    """Have Streamlit's server send its ``index.html`` with ``base_script(pages)`` in it at
+    the address of one of ``pages``, the first time only (True then; False after, or where
+    Starlette cannot be imported)."""
     global _done
     with _lock:
         if _done:
@@ -114,13 +151,18 @@ def serve_base_url(pages: Iterable[str]) -> bool:
             from starlette.staticfiles import StaticFiles
         except ImportError:
             return False
-        script, original = base_script(pages), StaticFiles.__call__
+        names = {p for p in pages if p}
+        script, original = base_script(names), StaticFiles.__call__
         original = getattr(original, "__wrapped__", original)  # never wrapped twice
 
         @functools.wraps(original)
         async def __call__(self, scope, receive, send):  # noqa: N807 (the method it wraps)
             if type(self).__name__ == HANDLER and scope.get("type") == "http" \
-                    and scope.get("method") == "GET":
+                    and scope.get("method") == "GET" and page_name(scope) in names:
+                scope = {**scope, "headers": [(k, v) for k, v in scope.get("headers", [])
+                                              if k.lower() not in (b"range", b"if-range")],
+                         "extensions": {k: v for k, v in scope.get("extensions", {}).items()
+                                        if k != "http.response.pathsend"}}
                 send = inserting(send, script)
             await original(self, scope, receive, send)
 

@@ -44,23 +44,28 @@ def vector(values: Sequence[float], shown: int = 4, digits: int = 3) -> str:
 
 def addends(values: Sequence[float], digits: int = 3, most: int = 6) -> tuple[list[str], str]:
     """Terms and their total, written so that the terms as shown add up to the total as
-    shown: the total to ``digits`` decimals, each term to ``digits`` or, where rounded terms
-    would not add up (0.215 × 3 = 0.645 for a total of 0.646), to as many more as it takes,
-    up to ``most``.
+    shown: the total is the exact sum to ``digits`` decimals (halves rounded up, as a reader
+    rounds), each term to ``digits`` decimals or, where rounded terms would not add up
+    (0.215 × 3 = 0.645 for a total of 0.646), to as many more as it takes, up to ``most``. A
+    sum closer to a rounding boundary than ``most`` decimals can tell keeps ``most``.
 
     >>> addends([0.5, 0.25])
     (['0.500', '0.250'], '0.750')
     >>> addends([0.2153] * 3)
     (['0.2153', '0.2153', '0.2153'], '0.646')
+    >>> addends([0.1875, 0.375])  # exactly 0.5625: the reader's 0.563, and terms that give it
+    (['0.188', '0.375'], '0.563')
     """
-    total = num(sum(values), digits, sci=False)
-    for shown in range(digits, most + 1):
-        terms = [num(v, shown, sci=False) for v in values]
-        added = sum(Decimal(t) for t in terms).quantize(Decimal(1).scaleb(-digits),
-                                                        ROUND_HALF_UP)
-        if str(added) == total:
+    if not all(math.isfinite(v) for v in values):
+        return [num(v, digits, sci=False) for v in values], num(sum(values), digits, sci=False)
+    step = Decimal(1).scaleb(-digits)
+    shown = sum(Decimal(v) for v in values).quantize(step, ROUND_HALF_UP)  # Decimal(v): exact
+    shown = abs(shown) if shown == 0 else shown  # 0.000, never -0.000
+    for places in range(digits, max(digits, most) + 1):
+        terms = [num(v, places, sci=False) for v in values]
+        if sum(Decimal(t) for t in terms).quantize(step, ROUND_HALF_UP) == shown:
             break
-    return terms, total
+    return terms, f"{shown:.{digits}f}"
 
 
 def grouped(x: float, digits: int = 0) -> str:

@@ -10,7 +10,7 @@ more round trips. Streamlit's client takes the server's address from
 11378, for hosts that serve ``index.html`` themselves; 11537 names this 404 as what the
 setting could fix), but its own server serves ``index.html`` as a static file.
 
-``serve_base_url(pages)`` has Streamlit's server put a short script (``base_script``) into
+``serve_base_url(pages)`` has Streamlit's server put a short script (``SCRIPT``) into
 that file as it sends it, before the app's code, when the address it answers is one of this
 app's pages (its path below the server's own base path, ``server.baseUrlPath``, is a page's
 name): the script then drops that last part of the browser's address and sets
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -36,27 +35,11 @@ MARKER = b'<script type="module"'  # index.html's first module script: the app's
 _done = False
 _lock = threading.Lock()
 
-_SCRIPT = """<script>(function () {
-  try {
-    var pages = %s, host = window.__streamlit || {};
-    var path = location.pathname.replace(/\\/+$/, ""), cut = path.lastIndexOf("/");
-    if (host.BACKEND_BASE_URL || pages.indexOf(decodeURIComponent(path.slice(cut + 1))) < 0)
-      return;
-    window.__streamlit = Object.assign({}, host,
-      {BACKEND_BASE_URL: location.origin + path.slice(0, cut + 1)});
-  } catch (e) {}  /* an odd address: Streamlit probes for the server as before */
-})();</script>"""
-
-
-def base_script(pages: Iterable[str]) -> bytes:
-    """The script that sets the app's root address at a page's address, for the given page
-    names (``st.Page.url_path``; the main page's empty name is left out).
-
-    >>> b'["attention"]' in base_script(["", "attention"])
-    True
-    """
-    names = sorted({p for p in pages if p})
-    return (_SCRIPT % json.dumps(names).replace("<", "\\u003c")).encode()
+SCRIPT = b"""<script>(function () {
+  var host = window.__streamlit || {}, path = location.pathname.replace(/\\/+$/, "");
+  if (!host.BACKEND_BASE_URL) window.__streamlit = Object.assign({}, host,
+    {BACKEND_BASE_URL: location.origin + path.slice(0, path.lastIndexOf("/") + 1)});
+})();</script>"""  # sent only at a page's address: the address without the page's name
 
 
 def with_script(html: bytes, script: bytes) -> bytes:
@@ -139,7 +122,7 @@ def page_name(scope: dict[str, Any]) -> str:
 
 
 def serve_base_url(pages: Iterable[str]) -> bool:
-    """Have Streamlit's server send its ``index.html`` with ``base_script(pages)`` in it at
+    """Have Streamlit's server send its ``index.html`` with ``SCRIPT`` in it at
     the address of one of ``pages``, the first time only (True then; False after, or where
     Starlette cannot be imported)."""
     global _done
@@ -151,8 +134,8 @@ def serve_base_url(pages: Iterable[str]) -> bool:
             from starlette.staticfiles import StaticFiles
         except ImportError:
             return False
-        names = {p for p in pages if p}
-        script, original = base_script(names), StaticFiles.__call__
+        names = {p for p in pages if p}  # the main page's name is empty
+        original = StaticFiles.__call__
         original = getattr(original, "__wrapped__", original)  # never wrapped twice
 
         @functools.wraps(original)
@@ -163,7 +146,7 @@ def serve_base_url(pages: Iterable[str]) -> bool:
                                               if k.lower() not in (b"range", b"if-range")],
                          "extensions": {k: v for k, v in scope.get("extensions", {}).items()
                                         if k != "http.response.pathsend"}}
-                send = inserting(send, script)
+                send = inserting(send, SCRIPT)
             await original(self, scope, receive, send)
 
         StaticFiles.__call__ = __call__

@@ -6,6 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from gptviz.app.shared.base_url import serve_base_url
+from gptviz.app.shared.fonts import preloads
 from gptviz.app.shared.sockets import no_delay
 from gptviz.app.shared.validators import lean_validators
 
@@ -41,8 +42,9 @@ PAGES = {
               st.Page("app_pages/learning.py", title="Learning", icon=":material/insights:")],
 }
 # A page opened at its own address (/attention) connects without first probing for the app's
-# root, a 100 ms wait (see base_url.py); once per process.
-serve_base_url(p.url_path for group in PAGES.values() for p in group)
+# root, a 100 ms wait (see base_url.py), and every page asks for its fonts before it is
+# drawn (fonts.py); once per process.
+serve_base_url((p.url_path for group in PAGES.values() for p in group), preloads())
 page = st.navigation(PAGES)
 page_style()
 if st.session_state.get(PAGE) != page.url_path:  # arrived from another page (or first run)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from gptviz.app.shared import fonts
 from tests.helpers import (
     check_no_exception,
     eventually,
@@ -35,10 +36,41 @@ PAGES = {
 }
 
 
+FONTS_USED = """() => {
+    const file = url => url.split('/').pop().split('?')[0];
+    const key = (family, style, weight) => [family.replace(/["']/g, ''), style, weight].join('|');
+    const loaded = new Set([...document.fonts].filter(f => f.status === 'loaded')
+        .map(f => key(f.family, f.style, f.weight)));
+    const inUse = [];  // the files of the @font-face rules whose face has been loaded
+    for (const sheet of document.styleSheets) {
+        let rules; try { rules = sheet.cssRules; } catch (e) { continue; }
+        for (const r of rules) {
+            if (!(r instanceof CSSFontFaceRule)) continue;
+            const m = r.style.getPropertyValue('src').match(/url\\(["']?([^"')]+)/);
+            const s = r.style;
+            if (m && loaded.has(key(s.getPropertyValue('font-family'),
+                    s.getPropertyValue('font-style') || 'normal',
+                    s.getPropertyValue('font-weight') || 'normal'))) inUse.push(file(m[1]));
+        }
+    }
+    return {loaded: inUse, fetched: performance.getEntriesByType('resource')
+        .filter(e => /\\.woff2$/.test(file(e.name))).map(e => [file(e.name), e.initiatorType])};
+}"""  # fonts in use, and each font file fetched with what asked for it ("link": a preload)
+
+
 @pytest.mark.parametrize("path", list(PAGES))
 def test_every_page_loads(page, app_url, path):
     visit(page, f"{app_url}/{path}", name=f"page-{path or 'home'}")
+    if not page.locator(f'link[rel="preload"][href*="{fonts.ICONS}"]').count():
+        visit(page, f"{app_url}/{path}")  # the server's first page is sent before the router ran
     assert page.get_by_text(PAGES[path]).first.is_visible()
+    # Every font the page drew with was asked for from its head, and each is in use.
+    used = page.evaluate(FONTS_USED)
+    preloaded = {fonts.media_file(stem) for stem in fonts.FONTS[path]}
+    assert None not in preloaded  # every stem names a font file of this Streamlit
+    assert not {name for name, how in used["fetched"] if how == "css"}, used["fetched"]
+    assert preloaded <= {name for name, how in used["fetched"] if how == "link"}
+    assert not preloaded - set(used["loaded"]), "preloaded, never used"
 
 
 def test_every_registered_page_is_covered(page, app_url):

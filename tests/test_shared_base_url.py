@@ -92,6 +92,26 @@ def test_the_main_page_and_other_addresses_get_the_plain_file(patched, tmp_path)
         assert body == (INDEX if status == 200 else b""), path
 
 
+def test_a_pages_head_goes_in_before_the_script_at_the_main_page_too(monkeypatch, tmp_path):
+    """``heads`` (the fonts each page asks for early) go into the page named, the main page
+    included; a page without one gets the script alone, an empty one changes nothing."""
+    plain = getattr(StaticFiles.__call__, "__wrapped__", StaticFiles.__call__)
+    monkeypatch.setattr(StaticFiles, "__call__", plain)
+    monkeypatch.setattr(base_url, "_done", False)
+    heads = {"": b"<link main>", "attention": b"<link a>", "positional": b""}
+    assert base_url.serve_base_url(PAGES, heads) is True
+    app = serve(tmp_path, {"index.html": INDEX})
+    expected = {"/": b"<link main>", "/attention": b"<link a>" + base_url.SCRIPT,
+                "/lesson": base_url.SCRIPT, "/positional": base_url.SCRIPT}
+    for path, head in expected.items():
+        status, headers, body = fetch(app, path)
+        assert (status, body) == (200, base_url.with_script(INDEX, head)), path
+        assert int(headers["content-length"]) == len(body)
+    assert fetch(app, "/notapage")[2] == INDEX
+    status, _, body = fetch(app, "/lesson/", root_path="/lesson")  # the main page, base path
+    assert (status, body) == (200, base_url.with_script(INDEX, b"<link main>"))
+
+
 def test_a_range_or_a_server_extension_still_gets_the_whole_changed_file(patched, tmp_path):
     app = serve(tmp_path, {"index.html": INDEX})
     changed = base_url.with_script(INDEX, base_url.SCRIPT)

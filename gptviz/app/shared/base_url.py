@@ -16,7 +16,9 @@ app's pages (its path below the server's own base path, ``server.baseUrlPath``, 
 name): the script then drops that last part of the browser's address and sets
 ``BACKEND_BASE_URL`` to the rest, unless a host has set it already. So an app under a base
 path, or behind a proxy that strips its prefix, keeps its prefix; at the main page and at any
-other address nothing is added and the client probes as before. The router calls it on every
+other address no script is added and the client probes as before. The same insertion also
+carries what a page's head should ask for early (``heads``: the fonts its first view draws
+with, ``fonts.py``), at the main page too. The router calls it on every
 run; it patches once per process (the first page served after a server starts is still the
 plain file). Nothing else the server sends is changed. The changed file gets its own ETag, and
 is always sent whole (no byte ranges); a HEAD request is answered for the plain file.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 HANDLER = "_StreamlitStaticFiles"  # the class of Streamlit's own static file handler (1.67)
@@ -121,10 +123,11 @@ def page_name(scope: dict[str, Any]) -> str:
     return path.strip("/")
 
 
-def serve_base_url(pages: Iterable[str]) -> bool:
+def serve_base_url(pages: Iterable[str], heads: Mapping[str, bytes] | None = None) -> bool:
     """Have Streamlit's server send its ``index.html`` with ``SCRIPT`` in it at
-    the address of one of ``pages``, the first time only (True then; False after, or where
-    Starlette cannot be imported)."""
+    the address of one of ``pages``, and with ``heads[name]`` before that at the address of
+    page ``name`` (``""``: the main page; ``fonts.preloads()``), the first time only (True
+    then; False after, or where Starlette cannot be imported)."""
     global _done
     with _lock:
         if _done:
@@ -135,18 +138,20 @@ def serve_base_url(pages: Iterable[str]) -> bool:
         except ImportError:
             return False
         names = {p for p in pages if p}  # the main page's name is empty
+        heads = dict(heads or {})
         original = StaticFiles.__call__
         original = getattr(original, "__wrapped__", original)  # never wrapped twice
 
         @functools.wraps(original)
         async def __call__(self, scope, receive, send):  # noqa: N807 (the method it wraps)
+            name = page_name(scope)
             if type(self).__name__ == HANDLER and scope.get("type") == "http" \
-                    and scope.get("method") == "GET" and page_name(scope) in names:
+                    and scope.get("method") == "GET" and (name in names or heads.get(name)):
                 scope = {**scope, "headers": [(k, v) for k, v in scope.get("headers", [])
                                               if k.lower() not in (b"range", b"if-range")],
                          "extensions": {k: v for k, v in scope.get("extensions", {}).items()
                                         if k != "http.response.pathsend"}}
-                send = inserting(send, SCRIPT)
+                send = inserting(send, heads.get(name, b"") + (SCRIPT if name in names else b""))
             await original(self, scope, receive, send)
 
         StaticFiles.__call__ = __call__

@@ -6,8 +6,13 @@ const DT = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array,
             i2: Int16Array, u2: Uint16Array, i4: Int32Array, u4: Uint32Array};
 function grid(v) {  // a matrix: plotly's {dtype, bdata, shape} or nested lists
   if (v && v.bdata !== undefined) {
-    const bin = atob(v.bdata), bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    let bytes;
+    if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(v.bdata);  // no string between
+    else {
+      const bin = atob(v.bdata);
+      bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    }
     const flat = new DT[v.dtype](bytes.buffer);
     const shape = String(v.shape ?? flat.length).split(",").map(Number);
     return shape.length > 1 ? {flat, rows: shape[0], cols: shape[1]}
@@ -37,17 +42,16 @@ function scaleOf(s, reverse) {
     .map(([t, c]) => [Number(t), rgb(c)]);
   return reverse ? stops.map(([t, c]) => [1 - t, c]).reverse() : stops;
 }
-function colour(stops, f) {
+function colourInto(stops, f, out, at) {  // the colour at f in [0, 1]: out[at..at+2]
   if (!(f >= 0)) f = 0; else if (f > 1) f = 1;
-  for (let k = 1; k < stops.length; k++) {
-    const [t1, c1] = stops[k];
-    if (f <= t1 || k === stops.length - 1) {
-      const [t0, c0] = stops[k - 1], u = t1 > t0 ? (f - t0) / (t1 - t0) : 0;
-      return c0.map((x, n) => Math.round(x + (c1[n] - x) * u));
-    }
-  }
-  return stops[0][1];
+  if (stops.length < 2) { for (let n = 0; n < 3; n++) out[at + n] = stops[0][1][n]; return; }
+  let k = 1;
+  while (k < stops.length - 1 && f > stops[k][0]) k++;
+  const t0 = stops[k - 1][0], c0 = stops[k - 1][1], t1 = stops[k][0], c1 = stops[k][1];
+  const u = t1 > t0 ? (f - t0) / (t1 - t0) : 0;
+  for (let n = 0; n < 3; n++) out[at + n] = Math.round(c0[n] + (c1[n] - c0[n]) * u);
 }
+function colour(stops, f) { const c = [0, 0, 0]; colourInto(stops, f, c, 0); return c; }
 function niceTicks(lo, hi, most) {
   if (!(hi > lo)) return [lo];
   const raw = (hi - lo) / Math.max(1, most), p = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -108,12 +112,12 @@ function prepare(fig) {  // parse once: traces with their matrices, colours and 
   }
   for (const tr of traces) {  // one image per trace, a pixel per cell; NaN is transparent
     const {flat, rows, cols} = tr.z, img = new ImageData(Math.max(cols, 1), Math.max(rows, 1));
-    const span = tr.hi - tr.lo || 1;
+    const span = tr.hi - tr.lo || 1, px = img.data;  // written in place: no array per cell
     for (let k = 0; k < rows * cols; k++) {
       const v = flat[k];
       if (!Number.isFinite(v)) continue;
-      const c = colour(tr.cs, (v - tr.lo) / span);
-      img.data.set([c[0], c[1], c[2], 255], 4 * k);
+      colourInto(tr.cs, (v - tr.lo) / span, px, 4 * k);
+      px[4 * k + 3] = 255;
     }
     tr.bitmap = document.createElement("canvas");
     tr.bitmap.width = img.width; tr.bitmap.height = img.height;

@@ -65,6 +65,7 @@ def test_every_page_loads(page, app_url, path):
         visit(page, f"{app_url}/{path}")  # the server's first page is sent before the router ran
     assert page.get_by_text(PAGES[path]).first.is_visible()
     # Every font the page drew with was asked for from its head, and each is in use.
+    page.wait_for_function("document.fonts.status === 'loaded'")  # none still on its way
     used = page.evaluate(FONTS_USED)
     preloaded = {fonts.media_file(stem) for stem in fonts.FONTS[path]}
     assert None not in preloaded  # every stem names a font file of this Streamlit
@@ -81,6 +82,7 @@ def test_every_registered_page_is_covered(page, app_url):
              for i in range(links.count())}
     expected = {p or app_url.rsplit("/", 1)[-1] for p in PAGES}
     assert hrefs == expected
+    assert fonts.FONTS.keys() == PAGES.keys()  # each page names its fonts, and no other
 
 
 def test_tokenizers_page_reacts(page, app_url):

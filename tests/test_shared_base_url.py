@@ -112,6 +112,30 @@ def test_a_pages_head_goes_in_before_the_script_at_the_main_page_too(monkeypatch
     assert (status, body) == (200, base_url.with_script(INDEX, b"<link main>"))
 
 
+def test_a_browser_revalidates_the_changed_file_and_never_keeps_the_plain_one(monkeypatch,
+                                                                            tmp_path):
+    """The changed main page is "not modified" only for its own ETag; a browser that cached
+    the plain file (before this app, or the first page a server sent) is sent the changed
+    one. (At a page's address Streamlit always sends the file whole: it is not a file.)"""
+    plain_call = getattr(StaticFiles.__call__, "__wrapped__", StaticFiles.__call__)
+    monkeypatch.setattr(StaticFiles, "__call__", plain_call)
+    monkeypatch.setattr(base_url, "_done", False)
+    base_url.serve_base_url(PAGES, {"": b"<link main>"})
+    app = serve(tmp_path, {"index.html": INDEX})
+    _, plain, _ = fetch(app, "/notapage")
+    for path, head in (("/", b"<link main>"), ("/attention", base_url.SCRIPT)):
+        changed = base_url.with_script(INDEX, head)
+        _, headers, body = fetch(app, path)
+        assert body == changed and headers["etag"] != plain["etag"]
+        for old in ({"If-None-Match": plain["etag"]},
+                    {"If-Modified-Since": plain["last-modified"]},
+                    {"If-None-Match": f'W/{plain["etag"]}, {headers["etag"]}x'}):
+            assert fetch(app, path, headers=old)[:3:2] == (200, changed), (path, old)
+    etag = fetch(app, "/")[1]["etag"]
+    status, again, body = fetch(app, "/", headers={"If-None-Match": etag})
+    assert (status, body, again["etag"]) == (304, b"", etag)
+
+
 def test_a_range_or_a_server_extension_still_gets_the_whole_changed_file(patched, tmp_path):
     app = serve(tmp_path, {"index.html": INDEX})
     changed = base_url.with_script(INDEX, base_url.SCRIPT)

@@ -37,5 +37,6 @@ def test_every_page_has_its_fonts_and_the_icons():
     heads = fonts.preloads()
     assert heads.keys() == fonts.FONTS.keys()
     for page, head in heads.items():
-        assert head.count(b"<link") == len(set(fonts.FONTS[page])), page
+        assert len(set(fonts.FONTS[page])) == len(fonts.FONTS[page]), page  # none twice
+        assert head.count(b"<link") == len(fonts.FONTS[page]), page
         assert fonts.ICONS.encode() in head, page

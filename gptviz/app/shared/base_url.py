@@ -20,8 +20,9 @@ other address no script is added and the client probes as before. The same inser
 carries what a page's head should ask for early (``heads``: the fonts its first view draws
 with, ``fonts.py``), at the main page too. The router calls it on every
 run; it patches once per process (the first page served after a server starts is still the
-plain file). Nothing else the server sends is changed. The changed file gets its own ETag, and
-is always sent whole (no byte ranges); a HEAD request is answered for the plain file.
+plain file). Nothing else the server sends is changed. The changed file gets its own ETag, is
+revalidated against it (a browser holding the plain file gets the changed one) and is
+always sent whole (no byte ranges); a HEAD request is answered for the plain file.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def inserting(send: Send, script: bytes) -> Send:
     that goes on in any other way (a server extension's message) is let through unchanged."""
     held: dict[str, Any] = {}
     parts: list[bytes] = []
-    tag = hashlib.sha1(script).hexdigest()[:8].encode()
+    tag = version(script)
 
     async def send_on(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
@@ -75,6 +76,10 @@ def inserting(send: Send, script: bytes) -> Send:
                     b"text/html"):
                 held["start"] = message
                 return
+            if message.get("status") == 304:  # "not modified": still the changed version
+                message = {**message, "headers": [
+                    (k, tag_etag(v, tag) if k.lower() == b"etag" else v)
+                    for k, v in message.get("headers", [])]}
         elif message["type"] == "http.response.body" and "start" in held:
             parts.append(message.get("body", b""))
             if message.get("more_body"):
@@ -95,6 +100,35 @@ def inserting(send: Send, script: bytes) -> Send:
         await send(message)
 
     return send_on
+
+
+def version(script: bytes) -> bytes:
+    """The mark of a file changed by ``script`` in its ETag (``tag_etag``)."""
+    return hashlib.sha1(script).hexdigest()[:8].encode()
+
+
+def revalidation(headers: list[tuple[bytes, bytes]], tag: bytes) -> list[tuple[bytes, bytes]]:
+    """A request's headers as the static handler should see them when the file it sends will
+    be changed (marked ``tag``): no byte ranges; an ``If-None-Match`` keeps only the changed
+    version's ETags, given back as the plain file's, so that an unchanged file is answered
+    "not modified"; a browser holding the plain file (cached before, or sent before the
+    router ran) gets the changed one in full, so ``If-Modified-Since`` goes too.
+
+    >>> revalidation([(b"if-none-match", b'"a-t1", "b"'), (b"range", b"bytes=0-9")], b"t1")
+    [(b'if-none-match', b'"a"')]
+    >>> revalidation([(b"if-none-match", b'"a"'), (b"if-modified-since", b"Mon")], b"t1")
+    []
+    """
+    out = []
+    for k, v in headers:
+        name = k.lower()
+        if name == b"if-none-match":
+            mine = [e.strip() for e in v.split(b",") if e.strip().endswith(b"-" + tag + b'"')]
+            if mine:
+                out.append((k, b", ".join(e[:-len(tag) - 2] + b'"' for e in mine)))
+        elif name not in (b"range", b"if-range", b"if-modified-since"):
+            out.append((k, v))
+    return out
 
 
 def tag_etag(etag: bytes, tag: bytes) -> bytes:
@@ -145,13 +179,14 @@ def serve_base_url(pages: Iterable[str], heads: Mapping[str, bytes] | None = Non
         @functools.wraps(original)
         async def __call__(self, scope, receive, send):  # noqa: N807 (the method it wraps)
             name = page_name(scope)
-            if type(self).__name__ == HANDLER and scope.get("type") == "http" \
-                    and scope.get("method") == "GET" and (name in names or heads.get(name)):
-                scope = {**scope, "headers": [(k, v) for k, v in scope.get("headers", [])
-                                              if k.lower() not in (b"range", b"if-range")],
+            insert = heads.get(name, b"") + (SCRIPT if name in names else b"")
+            if insert and type(self).__name__ == HANDLER and scope.get("type") == "http" \
+                    and scope.get("method") == "GET":
+                scope = {**scope, "headers": revalidation(scope.get("headers", []),
+                                                          version(insert)),
                          "extensions": {k: v for k, v in scope.get("extensions", {}).items()
                                         if k != "http.response.pathsend"}}
-                send = inserting(send, heads.get(name, b"") + (SCRIPT if name in names else b""))
+                send = inserting(send, insert)
             await original(self, scope, receive, send)
 
         StaticFiles.__call__ = __call__

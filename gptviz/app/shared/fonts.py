@@ -65,6 +65,7 @@ def preload(stems: tuple[str, ...]) -> bytes:
                    'type="font/woff2" crossorigin>' for f in files).encode()
 
 
+@functools.cache
 def preloads() -> dict[str, bytes]:
     """What each page's head gets (``base_url.serve_base_url``'s ``heads``)."""
     return {page: preload(stems) for page, stems in FONTS.items()}

@@ -6,7 +6,8 @@ font (375 kB, the sidebar's icons), its italic and monospace faces, and KaTeX's 
 are ``font-display: block`` (a formula's text is invisible until its font has come). When
 each arrived, the text that uses it was laid out and painted again. Asked for from the
 page's head instead, as Streamlit asks for its upright text face, they arrive while the
-app's code loads, before the first layout (``benchmarks/pages.py``, BENCHMARKS.md).
+app's code loads, before the page is laid out (measured with ``benchmarks/pages.py``:
+BENCHMARKS.md, "stop 33").
 
 ``FONTS`` names each page's faces by the stem of Streamlit's file (``KaTeX_Size2-Regular``
 for ``static/media/KaTeX_Size2-Regular.<hash>.woff2``): those its first view uses with the

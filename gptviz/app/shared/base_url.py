@@ -60,14 +60,19 @@ def with_script(html: bytes, script: bytes) -> bytes:
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def inserting(send: Send, script: bytes) -> Send:
+def inserting(send: Send, script: bytes, tag: bytes | None = None) -> Send:
     """An ASGI ``send`` that passes every message on, except that a 200 HTML reply is held
     until its last part and sent with ``script`` in it (``with_script``), its Content-Length
-    set to match, its ETag marked as this version's and no byte ranges offered. A held reply
-    that goes on in any other way (a server extension's message) is let through unchanged."""
+    set to match, its ETag marked ``tag`` (``version(script)``) and no byte ranges offered;
+    a 304 keeps the marked ETag. A held reply that goes on in any other way (a server
+    extension's message) is let through unchanged."""
     held: dict[str, Any] = {}
     parts: list[bytes] = []
-    tag = version(script)
+    tag = tag or version(script)
+
+    def marked(start: dict[str, Any], drop: tuple[bytes, ...] = ()) -> list:
+        return [(k, tag_etag(v, tag) if k.lower() == b"etag" else v)
+                for k, v in start.get("headers", []) if k.lower() not in drop]
 
     async def send_on(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
@@ -77,18 +82,14 @@ def inserting(send: Send, script: bytes) -> Send:
                 held["start"] = message
                 return
             if message.get("status") == 304:  # "not modified": still the changed version
-                message = {**message, "headers": [
-                    (k, tag_etag(v, tag) if k.lower() == b"etag" else v)
-                    for k, v in message.get("headers", [])]}
+                message = {**message, "headers": marked(message)}
         elif message["type"] == "http.response.body" and "start" in held:
             parts.append(message.get("body", b""))
             if message.get("more_body"):
                 return
             body = with_script(b"".join(parts), script)
             start = held.pop("start")
-            headers = [(k, tag_etag(v, tag) if k.lower() == b"etag" else v)
-                       for k, v in start.get("headers", [])
-                       if k.lower() not in (b"content-length", b"accept-ranges")]
+            headers = marked(start, drop=(b"content-length", b"accept-ranges"))
             await send({**start, "headers": [*headers,
                                              (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
@@ -173,20 +174,24 @@ def serve_base_url(pages: Iterable[str], heads: Mapping[str, bytes] | None = Non
             return False
         names = {p for p in pages if p}  # the main page's name is empty
         heads = dict(heads or {})
+        inserts = {}  # page name -> (what its index.html gets, the mark of that version)
+        for name in names | heads.keys():
+            insert = heads.get(name, b"") + (SCRIPT if name in names else b"")
+            if insert:
+                inserts[name] = (insert, version(insert))
         original = StaticFiles.__call__
         original = getattr(original, "__wrapped__", original)  # never wrapped twice
 
         @functools.wraps(original)
         async def __call__(self, scope, receive, send):  # noqa: N807 (the method it wraps)
-            name = page_name(scope)
-            insert = heads.get(name, b"") + (SCRIPT if name in names else b"")
-            if insert and type(self).__name__ == HANDLER and scope.get("type") == "http" \
+            found = inserts.get(page_name(scope))
+            if found and type(self).__name__ == HANDLER and scope.get("type") == "http" \
                     and scope.get("method") == "GET":
-                scope = {**scope, "headers": revalidation(scope.get("headers", []),
-                                                          version(insert)),
+                insert, tag = found
+                scope = {**scope, "headers": revalidation(scope.get("headers", []), tag),
                          "extensions": {k: v for k, v in scope.get("extensions", {}).items()
                                         if k != "http.response.pathsend"}}
-                send = inserting(send, insert)
+                send = inserting(send, insert, tag)
             await original(self, scope, receive, send)
 
         StaticFiles.__call__ = __call__

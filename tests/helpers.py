@@ -147,6 +147,40 @@ def svg_charts(at: AppTest) -> dict[str, list[dict]]:
     return charts
 
 
+class ChoiceBox:
+    """A ``choice.choose`` box of a page read back, with what the tests used of AppTest's
+    select box: ``.value`` (the index shown), ``.options`` (their labels), ``.set_value(i)``
+    (the reader picks option ``i``; then rerun)."""
+
+    def __init__(self, at: AppTest, key: str) -> None:
+        from gptviz.app.shared.choice import NAME
+
+        self.at, self.key = at, key
+        found = [e for e in at._tree if e.type == "bidi_component"
+                 and e.proto.component_name == NAME and e.proto.id.endswith(f"-{key}")]
+        if not found:
+            raise KeyError(f"no choice box {key!r} on the page")
+        self.data = json.loads(found[0].proto.json)
+
+    @property
+    def value(self) -> int:
+        return self.data["index"]
+
+    @property
+    def options(self) -> list[str]:
+        return self.data["options"]
+
+    def set_value(self, index: int) -> AppTest:
+        self.at.session_state[self.key] = {"pick": {"index": index,
+                                                    "stamp": self.data["stamp"]}}
+        return self.at
+
+
+def choice_box(at: AppTest, key: str) -> ChoiceBox:
+    """The ``choice.choose`` box keyed ``key`` on the page (``ChoiceBox``)."""
+    return ChoiceBox(at, key)
+
+
 class Table(NamedTuple):
     value: pd.DataFrame  # as st.dataframe's element gives it: ``tables(at)[0].value``
 

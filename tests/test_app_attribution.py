@@ -17,6 +17,7 @@ from tests.helpers import (
     app_test,
     array_of,
     checkpoint_uploader,
+    choice_box,
     figure,
     metric,
     rerun,
@@ -83,7 +84,7 @@ def test_both_views_on_every_model(model):
     at = run_page("block", model=model, view=DLA)
     ids, logits, cache = model_run(ckpt, at)
     last = len(ids) - 1
-    assert at.selectbox(key="dla_position").value == last
+    assert choice_box(at, "dla_position").value == last
     predicted = int(logits[last].argmax())
     assert at.selectbox(key="dla_token").value == predicted
     labels = check_sum(at, logits, last, predicted)
@@ -108,7 +109,7 @@ def test_another_position_token_and_grouping(model):
     at = run_page("block", model=model, view=DLA)
     ids, logits, _ = model_run(ckpt, at)
     first = waterfall(at)[1]
-    at.selectbox(key="dla_position").set_value(2)
+    choice_box(at, "dla_position").set_value(2)
     rerun(at)
     top = torch.argsort(logits[2], descending=True)[:10].tolist()
     assert at.selectbox(key="dla_token").value == top[0]  # position 2's own prediction

@@ -20,6 +20,7 @@ from gptviz.model.names import act_name
 from tests.helpers import (
     app_test,
     checkpoint_uploader,
+    choice_box,
     figure,
     figures,
     rerun,
@@ -73,9 +74,9 @@ def test_every_circuits_view_draws_on_every_model(model):
 @pytest.mark.parametrize("model", MODELS)
 def test_the_worked_score_adds_its_terms_to_the_models_score(model):
     at = run_page("attention", model=model, view="Circuits of a head", layer="1", head="2")
-    at.selectbox(key="qk_query").set_value(5)
+    choice_box(at, "qk_query").set_value(5)
     rerun(at)
-    at.selectbox(key="qk_key").set_value(2)
+    choice_box(at, "qk_key").set_value(2)
     rerun(at)
     tex = next(x.value for x in at.latex if "page's score" in x.value)
     assert r"\hat x_i W_Q\, b_K^\top" in tex  # the bundled models have biases
@@ -204,7 +205,7 @@ def test_a_two_token_prompt_gets_a_message_in_the_taxonomy():
 
 def test_the_worked_row_takes_m_over_the_unmasked_keys_and_the_index_note_shows_once():
     at = run_page("attention", model="mathematics-char", layer="1", head="3")
-    at.selectbox(key="query").set_value(4)
+    choice_box(at, "query").set_value(4)
     rerun(at)
     tex = next(x.value for x in at.latex if r"\mathrm{softmax}_j" in x.value)
     assert r"m = \max_{j \le 4} s_{4,j}" in tex and "unmasked keys only" in tex
@@ -228,16 +229,16 @@ def test_the_query_token_outlives_a_visit_to_another_view():
     """The All heads view's query token was set back to the last token after another view
     (Streamlit forgets an undrawn select box's state); it is kept while the prompt is."""
     at = show(run_page("attention", model=MODELS[0]), "All heads")
-    last = at.selectbox(key="query").value
-    at.selectbox(key="query").set_value(3)
+    last = choice_box(at, "query").value
+    choice_box(at, "query").set_value(3)
     rerun(at)
     show(at, "Summed heads")
     assert "query" not in at.session_state
     show(at, "All heads")
-    assert at.selectbox(key="query").value == 3 != last
+    assert choice_box(at, "query").value == 3 != last
     at.text_area(key=box_key("prompt")).set_value("a new prompt, another token")
     show(at, "All heads")
-    assert at.selectbox(key="query").value == len(at.selectbox(key="query").options) - 1
+    assert choice_box(at, "query").value == len(choice_box(at, "query").options) - 1
 
 
 def test_the_query_tokens_top_keys_are_keys_it_may_look_at():
@@ -245,7 +246,7 @@ def test_the_query_tokens_top_keys_are_keys_it_may_look_at():
     table named a future key, weight 0.0000 by the mask, among the five)."""
     at = show(run_page("attention", model=MODELS[0]), "All heads")
     for query in (0, 2):
-        at.selectbox(key="query").set_value(query)
+        choice_box(at, "query").set_value(query)
         rerun(at)
         top = next(t.value for t in tables(at) if list(t.value.columns) == ["key", "weight"])
         keys = [int(k.split(":")[0]) for k in top["key"]]

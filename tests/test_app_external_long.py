@@ -18,7 +18,7 @@ from gptviz.checkpoints import bundled_models, load_checkpoint
 from gptviz.data import read_corpus
 from gptviz.gpt2_weights import save_hf_gpt2
 from gptviz.model import GPT, GPTConfig
-from tests.helpers import app_test, figures, metric, rerun, texts
+from tests.helpers import app_test, choice_box, figures, metric, rerun, texts
 
 NAME = "long-gpt2"
 N_CTX = 1024
@@ -59,9 +59,9 @@ def test_the_pages_read_the_last_page_tokens_of_a_long_prompt_and_say_so(ckpt):
             f"the first {cut:,} are cut") in note
     assert f"could read {N_CTX:,} (its context window)" in note
     assert f"{(N_CTX / PAGE_TOKENS) ** 2:.0f} times the memory" in note
-    positions = at.selectbox(key="position")
+    positions = choice_box(at, "position")
     assert len(positions.options) == PAGE_TOKENS  # what the page reads: the last 128 tokens
-    assert positions.format_func(0) == f"0: {token_label(tokens[cut])}"
+    assert positions.options[0] == f"0: {token_label(tokens[cut])}"
 
 
 def test_bundled_models_never_meet_the_prompt_cap():

@@ -16,6 +16,7 @@ from tests.helpers import (
     MODEL_PAGE_VIEWS,
     app_test,
     checkpoint_uploader,
+    choice_box,
     figure,
     figures,
     rerun,
@@ -115,7 +116,7 @@ def test_logit_lens_last_row_is_the_models_prediction():
 def test_embeddings_token_choice_and_projection():
     at = run_page("embeddings")
     first = texts(at, "latex")
-    at.selectbox(key="position").set_value(0)
+    choice_box(at, "position").set_value(0)
     rerun(at)
     assert texts(at, "latex") != first and "A_{" in texts(at, "latex")
     at.session_state["view"] = "The vocabulary (PCA)"
@@ -255,15 +256,15 @@ def test_a_new_prompt_brings_the_chosen_token_back_to_its_last():
     """A review found the query box still reading "22: ." after the prompt became "x": the
     choice made on the old prompt was dropped, not set, and the box kept the old label."""
     at = run_page("attention")
-    box = at.selectbox(key="query")
+    box = choice_box(at, "query")
     assert box.value == len(box.options) - 1  # the last token by default
     box.set_value(3)
     rerun(at)
-    assert at.selectbox(key="query").value == 3  # a choice on the same prompt stays
+    assert choice_box(at, "query").value == 3  # a choice on the same prompt stays
     for text, n in (("x", 1), ("a longer prompt than one token", None)):
         at.text_area(key=box_key("prompt")).input(text)
         rerun(at)
-        box = at.selectbox(key="query")
+        box = choice_box(at, "query")
         last = len(box.options) - 1
         assert box.value == last and (n is None or len(box.options) == n)
         assert rf"\text{{query }} i = {last}\ " in texts(at, "latex")  # the row worked out

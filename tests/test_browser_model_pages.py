@@ -112,18 +112,25 @@ def test_a_table_is_drawn_when_its_expander_opens(page, app_url):
 
 
 def test_a_new_prompt_shows_the_token_the_page_uses(from_home, app_url):
-    """The query box read "22: ." after the prompt became "x" (the page used position 0)."""
+    """The query box read "22: ." after the prompt became "x" (the page used position 0).
+    The box is the browser's own select (``choice``): a pick reruns the page on it."""
     page = from_home
     visit(page, f"{app_url}/attention")
-    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Query token")
-    shown = 'e => [...e.querySelectorAll("input")].map(i => i.value).join()'
+    box = page.get_by_role("combobox", name="Query token (a row of W_attn)")
+    shown = "s => s.options[s.selectedIndex].text"
     assert box.evaluate(shown).startswith("22: ")
+    box.select_option(index=5)
+    wait_for_app(page)
+    page.get_by_text("(position 5) looks most").wait_for(timeout=60_000)
+    assert box.evaluate(shown).startswith("5: ")
     prompt = page.get_by_role("textbox", name="Prompt")
     prompt.fill("x")
     prompt.press("Control+Enter")
     wait_for_app(page)
     assert eventually(lambda: box.evaluate(shown) == "0: x"), box.evaluate(shown)
+    assert box.evaluate("s => s.options.length") == 1
     check_no_exception(page, "attention with a one-token prompt")
+    screenshot(page, "model-attention-query-box")
 
 
 @pytest.mark.parametrize("path", ["/attention", "/block"])

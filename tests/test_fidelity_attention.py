@@ -25,7 +25,7 @@ from tests.fidelity_read import (
     table,
     worked_row,
 )
-from tests.helpers import rerun
+from tests.helpers import choice_box, rerun
 
 MODELS = sorted(bundled_models())
 pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
@@ -67,7 +67,7 @@ def overview_at(at, ckpt, ids, chk):
     layer, head = chosen(at)
     g = forward(ckpt, ids).layers[layer]
     P, S = g["pattern"][0, head], g["scores"][0, head]
-    i = int(at.selectbox(key="query").value)
+    i = int(choice_box(at, "query").value)
     top = torch.argsort(-P[i], stable=True)[:5]
     df = table(at, "key", "weight")
     chk.equal(f"L{layer} H{head}: top keys", [int(k.split(":")[0]) for k in df["key"]],

@@ -26,7 +26,7 @@ from tests.fidelity_read import (
     underset_values,
     vectors,
 )
-from tests.helpers import metric, rerun
+from tests.helpers import choice_box, metric, rerun
 
 MODELS = sorted(bundled_models())
 pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
@@ -191,7 +191,7 @@ def attribution(at, ckpt, ids, chk):
     """Direct logit attribution: with the final LayerNorm's σ frozen, each writer c of the
     residual stream adds ((c − mean c) ⊙ λ/σ) · W_U[:, t]; the LN bias adds b_f · W_U[:, t]."""
     f, W, c = forward(ckpt, ids), weights(ckpt), ckpt.config
-    pos, token = int(at.selectbox(key="dla_position").value), int(at.selectbox(
+    pos, token = int(choice_box(at, "dla_position").value), int(at.selectbox(
         key="dla_token").value)
     x = f.layers[-1]["out"][0, pos]
     sigma = torch.sqrt(x.var(unbiased=False) + EPS)

@@ -16,6 +16,7 @@ from typing import Any
 import streamlit as st
 
 from gptviz.app.shared.chips import prompt_chips_html, token_label
+from gptviz.app.shared.choice import choose
 from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, set_linked_text
 from gptviz.checkpoints import Checkpoint
@@ -217,15 +218,13 @@ def fresh_choice(key: str, options: Sequence[Any], default: Any, made_on: Hashab
 
 def position_input(prompt: Prompt, label: str = "Token", key: str = "position",
                    default_last: bool = True, container=st, upto: int | None = None) -> int:
-    """A position of the (cropped) prompt, shown as 'i: token'; not in the URL. Positions
-    run to ``upto`` (default: the last token).
+    """A position of the (cropped) prompt, shown as 'i: token' in a ``choice`` box; not in
+    the URL. Positions run to ``upto`` (default: the last token).
 
     A new prompt brings back the default (its last token, or its first): the choice made on
-    another prompt named another token. The choice is set from code, not dropped, so that
-    the box shows the token the page uses (a dropped choice left the old label on screen).
+    another prompt named another token. The box always shows the token the page uses.
     """
     labels = prompt.labels
-    options = list(range(len(labels) if upto is None else upto + 1))
-    fresh_choice(key, options, options[-1] if default_last else options[0], prompt.ids)
-    return container.selectbox(label, options, format_func=lambda i: f"{i}: {labels[i]}",
-                               key=key)
+    n = len(labels) if upto is None else upto + 1
+    return choose(label, [f"{i}: {labels[i]}" for i in range(n)], n - 1 if default_last else 0,
+                  key, made_on=prompt.ids, container=container)

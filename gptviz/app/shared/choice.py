@@ -1,0 +1,130 @@
+"""One choice among many labelled options, as the browser's own ``<select>``.
+
+The pages ask for a token position in many places ("Query token", "Token to follow", …).
+``st.selectbox`` drew them first; on a page load its code is 14 JavaScript files fetched and
+run when the box first shows, and its box is ~150 React components that Streamlit draws
+again at every update of the page. On the Attention page with a 128-token prompt the box
+arrives last, after the head grid, so its files were fetched after everything else
+had arrived, and the page settled ~0.1 s later than without it (BENCHMARKS.md, stop 34).
+This box is a ``st.components.v2`` component (the machinery the page's heatmaps already
+load): a native ``<select>`` with its label, keyboard friendly (arrows, type-ahead by
+"12: …"), styled from the theme's variables; nothing is loaded from the network.
+
+Python holds the choice. The box shows the index it is given and, when the reader picks
+another, sends ``{"index": i, "stamp": s}``, ``s`` being the stamp of what it was chosen
+among. A pick made on other options (another prompt) is set aside for the default, as
+``inputs.fresh_choice`` does for a select box; a choice outlives a run that did not draw its
+box (another view was open) while the options stay the same.
+In AppTest a pick is ``at.session_state[key] = {"pick": {"index": i, "stamp": s}}``
+(``tests.helpers.choice_box`` does it).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import streamlit as st
+
+NAME = "gptviz.choice"
+_HTML = ('<label class="gv-choice"><span class="gv-choice-label"></span>'
+         '<span class="gv-choice-box"><select></select><svg viewBox="0 0 24 24" '
+         'aria-hidden="true"><path d="M7.4 8.6 12 13.2l4.6-4.6L18 10l-6 6-6-6z"/></svg>'
+         '</span></label>')  # the chevron: Material "expand_more"
+_CSS = """
+.gv-choice{display:flex;flex-direction:column;font-family:var(--st-font);
+color:var(--st-text-color)}
+.gv-choice-label{font-size:.875rem;line-height:1.6;min-height:1.5rem;margin-bottom:.25rem;
+display:flex;align-items:center}
+.gv-choice-box{position:relative;display:block}
+.gv-choice select{appearance:none;-webkit-appearance:none;width:100%;height:2.5rem;
+font:inherit;font-size:1rem;line-height:1.6;color:inherit;cursor:pointer;
+padding:0 2.25rem 0 .75rem;border-radius:var(--st-base-radius,.5rem);
+border:1px solid var(--st-secondary-background-color);
+background:var(--st-secondary-background-color);text-overflow:ellipsis}
+.gv-choice select:hover{border-color:var(--st-primary-color)}
+.gv-choice select:focus-visible{outline:none;border-color:var(--st-primary-color)}
+.gv-choice svg{position:absolute;right:.6rem;top:50%;width:1.25rem;height:1.25rem;
+transform:translateY(-50%);fill:currentColor;pointer-events:none;opacity:.7}
+"""
+# The options are rebuilt only when they change; the shown option is always Python's.
+_JS = """
+export default function(component) {
+  const { parentElement, setStateValue, data } = component;
+  const select = parentElement.querySelector("select");
+  parentElement.querySelector(".gv-choice-label").textContent = data.label;
+  const options = data.options.join("\\u0000");
+  if (select.gvOptions !== options) {
+    select.gvOptions = options;
+    select.replaceChildren(...data.options.map((text, i) => new Option(text, String(i))));
+  }
+  select.value = String(data.index);
+  select.onchange = () => setStateValue("pick", {index: Number(select.value),
+                                                 stamp: data.stamp});
+}
+"""
+
+
+@functools.cache
+def _component() -> Callable[..., Any]:
+    return st.components.v2.component(NAME, html=_HTML, css=_CSS, js=_JS,
+                                      isolate_styles=False)
+
+
+def stamp(made_on: Hashable) -> str:
+    """A short name for what a choice is made among (``made_on``: a prompt's ids).
+
+    >>> stamp((1, 2)) == stamp((1, 2)) != stamp((1, 2, 3))
+    True
+    """
+    return hashlib.sha1(repr(made_on).encode()).hexdigest()[:16]
+
+
+def chosen(pick: Any, kept: Any, here: str, n: int, default: int) -> int:
+    """The index to show: the reader's ``pick`` if it was made on what the options stand
+    for now (stamp ``here``) and is one of the ``n``, else the choice ``kept`` from an
+    earlier run on them (if one of the ``n``), else ``default``.
+
+    >>> chosen({"index": 2, "stamp": "a"}, None, "a", 5, 4)
+    2
+    >>> chosen({"index": 2, "stamp": "b"}, None, "a", 5, 4)  # picked on another prompt
+    4
+    >>> chosen(None, ("a", 1), "a", 5, 4), chosen({"index": 9, "stamp": "a"}, None, "a", 5, 4)
+    (1, 4)
+    """
+    for stamped in (pick, kept):
+        if isinstance(stamped, dict):
+            stamped = (stamped.get("stamp"), stamped.get("index"))
+        if isinstance(stamped, tuple | list) and len(stamped) == 2 and stamped[0] == here \
+                and isinstance(stamped[1], int) and 0 <= stamped[1] < n:
+            return stamped[1]
+    return default
+
+
+def choose(label: str, options: Sequence[str], default: int, key: str, made_on: Hashable,
+           container=st) -> int:
+    """Draw the box ``key`` in ``container``; return the index of the option chosen.
+
+    ``made_on`` names what the options stand for (a prompt's ids): a new one brings back
+    ``default``; so does a choice no longer among the options (fewer of them). In a script
+    run without a browser the box is never touched:
+
+    >>> choose("Token", ["0: a", "1: b"], 1, "doctest-choice", made_on=(5, 6))
+    1
+    """
+    state = st.session_state
+    here, kept_key = stamp(made_on), f"{key}@kept"
+    drawn = state.get(key) if key in state else None
+    pick = drawn.get("pick") if hasattr(drawn, "get") else None
+    index = chosen(pick, state.get(kept_key), here, len(options), default)
+    state[kept_key] = (here, index)
+    data = {"label": label, "options": list(options), "index": index, "stamp": here}
+    if container is st:
+        _component()(key=key, data=data, default={"pick": None}, on_pick_change=lambda: None)
+    else:
+        with container:
+            _component()(key=key, data=data, default={"pick": None},
+                         on_pick_change=lambda: None)
+    return index

@@ -181,6 +181,20 @@ def choice_box(at: AppTest, key: str) -> ChoiceBox:
     return ChoiceBox(at, key)
 
 
+def downloads(at: AppTest) -> list[dict]:
+    """Every download button on the page, in page order: ``{"label"}`` and, for a
+    button that carries its file (``download.download_text``), ``"name"`` and ``"text"``."""
+    from gptviz.app.shared.download import NAME
+
+    out = []
+    for e in at._tree:
+        if e.type == "download_button":
+            out.append({"label": e.proto.label})
+        elif e.type == "bidi_component" and e.proto.component_name == NAME:
+            out.append(json.loads(e.proto.json))
+    return out
+
+
 class Table(NamedTuple):
     value: pd.DataFrame  # as st.dataframe's element gives it: ``tables(at)[0].value``
 

@@ -18,6 +18,7 @@ from tests.helpers import (
     array_of,
     checkpoint_uploader,
     choice_box,
+    downloads,
     figure,
     metric,
     rerun,
@@ -93,13 +94,13 @@ def test_both_views_on_every_model(model):
     assert sum(" H" in lb for lb in labels) == c.n_layer * c.n_head
     assert FREEZING in texts(at, "markdown") and at.latex
     assert not texts(at, "error")
-    assert len(at.get("download_button")) >= len(at.dataframe)
+    assert len(downloads(at)) >= len(at.dataframe)
 
     show(at, COMMIT)
     strip = array_of(figure(at, "commitment")["data"][0]["z"])[0]
     assert strip.astype(int).tolist() == loop_commitment(ckpt.model, cache, len(ids))
     table = at.dataframe[0].value
-    assert len(table) == len(ids) and len(at.get("download_button")) >= 1
+    assert len(table) == len(ids) and len(downloads(at)) >= 1
     assert "commitment layer" in texts(at, "markdown")
 
 

@@ -21,6 +21,7 @@ from tests.helpers import (
     app_test,
     checkpoint_uploader,
     choice_box,
+    downloads,
     figure,
     figures,
     rerun,
@@ -64,7 +65,7 @@ def test_every_circuits_view_draws_on_every_model(model):
         show(at, view)
         assert figures(at) and at.latex or view == "Head taxonomy", view
         assert not texts(at, "error"), (view, texts(at, "error"))
-        assert len(at.get("download_button")) >= len(at.dataframe), view
+        assert len(downloads(at)) >= len(at.dataframe), view
     show(at, "Circuits of a head")
     assert "the four terms give the page's scores" in texts(at, "success")
     titles = [f["layout"]["title"]["text"] for f in (figure(at, "W_QK"), figure(at, "W_OV"))]

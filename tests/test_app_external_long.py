@@ -18,7 +18,7 @@ from gptviz.checkpoints import bundled_models, load_checkpoint
 from gptviz.data import read_corpus
 from gptviz.gpt2_weights import save_hf_gpt2
 from gptviz.model import GPT, GPTConfig
-from tests.helpers import app_test, choice_box, figures, metric, rerun, texts
+from tests.helpers import app_test, choice_box, downloads, figures, metric, rerun, texts
 
 NAME = "long-gpt2"
 N_CTX = 1024
@@ -108,7 +108,7 @@ def test_a_big_model_gets_short_windows_and_a_short_gradient_check(ckpt, monkeyp
 
 def test_the_positional_table_is_written_only_when_asked(ckpt):
     at = _page("positional", view="This model's positions")
-    assert not at.get("download_button")  # the table's expander is closed: nothing drawn
+    assert not at.get("download_button") and not downloads(at)  # expander closed: none drawn
     at.session_state["table-model"] = True
     button = rerun(at).download_button(key="csv-positions-model.csv")
     assert button.proto.deferred_file_id and not button.proto.url

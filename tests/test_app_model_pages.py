@@ -17,6 +17,7 @@ from tests.helpers import (
     app_test,
     checkpoint_uploader,
     choice_box,
+    downloads,
     figure,
     figures,
     rerun,
@@ -42,7 +43,7 @@ def test_every_view_of_every_page_runs_on_every_model(model):
             at.session_state["view"] = view
             rerun(at)
             assert figures(at) or at.latex, f"{page} / {view} drew nothing"
-            tables, csvs = len(at.dataframe), len(at.get("download_button"))
+            tables, csvs = len(at.dataframe), len(downloads(at))
             assert csvs >= tables, f"{page} / {view}: {tables} tables, {csvs} CSV buttons"
 
 

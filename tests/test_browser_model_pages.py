@@ -9,6 +9,8 @@ tests/helpers.py).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.helpers import (
@@ -107,7 +109,11 @@ def test_a_table_is_drawn_when_its_expander_opens(page, app_url):
     check_no_exception(page, "attention / pattern table")
     canvas = box.get_by_test_id("stDataFrame").locator("canvas").first  # the data grid
     assert eventually(lambda: (canvas.bounding_box() or {}).get("height", 0) > 100)
-    assert box.get_by_role("button", name="Download CSV").is_visible()
+    with page.expect_download(timeout=30_000) as saved:  # the file the button carries
+        box.get_by_role("button", name="Download CSV").click()
+    assert saved.value.suggested_filename == "pattern-L1-H2.csv"
+    rows = Path(saved.value.path()).read_text(encoding="utf-8").splitlines()
+    assert rows[0].startswith("query \\ key,0: ") and len(rows) == 24  # header, 23 tokens
     screenshot(page, "model-attention-pattern-table")
 
 

@@ -31,6 +31,7 @@ from gptviz.model.layers import gelu
 from tests.helpers import (
     app_test,
     checkpoint_uploader,
+    downloads,
     figures,
     metric,
     rerun,
@@ -240,7 +241,7 @@ def test_order_view_numbers_are_the_models(monkeypatch):
     at.button(key="order_reshuffle").click()
     rerun(at)
     assert at.number_input(key="order_seed").value == seed + 1 and texts(at, "latex") != before
-    assert at.get("download_button")
+    assert downloads(at)
 
 
 @needs_models

@@ -16,6 +16,7 @@ import streamlit as st
 
 from gptviz.app.shared import heatcanvas, svgbox
 from gptviz.app.shared.chips import visible
+from gptviz.app.shared.download import download_text
 from gptviz.app.shared.formula_fit import fit_formulas
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.prefetch import prefetch_charts
@@ -181,8 +182,8 @@ def plain_table(df: pd.DataFrame, container=st, *, height: int | None = None) ->
 
 
 def csv_download(df: pd.DataFrame, filename: str, label: str = "Download CSV") -> None:
-    st.download_button(label, df.to_csv(index=False).encode("utf-8"), file_name=filename,
-                       mime="text/csv", icon=":material/download:", key=f"csv-{filename}")
+    """A button that saves the table as ``filename`` (``download.download_text``)."""
+    download_text(label, df.to_csv(index=False), filename, key=f"csv-{filename}")
 
 
 def chart(fig: go.Figure | SvgChart, key: str | None = None, container=st) -> None:

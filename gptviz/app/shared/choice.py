@@ -1,11 +1,12 @@
 """One choice among many labelled options, as the browser's own ``<select>``.
 
 The pages ask for a token position in many places ("Query token", "Token to follow", …).
-``st.selectbox`` drew them first; on a page load its code is 14 JavaScript files fetched and
-run when the box first shows, and its box is ~150 React components that Streamlit draws
-again at every update of the page. On the Attention page with a 128-token prompt the box
-arrives last, after the head grid, so its files were fetched after everything else
-had arrived, and the page settled ~0.1 s later than without it (BENCHMARKS.md, stop 34).
+``st.selectbox`` drew them first; on a page load its code is 14 JavaScript files, fetched
+and run when the first box shows, and its box is a deep tree of React components that
+Streamlit draws again whenever the page updates. On the Attention page with a 128-token
+prompt the box arrives after the head grid, so its files were fetched after everything else
+had arrived: without the box the page settled 0.05–0.08 s sooner (A/B runs of 8–12 loads,
+BENCHMARKS.md, stop 34).
 This box is a ``st.components.v2`` component (the machinery the page's heatmaps already
 load): a native ``<select>`` with its label, keyboard friendly (arrows, type-ahead by
 "12: …"), styled from the theme's variables; nothing is loaded from the network.

@@ -86,7 +86,7 @@ class Run:
                 text = _text_of(kind, element)
             elif kind == "plotly_chart":
                 text = element.spec
-            elif kind == "bidi_component":  # a canvas heatmap's figure, a button's label
+            elif kind == "bidi_component":  # a heatmap, a CSV file, a choice
                 text = element.json
             elif kind == "metric":
                 text = f"{element.label}: {element.body} ({element.delta})"

@@ -157,7 +157,7 @@ class ChoiceBox:
 
         self.at, self.key = at, key
         found = [e for e in at._tree if e.type == "bidi_component"
-                 and e.proto.component_name == NAME and e.proto.id.endswith(f"-{key}")]
+                 and e.proto.component_name == NAME and e.proto.id.split("-", 2)[2:] == [key]]
         if not found:
             raise KeyError(f"no choice box {key!r} on the page")
         self.data = json.loads(found[0].proto.json)
@@ -171,9 +171,13 @@ class ChoiceBox:
         return self.data["options"]
 
     def set_value(self, index: int) -> AppTest:
-        self.at.session_state[self.key] = {"pick": {"index": index,
-                                                    "stamp": self.data["stamp"]}}
+        """As the browser sends a pick: each one numbered anew."""
+        ChoiceBox.picks += 1
+        self.at.session_state[self.key] = {"pick": {"index": index, "stamp": self.data["stamp"],
+                                                    "n": ChoiceBox.picks}}
         return self.at
+
+    picks = 0
 
 
 def choice_box(at: AppTest, key: str) -> ChoiceBox:

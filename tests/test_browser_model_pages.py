@@ -129,6 +129,12 @@ def test_a_new_prompt_shows_the_token_the_page_uses(from_home, app_url):
     wait_for_app(page)
     page.get_by_text("(position 5) looks most").wait_for(timeout=60_000)
     assert box.evaluate(shown).startswith("5: ")
+    box.focus()
+    for _ in range(3):  # arrow keys on the closed box: one pick, sent when the keys stop
+        box.press("ArrowDown")
+    page.get_by_text("(position 8) looks most").wait_for(timeout=60_000)
+    wait_for_app(page)
+    assert box.evaluate(shown).startswith("8: ")
     prompt = page.get_by_role("textbox", name="Prompt")
     prompt.fill("x")
     prompt.press("Control+Enter")

@@ -89,7 +89,29 @@ def test_the_native_box_keeps_a_pick_across_a_view_and_drops_one_made_on_other_o
     at.session_state["n"] = 3
     at.run()
     assert _box(at).value == 2  # out of range among fewer options: the default of the new
-    stale = {"pick": {"index": 1, "stamp": "not this prompt"}}
+    stale = {"pick": {"index": 1, "stamp": "not this prompt", "n": -1}}
     at.session_state["box"] = stale
     at.run()
     assert _box(at).value == 2 == at.session_state["got"]
+
+
+def test_a_used_pick_never_comes_back():
+    """A review found the browser's last pick, still in the box's state, taking over again:
+    when the options grew back to hold it, and when its prompt came back (A, B, A)."""
+    at = AppTest.from_function(_native, default_timeout=30).run()
+    _box(at).set_value(4).run()
+    at.session_state["n"] = 3
+    at.run()
+    assert _box(at).value == 2  # out of range: the default
+    at.session_state["n"] = 6
+    at.run()
+    assert _box(at).value == 2  # stays there, as a select box did
+    _box(at).set_value(1).run()
+    at.session_state["prompt"] = "b"
+    at.run()
+    assert _box(at).value == 5
+    at.session_state["prompt"] = "a"
+    at.run()
+    assert _box(at).value == 5 == at.session_state["got"]  # a new prompt: the default
+    _box(at).set_value(1).run()
+    assert _box(at).value == 1  # the same option picked again is a new pick

@@ -12,11 +12,13 @@ load): a native ``<select>`` with its label, keyboard friendly (arrows, type-ahe
 "12: …"), styled from the theme's variables; nothing is loaded from the network.
 
 Python holds the choice. The box shows the index it is given and, when the reader picks
-another, sends ``{"index": i, "stamp": s}``, ``s`` being the stamp of what it was chosen
-among. A pick made on other options (another prompt) is set aside for the default, as
-``inputs.fresh_choice`` does for a select box; a choice outlives a run that did not draw its
-box (another view was open) while the options stay the same.
-In AppTest a pick is ``at.session_state[key] = {"pick": {"index": i, "stamp": s}}``
+another, sends ``{"index": i, "stamp": s, "n": …}``: ``s`` names what the options stood for
+(the prompt), ``n`` makes each pick a new one. Python uses a pick once, in the run it
+starts, and from then on keeps the choice itself, as ``inputs.fresh_choice`` does for a
+select box: a new prompt brings back the default; so does a choice no longer among the
+options, which then stays at the default when they grow again; a choice outlives a run that
+did not draw its box (another view was open) while the prompt stays the same.
+In AppTest a pick is ``at.session_state[key] = {"pick": {"index": i, "stamp": s, "n": k}}``
 (``tests.helpers.choice_box`` does it).
 """
 
@@ -30,6 +32,7 @@ from typing import Any
 import streamlit as st
 
 NAME = "gptviz.choice"
+KEY_MS = 400  # quiet after the last arrow key or typed character before a pick is sent
 _HTML = ('<label class="gv-choice"><span class="gv-choice-label"></span>'
          '<span class="gv-choice-box"><select></select><svg viewBox="0 0 24 24" '
          'aria-hidden="true"><path d="M7.4 8.6 12 13.2l4.6-4.6L18 10l-6 6-6-6z"/></svg>'
@@ -50,7 +53,12 @@ background:var(--st-secondary-background-color);text-overflow:ellipsis}
 .gv-choice svg{position:absolute;right:.6rem;top:50%;width:1.25rem;height:1.25rem;
 transform:translateY(-50%);fill:currentColor;pointer-events:none;opacity:.7}
 """
-# The options are rebuilt only when they change; the shown option is always Python's.
+# The options are rebuilt only when they change; the shown option is Python's, except while a
+# pick made with the keyboard waits to be sent (a closed select fires "change" at every arrow
+# key and typed character: each would rerun the page, and a rerun's answer arriving meanwhile
+# would move the box back). A pointer's pick is sent at once, a keyboard's after KEY_MS of
+# quiet, on Enter or when the box loses focus. Each pick carries its own number, so that
+# Python uses it once (``choose``).
 _JS = """
 export default function(component) {
   const { parentElement, setStateValue, data } = component;
@@ -61,11 +69,24 @@ export default function(component) {
     select.gvOptions = options;
     select.replaceChildren(...data.options.map((text, i) => new Option(text, String(i))));
   }
-  select.value = String(data.index);
-  select.onchange = () => setStateValue("pick", {index: Number(select.value),
-                                                 stamp: data.stamp});
+  if (!select.gvTimer) select.value = String(data.index);
+  const send = () => {
+    clearTimeout(select.gvTimer);
+    select.gvTimer = null;
+    if (select.value === String(data.index)) return;  // back where it was: nothing to send
+    setStateValue("pick", {index: Number(select.value), stamp: data.stamp,
+                           n: (select.gvPicks = (select.gvPicks || 0) + 1) + ":" + Date.now()});
+  };
+  select.onkeydown = e => { select.gvKeys = true; if (e.key === "Enter") send(); };
+  select.onpointerdown = () => { select.gvKeys = false; };
+  select.onblur = () => { if (select.gvTimer) send(); };
+  select.onchange = () => {
+    if (!select.gvKeys) return send();
+    clearTimeout(select.gvTimer);
+    select.gvTimer = setTimeout(send, KEY_MS);
+  };
 }
-"""
+""".replace("KEY_MS", str(KEY_MS))
 
 
 @functools.cache
@@ -116,9 +137,13 @@ def choose(label: str, options: Sequence[str], default: int, key: str, made_on: 
     1
     """
     state = st.session_state
-    here, kept_key = stamp(made_on), f"{key}@kept"
+    here, kept_key, used_key = stamp(made_on), f"{key}@kept", f"{key}@used"
     drawn = state.get(key) if key in state else None
     pick = drawn.get("pick") if hasattr(drawn, "get") else None
+    if pick is not None and pick == state.get(used_key):
+        pick = None  # used in an earlier run: the kept choice stands (it may have moved since)
+    elif pick is not None:
+        state[used_key] = pick
     index = chosen(pick, state.get(kept_key), here, len(options), default)
     state[kept_key] = (here, index)
     data = {"label": label, "options": list(options), "index": index, "stamp": here}

@@ -13,7 +13,15 @@ import time
 import pytest
 
 from gptviz.checkpoints import load_checkpoint_zip
-from tests.helpers import CHART, MAIN, check_no_exception, screenshot, visit, wait_for_app
+from tests.helpers import (
+    CHART,
+    MAIN,
+    check_no_exception,
+    screenshot,
+    settle,
+    visit,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.browser
 TALL = {"width": 1400, "height": 3600}  # Streamlit scrolls inside the page: a tall viewport
@@ -80,8 +88,17 @@ def test_train_stop_download_then_explore_on_the_attention_page(page, app_url, t
     assert pill.locator("p").evaluate("p => p.scrollWidth <= p.clientWidth + 1")
     assert "(this session)" in pill.inner_text()
 
-    with page.expect_download() as info:
-        page.get_by_role("button", name="Download trained-mathematics-char").click()
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    settle(page)  # a rerun still arriving would replace the button's file
+    button = page.get_by_role("button", name="Download trained-mathematics-char")
+    try:
+        with page.expect_download(timeout=20_000) as info:
+            button.click()
+    except PlaywrightTimeout:  # the file of a button a late rerun replaced ("Deferred file
+        settle(page)           # … not found" in the server's log): the new one is there
+        with page.expect_download(timeout=30_000) as info:
+            button.click()
     zipped = tmp_path / "model.zip"
     info.value.save_as(zipped)
     ckpt = load_checkpoint_zip(zipped.read_bytes())

@@ -24,6 +24,7 @@ In AppTest a pick is ``at.session_state[key] = {"pick": {"index": i, "stamp": s,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 from collections.abc import Callable, Hashable, Sequence
@@ -138,7 +139,7 @@ def choose(label: str, options: Sequence[str], default: int, key: str, made_on: 
     """
     state = st.session_state
     here, kept_key, used_key = stamp(made_on), f"{key}@kept", f"{key}@used"
-    drawn = state.get(key) if key in state else None
+    drawn = state.get(key)  # the box's state from the browser, if it has been drawn
     pick = drawn.get("pick") if hasattr(drawn, "get") else None
     if pick is not None and pick == state.get(used_key):
         pick = None  # used in an earlier run: the kept choice stands (it may have moved since)
@@ -147,10 +148,6 @@ def choose(label: str, options: Sequence[str], default: int, key: str, made_on: 
     index = chosen(pick, state.get(kept_key), here, len(options), default)
     state[kept_key] = (here, index)
     data = {"label": label, "options": list(options), "index": index, "stamp": here}
-    if container is st:
+    with contextlib.nullcontext() if container is st else container:
         _component()(key=key, data=data, default={"pick": None}, on_pick_change=lambda: None)
-    else:
-        with container:
-            _component()(key=key, data=data, default={"pick": None},
-                         on_pick_change=lambda: None)
     return index

@@ -24,7 +24,14 @@ from gptviz.app.training import controls as training_ui
 from gptviz.checkpoints import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer
-from tests.helpers import app_test, checkpoint_uploader, rerun, text_blocks, texts
+from tests.helpers import (
+    app_test,
+    checkpoint_uploader,
+    choice_box,
+    rerun,
+    text_blocks,
+    texts,
+)
 
 if TYPE_CHECKING:
     from streamlit.testing.v1 import AppTest
@@ -46,11 +53,17 @@ def at():
             thread.join(10)
 
 
+CORPUS_LABELS = {"upload": "Upload a .txt file…", "sample": "sample (bundled)",
+                 "synthetic:induction": "synthetic — r|r: copy a random string of 6–14 letters"}
+
+
 def configure(at: AppTest, **changes) -> AppTest:
     for key, value in {**TINY, **changes}.items():
-        at.get_by_key(key).set_value(value)
-        if key == "tr_corpus":
-            at.run()  # the upload widget appears only once "upload" is chosen
+        if key == "tr_corpus":  # picked in the corpus box as a reader does
+            box = choice_box(at, "tr_corpus@box")
+            box.set_value(box.options.index(CORPUS_LABELS[value])).run()
+        else:
+            at.get_by_key(key).set_value(value)
     return rerun(at)
 
 
@@ -78,7 +91,10 @@ def test_the_page_shows_setup_data_and_loss_before_any_run(at):
 
 def test_a_preset_sets_the_widgets(at):
     at.button(key="tr_preset-induction heads").click().run()
-    assert at.selectbox(key="tr_corpus").value == "synthetic:induction"
+    box = choice_box(at, "tr_corpus@box")
+    assert box.options[box.value] == CORPUS_LABELS["synthetic:induction"]
+    assert at.session_state["tr_corpus"] == "synthetic:induction"
+    assert at.segmented_control(key="tr_positional").value == "learned"
     assert at.slider(key="tr_n_layer").value == 2
 
 
@@ -102,6 +118,8 @@ def test_stop_stops_and_keeps_the_model(at):
     configure(at, tr_steps=5000)
     at.button(key="tr_start").click().run()
     assert at.button(key="tr_start").disabled  # setup is locked while training
+    assert choice_box(at, "tr_corpus@box").data["disabled"]
+    assert at.segmented_control(key="tr_activation").disabled
     run_until(at, lambda a: "step " in " ".join(p.proto.text for p in a.get("progress")))
     at.button(key="tr_stop").click().run()
     run_until(at, lambda a: "Stopped after" in texts(a, "success"), timeout=15)

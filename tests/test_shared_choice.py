@@ -115,3 +115,61 @@ def test_a_used_pick_never_comes_back():
     assert _box(at).value == 5 == at.session_state["got"]  # a new prompt: the default
     _box(at).set_value(1).run()
     assert _box(at).value == 1  # the same option picked again is a new pick
+
+
+# ---- a box bound to a session-state value (``choice.select``), as Training's corpus ------
+
+def _bound() -> None:
+    import streamlit as st
+
+    from gptviz.app.shared.choice import select
+
+    def preset():
+        st.session_state["corpus"] = "c"
+
+    st.button("Preset", on_click=preset, key="preset")
+    options = st.session_state.get("options", ["a", "b", "c"])
+    if st.session_state.get("show", True):
+        st.session_state["got"] = select("Corpus", options, "corpus", format_func=str.upper,
+                                         disabled=st.session_state.get("locked", False))
+
+
+def _corpus_box(at: AppTest):
+    from tests.helpers import choice_box
+
+    return choice_box(at, "corpus@box")
+
+
+def test_a_bound_box_shows_the_value_and_a_pick_or_a_callback_sets_it():
+    at = AppTest.from_function(_bound, default_timeout=30).run()
+    box = _corpus_box(at)
+    assert (box.options, box.value, at.session_state["got"]) == (["A", "B", "C"], 0, "a")
+    box.set_value(1).run()
+    assert at.session_state["corpus"] == "b" == at.session_state["got"]
+    assert _corpus_box(at).value == 1
+    at.button(key="preset").click().run()
+    assert _corpus_box(at).value == 2 == ["a", "b", "c"].index(at.session_state["got"])
+    at.session_state["show"] = False
+    at.run()  # another page: the value stays, as persist_state="session" kept a widget's
+    at.session_state["show"] = True
+    at.run()
+    assert at.session_state["got"] == "c"
+
+
+def test_a_disabled_bound_box_ignores_picks_and_a_value_gone_falls_to_the_first():
+    at = AppTest.from_function(_bound, default_timeout=30).run()
+    at.session_state["locked"] = True
+    at.run()
+    box = _corpus_box(at)
+    assert box.data["disabled"]
+    box.set_value(2).run()
+    assert at.session_state["got"] == "a" and _corpus_box(at).value == 0
+    at.session_state["locked"] = False
+    at.run()
+    assert at.session_state["got"] == "a"  # the pick made while locked was used up
+    _corpus_box(at).set_value(1).run()
+    at.session_state["options"] = ["x", "a"]
+    at.run()
+    assert at.session_state["got"] == "x"  # "b" is no longer offered
+    _corpus_box(at).set_value(1).run()
+    assert at.session_state["got"] == "a"

@@ -18,6 +18,10 @@ starts, and from then on keeps the choice itself, as ``inputs.fresh_choice`` doe
 select box: a new prompt brings back the default; so does a choice no longer among the
 options, which then stays at the default when they grow again; a choice outlives a run that
 did not draw its box (another view was open) while the prompt stays the same.
+``select`` is the same box bound to a value in ``st.session_state`` (the Training page's
+corpus, which its presets set): a pick sets the value, and the box shows whatever the value
+is. It replaced that page's last select box: without its code the page settled ~0.15x of
+a bare page sooner (BENCHMARKS.md, stop 35).
 In AppTest a pick is ``at.session_state[key] = {"pick": {"index": i, "stamp": s, "n": k}}``
 (``tests.helpers.choice_box`` does it).
 """
@@ -28,10 +32,11 @@ import contextlib
 import functools
 import hashlib
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import streamlit as st
 
+T = TypeVar("T")
 NAME = "gptviz.choice"
 KEY_MS = 400  # quiet after the last arrow key or typed character before a pick is sent
 _HTML = ('<label class="gv-choice"><span class="gv-choice-label"></span>'
@@ -49,7 +54,8 @@ font:inherit;font-size:1rem;line-height:1.6;color:inherit;cursor:pointer;
 padding:0 2.25rem 0 .75rem;border-radius:var(--st-base-radius,.5rem);
 border:1px solid var(--st-secondary-background-color);
 background:var(--st-secondary-background-color);text-overflow:ellipsis}
-.gv-choice select:hover{border-color:var(--st-primary-color)}
+.gv-choice select:disabled{cursor:not-allowed;opacity:.45}
+.gv-choice select:enabled:hover{border-color:var(--st-primary-color)}
 .gv-choice select:focus-visible{outline:none;border-color:var(--st-primary-color)}
 .gv-choice svg{position:absolute;right:.6rem;top:50%;width:1.25rem;height:1.25rem;
 transform:translateY(-50%);fill:currentColor;pointer-events:none;opacity:.7}
@@ -70,6 +76,7 @@ export default function(component) {
     select.gvOptions = options;
     select.replaceChildren(...data.options.map((text, i) => new Option(text, String(i))));
   }
+  select.disabled = !!data.disabled;
   if (!select.gvTimer) select.value = String(data.index);
   const send = () => {
     clearTimeout(select.gvTimer);
@@ -126,6 +133,27 @@ def chosen(pick: Any, kept: Any, here: str, n: int, default: int) -> int:
     return default
 
 
+def _fresh_pick(box: str, here: str, n: int) -> int | None:
+    """The index the reader has just picked in the box ``box``, if the pick was made on what
+    the options stand for now (stamp ``here``) and is one of the ``n``; None when there is
+    no pick, or it was used in an earlier run (each is used once)."""
+    state = st.session_state
+    drawn = state.get(box)  # the box's state from the browser, if it has been drawn
+    pick = drawn.get("pick") if hasattr(drawn, "get") else None
+    if pick is None or pick == state.get(f"{box}@used"):
+        return None
+    state[f"{box}@used"] = pick
+    return chosen(pick, None, here, n, None)
+
+
+def _draw(box: str, label: str, shown: list[str], index: int, here: str, container,
+          disabled: bool = False) -> None:
+    data = {"label": label, "options": shown, "index": index, "stamp": here,
+            "disabled": disabled}
+    with contextlib.nullcontext() if container is st else container:
+        _component()(key=box, data=data, default={"pick": None}, on_pick_change=lambda: None)
+
+
 def choose(label: str, options: Sequence[str], default: int, key: str, made_on: Hashable,
            container=st) -> int:
     """Draw the box ``key`` in ``container``; return the index of the option chosen.
@@ -137,17 +165,31 @@ def choose(label: str, options: Sequence[str], default: int, key: str, made_on: 
     >>> choose("Token", ["0: a", "1: b"], 1, "doctest-choice", made_on=(5, 6))
     1
     """
-    state = st.session_state
-    here, kept_key, used_key = stamp(made_on), f"{key}@kept", f"{key}@used"
-    drawn = state.get(key)  # the box's state from the browser, if it has been drawn
-    pick = drawn.get("pick") if hasattr(drawn, "get") else None
-    if pick is not None and pick == state.get(used_key):
-        pick = None  # used in an earlier run: the kept choice stands (it may have moved since)
-    elif pick is not None:
-        state[used_key] = pick
-    index = chosen(pick, state.get(kept_key), here, len(options), default)
-    state[kept_key] = (here, index)
-    data = {"label": label, "options": list(options), "index": index, "stamp": here}
-    with contextlib.nullcontext() if container is st else container:
-        _component()(key=key, data=data, default={"pick": None}, on_pick_change=lambda: None)
+    here, kept_key = stamp(made_on), f"{key}@kept"
+    index = _fresh_pick(key, here, len(options))
+    if index is None:
+        index = chosen(None, st.session_state.get(kept_key), here, len(options), default)
+    st.session_state[kept_key] = (here, index)
+    _draw(key, label, list(options), index, here, container)
     return index
+
+
+def select(label: str, options: Sequence[T], key: str, format_func: Callable[[T], str] = str,
+           disabled: bool = False, container=st) -> T:
+    """A box whose value is ``st.session_state[key]``, one of ``options`` (the first when it
+    is none of them): a reader's pick sets it, and so may any code, e.g. a preset's
+    callback. The box itself is the component ``key + "@box"``. The value is kept while
+    other pages are open. A disabled box shows the value and takes no pick.
+
+    >>> select("Corpus", ["a", "b"], "doctest-select", format_func=str.upper)
+    'a'
+    """
+    state, box, here = st.session_state, f"{key}@box", stamp(tuple(options))
+    index = _fresh_pick(box, here, len(options))
+    if index is not None and not disabled:
+        state[key] = options[index]
+    if state.get(key) not in options:
+        state[key] = options[0]
+    _draw(box, label, [format_func(o) for o in options], list(options).index(state[key]),
+          here, container, disabled)
+    return state[key]

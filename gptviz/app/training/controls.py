@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import streamlit as st
 
+from gptviz.app.shared.choice import select
 from gptviz.app.shared.trainers import trainer_slots
 from gptviz.app.tokenizers.controls import _train_private, _train_shared
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
@@ -95,8 +96,8 @@ def _corpus(disabled: bool) -> tuple[str, str, str, bool] | None:
     """(display name, text, cache key, uploaded) or None with a message shown."""
     names = list(bundled_corpora())
     options = [*names, *(SYNTHETIC + t for t in TASKS), UPLOAD]
-    choice = st.selectbox(
-        "Corpus", options, **_kw("corpus", disabled),
+    choice = select(
+        "Corpus", options, K + "corpus", disabled=disabled,
         format_func=lambda o: ("Upload a .txt file…" if o == UPLOAD else
                                f"synthetic — {TASKS[o[len(SYNTHETIC):]]}" if o.startswith(
                                    SYNTHETIC) else f"{o} (bundled)"))
@@ -175,9 +176,10 @@ def _model_widgets(disabled: bool) -> None:
                      help="Must divide d_model: d_k = d_model / heads.")
     c2.select_slider("Context length N", [8, 16, 32, 64, 128, 256, 512, 1024],
                      **_kw("context_length", disabled))
-    c2.selectbox("Positional encoding", sorted(POSITIONALS, key=lambda p: p != "learned"),
-                 **_kw("positional", disabled))
-    c2.selectbox("Activation", list(ACTIVATIONS), **_kw("activation", disabled))
+    c2.segmented_control("Positional encoding", sorted(POSITIONALS, key=lambda p: p != "learned"),
+                         required=True, **_kw("positional", disabled))
+    c2.segmented_control("Activation", list(ACTIVATIONS), required=True,
+                         **_kw("activation", disabled))
     c3.number_input("Steps", 1, 100_000, step=100, **_kw("steps", disabled))
     c3.number_input("Batch size B", 1, 1024, **_kw("batch_size", disabled))
     c3.select_slider("Peak learning rate", LEARNING_RATES, **_kw("learning_rate", disabled),

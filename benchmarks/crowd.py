@@ -3,7 +3,8 @@
     python benchmarks/crowd.py --sessions 1 10 30 [--stagger 10] [--out crowd.json]
 
 Each student opens Home, Attention, Generation (5 × "Next token") and Tokenizers with a
-prompt of its own (typed into a page's box when the page does not show it already). First
+prompt of its own (typed into a page's box when the page does not show it already), and
+scrolls Attention down to the chosen head drawn large (``fold``: one more run). First
 every student walks alone, one after the other; then, for each N, a new ``streamlit run
 app.py`` (headless, loopback, torch threads as the app sets them) gets a warm-up walk
 (RSS "idle"), and N students start over ``--stagger`` seconds, each a websocket session
@@ -45,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import streamlit_client as sc  # noqa: E402
-from tests.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS, FOLD_IN_VIEW  # noqa: E402
 
 WALK = [("", "Home"), ("attention", "Attention"), ("generation", "Generation"),
         ("tokenizers", "Tokenizers")]
@@ -58,12 +59,13 @@ SETTLED = """([text, tex, tokens]) => {
     const main = $('[data-testid="stMain"]'), shown = main ? main.innerText : '';
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning'
         || $('[data-testid="stSkeleton"]') || !shown.includes(text) || (tex && !$('.katex'))
-        || (tokens !== null && !shown.includes(tokens + ' generated'))) return false;
+        || (tokens !== null && !shown.includes(tokens + ' generated'))
+        || FOLD_IN_VIEW) return false;
     return [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(
         chart => chart.querySelector('.main-svg'))
         && [...document.querySelectorAll('.gv-heat, .gv-svgbox')].every(c => c.dataset.drawn)
         && performance.now() - (window.gvClick || 0);
-}"""  # ms since the navigation (or the last click) once the page has settled
+}""".replace("FOLD_IN_VIEW", FOLD_IN_VIEW)  # ms since the navigation (or the last click), settled
 
 
 def prompts() -> list[str]:
@@ -119,6 +121,8 @@ async def walk(ws_url: str, prompt: str, timeout_s: float, deadline: float,
             run = w.add(name, await s.open(page, urlencode({key: prompt})))
             if go_on(run) and s.text_value(run, key) not in (None, prompt):
                 run = w.add(f"{name}, prompt typed", await s.type_text(run, key, prompt))
+            if go_on(run) and (down := await s.send_state(run, "fold", {"reached": True})):
+                run = w.add(f"{name}, scrolled down", down)  # the part below the fold
             for i in range(CLICKS if page == "generation" else 0):
                 if go_on(run):
                     run = w.add(f"Next token {i + 1}", await s.click(

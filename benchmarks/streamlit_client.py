@@ -148,6 +148,16 @@ class ProtocolSession:
                     return await self._rerun(run, self._fragment_of(run, element))
         raise LookupError(f"no {component} labelled {label!r} on page {run.page!r}")
 
+    async def send_state(self, run: Run, component: str, value: dict) -> Run | None:
+        """Set the state of the first ``component`` of ``run`` to ``value`` (as its script
+        in a browser does) and rerun; None when the page has no such component."""
+        for kind, element in run.elements.values():
+            if kind == "bidi_component" and element.component_name.endswith(component):
+                self.widgets[element.id] = WidgetState(id=element.id,
+                                                       json_value=json.dumps(value))
+                return await self._rerun(run, self._fragment_of(run, element))
+        return None
+
     def text_value(self, run: Run, key: str) -> str | None:
         """What the text box bound to ``?key=`` holds after ``run`` (None: no such box)."""
         box = _text_box(run, key)

@@ -71,14 +71,19 @@ MODEL_PAGE_VIEWS = {
 
 def app_test(page: str | None = None, *, timeout: float = 120, **query: str) -> AppTest:
     """An AppTest of ``app_pages/<page>.py`` (or of ``app.py``, the router whose default
-    page is Home, when ``page`` is None) with URL query params, not yet run.
+    page is Home, when ``page`` is None) with URL query params, not yet run; every fold
+    (``fold.below``) already reached, as if the reader had scrolled down.
 
     Example: ``app_test("attention", model="mathematics-char").run()``.
     """
     from streamlit.testing.v1 import AppTest
 
+    from gptviz.app.shared import fold
+
     script = ROOT / ("app.py" if page is None else f"app_pages/{page}.py")
     at = AppTest.from_file(str(script), default_timeout=timeout)
+    for name in fold.FOLDS:  # nothing scrolls here: every view is drawn whole
+        at.session_state[fold.reached_key(name)] = True
     for key, value in query.items():
         at.query_params[key] = value
     return at
@@ -359,9 +364,21 @@ def wait_for_app(page, timeout_ms: int = 60_000) -> None:
         """() => {
             const app = document.querySelector('[data-testid="stApp"]');
             return app && app.getAttribute('data-test-script-state') === 'notRunning'
-                && !document.querySelector('[data-testid="stSkeleton"]');
-        }""", timeout=timeout_ms)
+                && !document.querySelector('[data-testid="stSkeleton"]') && !(FOLD_IN_VIEW);
+        }""".replace("FOLD_IN_VIEW", FOLD_IN_VIEW), timeout=timeout_ms)
     page.wait_for_timeout(300)
+
+
+def unfold(page) -> None:
+    """Scroll to each fold's marker (``fold.below``), as a reader scrolling down, until the
+    view is drawn whole."""
+    for _ in range(5):
+        marker = page.locator(".gv-fold").first
+        if not marker.count():
+            return
+        marker.scroll_into_view_if_needed()
+        wait_for_app(page)
+    raise AssertionError("a fold's marker stayed after it was scrolled into view")
 
 
 def visit(page, url: str, name: str | None = None) -> None:
@@ -409,10 +426,14 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+# A fold's marker (``fold.below``) in view is about to be replaced by what it stands for.
+FOLD_IN_VIEW = """[...document.querySelectorAll('.gv-fold')].some(f =>
+    f.getBoundingClientRect().top < window.innerHeight)"""
 SETTLED = """(quietMs) => {
     const app = document.querySelector('[data-testid="stApp"]');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
     if (document.querySelector('[data-testid="stSkeleton"], [data-stale="true"]')) return false;
+    if (FOLD_IN_VIEW) return false;
     for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]'))
         if (!c.querySelector('.main-svg')) return false;
     for (const c of document.querySelectorAll('.gv-heat, .gv-svgbox'))
@@ -420,7 +441,8 @@ SETTLED = """(quietMs) => {
     const html = app.innerHTML;
     if (window.__gvLast !== html) { window.__gvLast = html; window.__gvSince = performance.now(); }
     return performance.now() - window.__gvSince >= quietMs;
-}"""  # script finished, nothing loading or stale, every chart drawn, quiet for quietMs
+}""".replace("FOLD_IN_VIEW", FOLD_IN_VIEW)
+# script finished, nothing loading or stale or about to be drawn, every chart drawn, quiet
 
 
 def settle(page, quiet_ms: int = 300, timeout_ms: int = 120_000, polling_ms: int = 50) -> None:

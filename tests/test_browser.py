@@ -15,6 +15,7 @@ from tests.helpers import (
     running_app,
     screenshot,
     settle,
+    unfold,
     visit,
     wait_for_app,
 )
@@ -64,6 +65,7 @@ def test_every_page_loads(page, app_url, path):
     if not page.locator(f'link[rel="preload"][href*="{fonts.ICONS}"]').count():
         visit(page, f"{app_url}/{path}")  # the server's first page is sent before the router ran
     assert page.get_by_text(PAGES[path]).first.is_visible()
+    unfold(page)  # the view whole: what a reader scrolling down will see next too
     # Every font the page drew with was asked for from its head, and each is in use.
     page.wait_for_function("document.fonts.status === 'loaded'")  # none still on its way
     used = page.evaluate(FONTS_USED)

@@ -135,3 +135,22 @@ def test_the_open_view_is_kept_across_a_visit_to_another_page(page, app_url):
     assert eventually(lambda: page.get_by_role("tab", selected=True).first.inner_text()
                       == "Gradient check")
     check_no_exception(page, "learning, back from attention and home")
+
+
+def test_sections_below_the_fold_are_drawn_when_scrolled_to(page, app_url):
+    """In a 1,000 px window the microscope's sections 2–4 wait below the fold (``fold``):
+    the page settles with section 1 and a marker; scrolling down draws the rest."""
+    visit(page, f"{app_url}/learning")
+    main = page.locator(MAIN)
+    assert eventually(lambda: main.get_by_text("1. The loss of one prediction").is_visible())
+    marker = main.locator(".gv-fold")
+    assert marker.count() == 1 and "one step of gradient descent" in marker.inner_text()
+    assert main.get_by_text("2. The gradient at the logits").count() == 0
+    page.mouse.move(800, 600)
+    for _ in range(4):  # a reader's mouse wheel, on Streamlit's scrolling main area
+        page.mouse.wheel(0, 200)
+    assert eventually(lambda: main.get_by_text("A small step").count() == 1)
+    assert main.locator(".gv-fold").count() == 0
+    assert main.get_by_text("equals autograd's ∂L/∂z on all").count() == 1
+    check_no_exception(page, "learning after scrolling to the fold")
+    screenshot(page, "learning-below-the-fold")

@@ -66,6 +66,25 @@ def test_attention_pills_redraw_the_head(page, app_url):
     screenshot(page, "model-attention-ablation-L1H0")
 
 
+def test_the_large_head_waits_below_the_fold_and_its_button_draws_it(page, app_url):
+    """In a 1,000 px window Attention settles with the grid and a marker below it
+    (``fold``); the marker's button draws the chosen head large, and later runs of the
+    session draw it at once."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    visit(page, f"{app_url}/attention?layer=1&head=2")
+    main = page.locator(MAIN)
+    drawn(page, "attention, first screen")
+    assert main.get_by_text("layer 1, head 2: W_attn").count() == 0
+    marker = main.locator(".gv-fold")
+    assert "layer 1, head 2 drawn large" in marker.inner_text()
+    marker.get_by_role("button", name="Draw it now").click()
+    drawn(page, "attention after the fold's button", text="layer 1, head 2: W_attn")
+    assert main.locator(".gv-fold").count() == 0
+    page.locator(".st-key-head button", has_text="0").click()
+    drawn(page, "attention, another head", text="layer 1, head 0: W_attn")
+    assert main.locator(".gv-fold").count() == 0
+
+
 def test_bad_url_and_long_prompt_get_messages(page, app_url):
     long = "The Steenrod problem asks which classes are images of manifolds. " * 30
     visit(page, f"{app_url}/attention?layer=99&head=abc&prompt={long}")

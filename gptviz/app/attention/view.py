@@ -11,6 +11,7 @@ from gptviz import attention_math as am
 from gptviz.app.attention import figures as va
 from gptviz.app.attention import flow, head_circuits, taxonomy
 from gptviz.app.attention import formulas as mp
+from gptviz.app.shared import fold
 from gptviz.app.shared.cache import ablation, activations, cached_figure, vocab_labels
 from gptviz.app.shared.heatmaps import fit_margins, thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
@@ -70,6 +71,16 @@ def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
     st.caption(f"All {c.n_layer * c.n_head} heads: layers down, heads across; row i of a "
                "thumbnail is how token i spreads its attention over tokens 0..i. The framed "
                "head is shown large below. Choose another with Layer and Head above.")
+    fold.below("attention", f"Next: layer {layer}, head {head} drawn large, with one of its "
+               "rows worked out (drawn as you scroll here).",
+               lambda: chosen_head(picked, prompt, cache, layer, head))
+
+
+def chosen_head(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
+                head: int) -> None:
+    """The overview's chosen head drawn large, its top keys for one query, that row worked
+    out, and the whole pattern as a table on demand."""
+    c, labels, key = picked.checkpoint.config, prompt.labels, (prompt.ids, layer, head)
     steps = am.head_tensors(cache, layer, head)
     left, right = st.columns([3, 2])
     large = cached_figure(picked, "attention-pattern", key, lambda: fit_margins(title_room(

@@ -20,6 +20,7 @@ from gptviz.app.learning import formulas as tex
 from gptviz.app.learning.controls import BIG_MODEL, median_position
 from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, step_section
+from gptviz.app.shared import fold
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.memory import then_give_back
 from gptviz.app.shared.picker import Picked
@@ -78,9 +79,13 @@ def microscope(picked: Picked, window: Window, position: int) -> None:
     m = page_microscope(picked, window, position)
     vocab = vocab_labels(picked)
     loss_section(picked, m, vocab)
-    logit_section(m, vocab)
-    backprop_section(picked, m)
-    step_section(picked, m, vocab)
+
+    def rest() -> None:
+        logit_section(m, vocab)
+        backprop_section(picked, m)
+        step_section(picked, m, vocab)
+    fold.below("learning", "Next: the gradient at the logits, back-propagation to every "
+               "parameter, and one step of gradient descent (drawn as you scroll here).", rest)
 
 
 def loss_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:

@@ -12,8 +12,9 @@ BENCHMARKS.md, "stop 33").
 ``FONTS`` names each page's faces by the stem of Streamlit's file (``KaTeX_Size2-Regular``
 for ``static/media/KaTeX_Size2-Regular.<hash>.woff2``): those its first view uses with the
 default model, no more (a preloaded font left unused is a wasted fetch and a console
-warning). ``tests/test_browser.py`` loads every page and checks both ways: no font is
-fetched that was not preloaded, and every preloaded one is in use.
+warning), counting what is drawn below a fold (``fold``) when the reader scrolls there.
+``tests/test_browser.py`` loads every page, scrolls it down, and checks both ways: no font
+is fetched that was not preloaded, and every preloaded one is in use.
 """
 
 from __future__ import annotations

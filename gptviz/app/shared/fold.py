@@ -1,0 +1,111 @@
+"""The part of a view below the fold, drawn once the reader scrolls near it.
+
+A page's script sends everything it draws at once, and Streamlit's browser client lays it
+all out before the page settles, seen or not. On the Learning page the microscope's
+sections 2–4 (two charts, seven formulas, a slider, a dozen metrics), and on Attention the
+chosen head drawn large with its row worked out, lie a screen or more below the top, yet
+they cost the fresh load 0.15–0.25× of a bare page (A/B runs, BENCHMARKS.md, stop 35).
+
+``below(name, what, draw)`` is where such a part starts. Until that point comes into view
+(scrolling, a tall window, or the marker's button), a marker stands in its place: one line
+saying what comes, and the button. When the reader gets there, the marker asks for a rerun
+of this part alone (a fragment) and ``draw()`` draws it. From then on, for the whole
+session, every run of that view draws everything at once.
+
+The marker is a ``st.components.v2`` component (the machinery the page's charts already
+load): an ``IntersectionObserver`` on Streamlit's scrolling main area. In a script run
+without a browser (AppTest) nothing scrolls: ``tests.helpers.app_test`` marks every fold as
+reached (``FOLDS``, ``reached_key``), and the fold's own tests leave them closed.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+NAME = "gptviz.fold"
+# How near (px below the visible area) the marker comes before the rest is drawn. On the
+# Learning page at a 1,000 px tall window the marker is 150 px below: a larger margin would
+# draw the rest at every load there.
+MARGIN_PX = 0
+FOLDS = ("attention", "learning")  # every fold's name
+_HTML = ('<div class="gv-fold"><p class="gv-fold-what"></p>'
+         '<button type="button" class="gv-fold-now">Draw it now</button></div>')
+_CSS = """
+.gv-fold{min-height:60vh;padding-top:.25rem;font-family:var(--st-font);
+color:var(--st-text-color)}
+.gv-fold-what{margin:0 0 .5rem;font-size:.875rem;opacity:.6}
+.gv-fold-now{font:inherit;font-size:.875rem;color:inherit;cursor:pointer;padding:.25rem .75rem;
+border-radius:var(--st-base-radius,.5rem);border:1px solid var(--st-border-color,#d5dae5);
+background:transparent}
+.gv-fold-now:hover{border-color:var(--st-primary-color);color:var(--st-primary-color)}
+.gv-fold.gv-fold-busy .gv-fold-now{visibility:hidden}
+"""
+# Streamlit's main area scrolls (``stMain``), not the document: it is the observer's root,
+# so that the margin reaches below what is visible. One request per marker.
+_JS = """
+export default function(component) {
+  const { parentElement, setStateValue, data } = component;
+  const box = parentElement.querySelector(".gv-fold");
+  box.querySelector(".gv-fold-what").textContent = data.what;
+  if (box.gvObserver) box.gvObserver.disconnect();
+  const send = () => {
+    if (box.gvSent) return;
+    box.gvSent = true;
+    box.gvObserver.disconnect();
+    box.classList.add("gv-fold-busy");
+    setStateValue("reached", true);
+  };
+  box.gvObserver = new IntersectionObserver(
+    entries => { if (entries.some(e => e.isIntersecting)) send(); },
+    {root: box.closest('[data-testid="stMain"]'), rootMargin: `0px 0px ${data.margin}px 0px`});
+  box.gvObserver.observe(box);
+  box.querySelector(".gv-fold-now").onclick = send;
+  return () => box.gvObserver.disconnect();
+}
+"""
+
+
+@functools.cache
+def _component() -> Callable[..., Any]:
+    return st.components.v2.component(NAME, html=_HTML, css=_CSS, js=_JS,
+                                      isolate_styles=False)
+
+
+def reached_key(name: str) -> str:
+    """The session-state key that says the reader has reached fold ``name``."""
+    return f"gv-fold-{name}@reached"
+
+
+def reached(name: str) -> bool:
+    """Whether the reader has reached fold ``name`` in this session (the marker's state
+    from the browser says so the first time, the session from then on)."""
+    state, box = st.session_state, f"gv-fold-{name}"
+    drawn = state.get(box)  # the marker's state from the browser, if it has been drawn
+    if state.get(reached_key(name)) or (hasattr(drawn, "get") and drawn.get("reached")):
+        state[reached_key(name)] = True
+    return bool(state.get(reached_key(name)))
+
+
+def below(name: str, what: str, draw: Callable[[], None]) -> None:
+    """Here the part of a view below fold ``name`` starts: ``draw()`` draws it once the
+    reader has reached this point; until then a marker saying ``what`` follows stands here.
+
+    It runs as a fragment: reaching the marker reruns this part alone, so what the page
+    above it drew stays as it was (a message about the link, say, shown once).
+
+    >>> below("doctest", "the rest", lambda: print("drawn"))  # no browser: not reached
+    """
+    _below(name, what, draw)
+
+
+@st.fragment
+def _below(name: str, what: str, draw: Callable[[], None]) -> None:
+    if reached(name):
+        draw()
+        return
+    _component()(key=f"gv-fold-{name}", data={"what": what, "margin": MARGIN_PX},
+                 default={"reached": False}, on_reached_change=lambda: None)

@@ -93,7 +93,7 @@ def test_pick_the_model_and_walk_every_page(page, url):
 
 
 DRAWN = ('[data-testid="stPlotlyChart"] .main-svg, .katex, [data-testid="stDataFrame"], '
-         '.gv-chip')  # what a view shows once it has drawn
+         '.gv-chip, .gv-heat[data-drawn="1"], .gv-svgplot')  # what a view shows once drawn
 
 
 def open_tab(page, label: str, where: str) -> None:

@@ -70,3 +70,13 @@ def test_attention_draws_the_grid_then_the_large_head_when_reached():
     assert not markers(at)
     assert any("Where" in c.value and "looks most" in c.value for c in at.caption)
     assert any("z_{" in x.value for x in at.latex)
+
+
+def test_positional_draws_the_heatmaps_then_the_curves_and_the_identity_when_reached():
+    at = _closed("positional")
+    assert not at.multiselect and len(markers(at)) == 1
+    assert "why the similarity depends only on i − j" in markers(at)[0]["what"]
+    at.session_state["gv-fold-positional"] = {"reached": True}
+    rerun(at)
+    assert at.multiselect(key="dims-sinusoidal").value == [0, 1, 8, 64, 126]
+    assert "#### The similarity depends only on i − j" in md(at) and not markers(at)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -12,6 +14,7 @@ from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.positional.compare import compare_view
 from gptviz.app.positional.order import order_view
 from gptviz.app.positional.rope import rope_positions, rope_sum
+from gptviz.app.shared import fold
 from gptviz.app.shared.cache import activations, cached_figure
 from gptviz.app.shared.clipping import clip_note
 from gptviz.app.shared.heatmaps import title_room
@@ -31,11 +34,11 @@ def default_dims(d: int) -> list[int]:
 
 
 def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
-                formula: str | None = None) -> None:
-    """The table as a heatmap, chosen dimensions as curves, and P Pᵀ; then the table itself."""
+                formula: str | None = None, then: Callable[[], None] | None = None,
+                then_what: str = "") -> None:
+    """The table as a heatmap and P Pᵀ; below the fold chosen dimensions as curves, the
+    table itself on demand, and ``then()`` (``then_what`` says what it draws)."""
     n, d = P.shape
-    dims = st.multiselect("Dimensions to plot as curves", list(range(d)), default=default_dims(d),
-                          key=f"dims-{key}", max_selections=8)
     left, right = st.columns(2)
     heat = cached_figure(picked, f"pe-heat-{key}", (), lambda: title_room(
         vp.pe_heatmap(P, title=f"{name}: {n} positions × {d} dims", what=name)))
@@ -46,10 +49,25 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
         plot(fig, key=f"{kind}-{key}", container=container)
         if note := clip_note(fig):
             container.caption(note)
-    if dims:
-        chart(vp.pe_curves(P, dims, title=f"{name}: chosen dimensions along i"))
-    if formula:
-        st.caption(formula)
+
+    def rest() -> None:
+        dims = st.multiselect("Dimensions to plot as curves", list(range(d)),
+                              default=default_dims(d), key=f"dims-{key}", max_selections=8)
+        if dims:
+            chart(vp.pe_curves(P, dims, title=f"{name}: chosen dimensions along i"))
+        if formula:
+            st.caption(formula)
+        table(P, key, name)
+        if then:
+            then()
+    more = f", the table itself{then_what}" if then_what else " and the table itself"
+    fold.below("positional", f"Next: chosen dimensions of {name} as curves{more} (drawn as "
+               "you scroll here).", rest)
+
+
+def table(P: np.ndarray, key: str, name: str) -> None:
+    """The positions' table, drawn when its expander is opened, with its CSV."""
+    n, d = P.shape
     df = pd.DataFrame(P, columns=[f"d{k}" for k in range(d)])
     df.insert(0, "position", range(n))
     with on_demand(f"{name} as a table", key=f"table-{key}") as shown:
@@ -79,8 +97,9 @@ def sinusoidal(picked: Picked) -> None:
     st.latex(pos_tex.sinusoid_point(i, dim, d, float(P[i, dim])))
     three_views(picked, P, "sinusoidal", "sinusoidal PE",
                 "Each pair of columns is a clock turning at its own speed: dimension 0 turns "
-                "once every 2π ≈ 6.3 positions, the last ones barely move.")
-    shift_identity(n, d, i)
+                "once every 2π ≈ 6.3 positions, the last ones barely move.",
+                then=lambda: shift_identity(n, d, i),
+                then_what=", and why the similarity depends only on i − j")
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

@@ -1,10 +1,12 @@
-"""The part of a view below the fold, drawn once the reader scrolls near it.
+"""The part of a view below the fold, drawn once the reader scrolls to it.
 
 A page's script sends everything it draws at once, and Streamlit's browser client lays it
 all out before the page settles, seen or not. On the Learning page the microscope's
-sections 2–4 (two charts, seven formulas, a slider, a dozen metrics), and on Attention the
-chosen head drawn large with its row worked out, lie a screen or more below the top, yet
-they cost the fresh load 0.15–0.25× of a bare page (A/B runs, BENCHMARKS.md, stop 35).
+sections 2–4 (two charts, seven formulas, a slider, a dozen metrics), on Attention the
+chosen head drawn large with its row worked out, on Positional encoding the curves (with
+their multiselect) and the i − j identity lie a screen or more below the top, yet on
+Learning they cost a fresh load 0.15–0.25× of a bare page (A/B runs, BENCHMARKS.md,
+stop 35).
 
 ``below(name, what, draw)`` is where such a part starts. Until that point comes into view
 (scrolling, a tall window, or the marker's button), a marker stands in its place: one line
@@ -31,7 +33,7 @@ NAME = "gptviz.fold"
 # Learning page at a 1,000 px tall window the marker is 150 px below: a larger margin would
 # draw the rest at every load there.
 MARGIN_PX = 0
-FOLDS = ("attention", "learning")  # every fold's name
+FOLDS = ("attention", "learning", "positional")  # every fold's name
 _HTML = ('<div class="gv-fold"><p class="gv-fold-what"></p>'
          '<button type="button" class="gv-fold-now">Draw it now</button></div>')
 _CSS = """

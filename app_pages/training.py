@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gptviz.app.shared import fold
 from gptviz.app.shared.picker import describe, model_picker
 from gptviz.app.training import view as sections
 from gptviz.app.training.controls import session_trainer, setup
@@ -47,6 +48,10 @@ else:
     st.markdown(f"The model chosen in the sidebar, **{picked.name}**: {describe(picked)}. "
                 "Turn on \"Upload a checkpoint\" in the sidebar to bring back a model trained "
                 "earlier (only safetensors and JSON are read; pickles are refused).")
-    sections.afterwards(picked)
-    st.page_link("app_pages/attention.py", label="See its attention heads",
-                 icon=":material/grid_on:")
+
+    def then() -> None:
+        sections.afterwards(picked)
+        st.page_link("app_pages/attention.py", label="See its attention heads",
+                     icon=":material/grid_on:")
+    fold.below("training", f"Next: {picked.name} as a checkpoint zip, and its text before and "
+               "after training (drawn as you scroll here).", then)

@@ -42,9 +42,11 @@ def test_the_rest_waits_for_the_reader_then_stays():
 
 
 def _closed(page: str, **query: str) -> AppTest:
-    at = app_test(page, **query)
-    for name in fold.FOLDS:  # as a fresh browser session: nothing reached yet
+    """``page`` opened through the router, as a fresh browser session: no fold reached."""
+    at = app_test(**query)
+    for name in fold.FOLDS:
         at.session_state[fold.reached_key(name)] = False
+    at.switch_page(f"app_pages/{page}.py")
     return rerun(at)
 
 
@@ -80,3 +82,12 @@ def test_positional_draws_the_heatmaps_then_the_curves_and_the_identity_when_rea
     rerun(at)
     assert at.multiselect(key="dims-sinusoidal").value == [0, 1, 8, 64, 126]
     assert "#### The similarity depends only on i − j" in md(at) and not markers(at)
+
+
+def test_training_draws_the_model_s_zip_and_samples_when_reached():
+    at = _closed("training")
+    assert not at.get("download_button") and len(markers(at)) == 1
+    at.session_state["gv-fold-training"] = {"reached": True}
+    rerun(at)
+    assert at.download_button(key="tr_download").proto.label.startswith("Download ")
+    assert not markers(at)

@@ -4,7 +4,8 @@ A page's script sends everything it draws at once, and Streamlit's browser clien
 all out before the page settles, seen or not. On the Learning page the microscope's
 sections 2–4 (two charts, seven formulas, a slider, a dozen metrics), on Attention the
 chosen head drawn large with its row worked out, on Positional encoding the curves (with
-their multiselect) and the i − j identity lie a screen or more below the top, yet on
+their multiselect) and the i − j identity, on Training a model's zip and its text before
+and after training, lie a screen or more below the top, yet on
 Learning they cost a fresh load 0.15–0.25× of a bare page (A/B runs, BENCHMARKS.md,
 stop 35).
 
@@ -33,7 +34,7 @@ NAME = "gptviz.fold"
 # Learning page at a 1,000 px tall window the marker is 150 px below: a larger margin would
 # draw the rest at every load there.
 MARGIN_PX = 0
-FOLDS = ("attention", "learning", "positional")  # every fold's name
+FOLDS = ("attention", "learning", "positional", "training")  # every fold's name
 _HTML = ('<div class="gv-fold"><p class="gv-fold-what"></p>'
          '<button type="button" class="gv-fold-now">Draw it now</button></div>')
 _CSS = """

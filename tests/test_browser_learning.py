@@ -149,8 +149,9 @@ def test_sections_below_the_fold_are_drawn_when_scrolled_to(page, app_url):
     page.mouse.move(800, 600)
     for _ in range(4):  # a reader's mouse wheel, on Streamlit's scrolling main area
         page.mouse.wheel(0, 200)
-    assert eventually(lambda: main.get_by_text("A small step").count() == 1)
-    assert main.locator(".gv-fold").count() == 0
+    assert eventually(lambda: main.locator(".gv-fold").count() == 0, 60)
+    wait_for_app(page)
+    assert main.get_by_text("A small step").count() == 1
     assert main.get_by_text("equals autograd's ∂L/∂z on all").count() == 1
     check_no_exception(page, "learning after scrolling to the fold")
     screenshot(page, "learning-below-the-fold")

@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from gptviz.app.shared.svgplot import read_marks
-from tests.helpers import MAIN, check_no_exception, run_page, settle, svg_charts, visit
+from tests.helpers import (
+    MAIN,
+    check_no_exception,
+    run_page,
+    settle,
+    svg_charts,
+    unfold,
+    visit,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -16,6 +24,7 @@ def test_the_page_shows_the_marks_the_server_built(page, app_url):
     expected = svg_charts(run_page("positional"))
     assert expected and all(expected.values())
     visit(page, f"{app_url}/positional")
+    unfold(page)  # the curves are below the fold
     settle(page)
     check_no_exception(page, "positional")
     charts = page.locator(MAIN).locator(".gv-svgbox[data-drawn='1'] .gv-svgplot")

@@ -34,6 +34,7 @@ NAME = "gptviz.fold"
 # Learning page at a 1,000 px tall window the marker is 150 px below: a larger margin would
 # draw the rest at every load there.
 MARGIN_PX = 0
+QUIET_MS = 200  # the page unchanged this long with the marker in view: draw the rest
 FOLDS = ("attention", "learning", "positional", "training")  # every fold's name
 _HTML = ('<div class="gv-fold"><p class="gv-fold-what"></p>'
          '<button type="button" class="gv-fold-now">Draw it now</button></div>')
@@ -48,28 +49,45 @@ background:transparent}
 .gv-fold.gv-fold-busy .gv-fold-now{visibility:hidden}
 """
 # Streamlit's main area scrolls (``stMain``), not the document: it is the observer's root,
-# so that the margin reaches below what is visible. One request per marker.
+# so that the margin reaches below what is visible. While a page loads, the elements above
+# the marker are drawn in steps (their code arrives late) and the marker can stand in view
+# for a moment: it asks only once it is still in view after the page has not changed for
+# QUIET_MS. One request per marker.
 _JS = """
 export default function(component) {
   const { parentElement, setStateValue, data } = component;
   const box = parentElement.querySelector(".gv-fold");
   box.querySelector(".gv-fold-what").textContent = data.what;
-  if (box.gvObserver) box.gvObserver.disconnect();
+  if (box.gvStop) box.gvStop();
+  const root = box.closest('[data-testid="stMain"]');
+  let timer = null;
+  const inView = () => {
+    const r = box.getBoundingClientRect();
+    const bottom = (root ? root.getBoundingClientRect().bottom : window.innerHeight);
+    return r.top < bottom + data.margin && r.bottom > 0;
+  };
   const send = () => {
     if (box.gvSent) return;
     box.gvSent = true;
-    box.gvObserver.disconnect();
+    box.gvStop();
     box.classList.add("gv-fold-busy");
     setStateValue("reached", true);
   };
-  box.gvObserver = new IntersectionObserver(
-    entries => { if (entries.some(e => e.isIntersecting)) send(); },
-    {root: box.closest('[data-testid="stMain"]'), rootMargin: `0px 0px ${data.margin}px 0px`});
-  box.gvObserver.observe(box);
+  const later = () => {  // in view: ask once the page has been still for QUIET_MS
+    clearTimeout(timer);
+    timer = setTimeout(() => { timer = null; if (inView()) send(); }, QUIET_MS);
+  };
+  const seen = new IntersectionObserver(
+    entries => entries.some(e => e.isIntersecting) ? later() : clearTimeout(timer),
+    {root, rootMargin: `0px 0px ${data.margin}px 0px`});
+  const changes = new MutationObserver(() => { if (timer !== null) later(); });
+  seen.observe(box);
+  changes.observe(root || document.body, {childList: true, subtree: true});
+  box.gvStop = () => { seen.disconnect(); changes.disconnect(); clearTimeout(timer); };
   box.querySelector(".gv-fold-now").onclick = send;
-  return () => box.gvObserver.disconnect();
+  return () => box.gvStop();
 }
-"""
+""".replace("QUIET_MS", str(QUIET_MS))
 
 
 @functools.cache

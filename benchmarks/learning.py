@@ -63,7 +63,7 @@ from benchmarks.pages import (  # noqa: E402
 )
 from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
 from gptviz.replay import replay_steps  # noqa: E402
-from tests.helpers import app_test  # noqa: E402
+from tests.helpers import app_test, unfold  # noqa: E402
 
 TARGET_S = 1.5
 CHAR_MODEL = "mathematics-char"
@@ -156,11 +156,13 @@ def microscope_moves(browser, app: str, moves: int) -> dict[str, list[float]]:
     """Seconds from a change on the open microscope to the settled page, in one tab: the
     learning rate η one notch along its slider (the step is recomputed from the cached
     gradient), and the target position t one up (a new prediction: loss, gradient,
-    back-propagation and every η's step computed)."""
+    back-propagation and every η's step computed). Sections 2–4 are below the fold: the
+    tab scrolls to them first, and η, drawn there, reruns that part alone (a fragment)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.goto(f"{app}/learning?t=20")
     seconds_to_settle(page, time.perf_counter())
+    unfold(page)
     eta = page.locator(".st-key-learn_eta").get_by_role("slider")
     up = page.locator(".st-key-t").get_by_test_id("stNumberInputStepUp")
     back = "back to the microscope from the gradient check (view tab)"

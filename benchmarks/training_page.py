@@ -43,6 +43,7 @@ from tests.helpers import (  # noqa: E402
     CHROMIUM_ARGS,
     free_port,
     start_streamlit,
+    unfold,
     wait_for_app,
     wait_until_healthy,
 )
@@ -122,6 +123,7 @@ def in_app(preset: str, corpus: str) -> dict:
             message = page.get_by_text("Finished after").first.inner_text()
             out["message"] = message
             out["val_loss"] = float(re.search(r"validation loss ([\d.]+)", message).group(1))
+            unfold(page)  # the new model's zip and its text are below the fold
             wait_for_app(page)
             time.sleep(2)
             out["rss_after"] = rss_mb(server.pid)

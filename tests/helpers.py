@@ -427,8 +427,8 @@ def screenshot(page, name: str) -> Path:
 
 
 # A fold's marker (``fold.below``) in view is about to be replaced by what it stands for.
-FOLD_IN_VIEW = """[...document.querySelectorAll('.gv-fold')].some(f =>
-    f.getBoundingClientRect().top < window.innerHeight)"""
+FOLD_IN_VIEW = """[...document.querySelectorAll('.gv-fold')].some(f => {
+    const r = f.getBoundingClientRect(); return r.top < window.innerHeight && r.bottom > 0; })"""
 SETTLED = """(quietMs) => {
     const app = document.querySelector('[data-testid="stApp"]');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;

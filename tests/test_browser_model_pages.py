@@ -76,7 +76,7 @@ def test_the_large_head_waits_below_the_fold_and_its_button_draws_it(page, app_u
     drawn(page, "attention, first screen")
     assert main.get_by_text("layer 1, head 2: W_attn").count() == 0
     marker = main.locator(".gv-fold")
-    assert "layer 1, head 2 drawn large" in marker.inner_text()
+    assert "layer 1, head 2 large" in marker.inner_text()
     marker.get_by_role("button", name="Draw it now").click()
     drawn(page, "attention after the fold's button", text="layer 1, head 2: W_attn")
     assert main.locator(".gv-fold").count() == 0

@@ -66,7 +66,7 @@ def test_attention_draws_the_grid_then_the_large_head_when_reached():
     at = _closed("attention", layer="1", head="2")
     assert any("All 16 heads" in c.value for c in at.caption)
     assert not any("z_{" in x.value for x in at.latex)  # the worked-out row is below
-    assert [m["what"][:31] for m in markers(at)] == ["Next: layer 1, head 2 drawn lar"]
+    assert [m["what"][:33] for m in markers(at)] == ["Next: layer 1, head 2 large, with"]
     at.session_state["gv-fold-attention"] = {"reached": True}
     rerun(at)
     assert not markers(at)
@@ -91,3 +91,13 @@ def test_training_draws_the_model_s_zip_and_samples_when_reached():
     rerun(at)
     assert at.download_button(key="tr_download").proto.label.startswith("Download ")
     assert not markers(at)
+
+
+def test_embeddings_draws_the_heatmaps_then_the_rows_as_numbers_when_reached():
+    at = _closed("embeddings")
+    assert len(markers(at)) == 1 and not [e for e in at._tree if e.type == "bidi_component"
+                                          and e.proto.component_name == "gptviz.download"]
+    at.session_state["gv-fold-embeddings"] = {"reached": True}
+    rerun(at)
+    assert not markers(at)
+    assert any("The first" in c.value and "the CSV has them all" in c.value for c in at.caption)

@@ -71,8 +71,8 @@ def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
     st.caption(f"All {c.n_layer * c.n_head} heads: layers down, heads across; row i of a "
                "thumbnail is how token i spreads its attention over tokens 0..i. The framed "
                "head is shown large below. Choose another with Layer and Head above.")
-    fold.below("attention", f"Next: layer {layer}, head {head} drawn large, with one of its "
-               "rows worked out (drawn as you scroll here).",
+    fold.below("attention", f"Next: layer {layer}, head {head} large, with one of its rows "
+               "worked out (drawn as you scroll here).",
                lambda: chosen_head(picked, prompt, cache, layer, head))
 
 

@@ -10,6 +10,7 @@ from gptviz import analysis
 from gptviz.app.embeddings import figures as ve
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.embeddings.fresh import trained_vs_fresh
+from gptviz.app.shared import fold
 from gptviz.app.shared import tex as tx
 from gptviz.app.shared.cache import cached_figure, vocab_labels, vocab_pca
 from gptviz.app.shared.heatmaps import legend_on_top, thin_ticks, title_room
@@ -38,6 +39,14 @@ def lookup(picked: Picked, prompt: Prompt, pos: int) -> None:
     st.caption(f"Multiplying the one-hot matrix OH ({len(ids)} × {E.shape[0]:,}) by E "
                f"({E.shape[0]:,} × {E.shape[1]}) picks rows of E: no arithmetic happens, "
                "which is why frameworks implement it as a table lookup.")
+    fold.below("embeddings", "Next: E[ids] as numbers, with its CSV, and how this model uses "
+               "E to score its output (drawn as you scroll here).",
+               lambda: rows_table(picked, ids, labels, rows, pos))
+
+
+def rows_table(picked: Picked, ids: list[int], labels: list[str], rows: np.ndarray,
+               pos: int) -> None:
+    """The rows of E the prompt picks (``rows``: (T, d)) as numbers, and the tying note."""
     df = pd.DataFrame(rows, columns=[f"d{k}" for k in range(rows.shape[1])])
     df.insert(0, "token", labels)
     df.insert(0, "id", ids)

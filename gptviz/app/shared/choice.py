@@ -55,6 +55,7 @@ padding:0 2.25rem 0 .75rem;border-radius:var(--st-base-radius,.5rem);
 border:1px solid var(--st-secondary-background-color);
 background:var(--st-secondary-background-color);text-overflow:ellipsis}
 .gv-choice select:disabled{cursor:not-allowed;opacity:.45}
+.gv-choice:has(select:disabled) svg,.gv-choice:has(select:disabled) .gv-choice-label{opacity:.4}
 .gv-choice select:enabled:hover{border-color:var(--st-primary-color)}
 .gv-choice select:focus-visible{outline:none;border-color:var(--st-primary-color)}
 .gv-choice svg{position:absolute;right:.6rem;top:50%;width:1.25rem;height:1.25rem;

@@ -1,19 +1,20 @@
 """The part of a view below the fold, drawn once the reader scrolls to it.
 
 A page's script sends everything it draws at once, and Streamlit's browser client lays it
-all out before the page settles, seen or not. On the Learning page the microscope's
-sections 2–4 (two charts, seven formulas, a slider, a dozen metrics), on Attention the
-chosen head drawn large with its row worked out, on Positional encoding the curves (with
-their multiselect) and the i − j identity, on Training a model's zip and its text before
-and after training, lie a screen or more below the top, yet on
-Learning they cost a fresh load 0.15–0.25× of a bare page (A/B runs, BENCHMARKS.md,
-stop 35).
+all out before the page settles, seen or not. Parts of the first views lie a screen or more
+below the top: the Learning microscope's sections 2–4 (three charts, four formulas, a
+slider, five metrics), Attention's chosen head drawn large with its row worked out,
+Positional encoding's curves (with their multiselect) and its i − j identity, the
+Embeddings' E[ids] as numbers, and Training's zip of a model with its text before and
+after training. On Learning they cost a fresh load 0.15–0.25× of a bare page (A/B runs,
+BENCHMARKS.md, stop 35).
 
 ``below(name, what, draw)`` is where such a part starts. Until that point comes into view
 (scrolling, a tall window, or the marker's button), a marker stands in its place: one line
 saying what comes, and the button. When the reader gets there, the marker asks for a rerun
 of this part alone (a fragment) and ``draw()`` draws it. From then on, for the whole
-session, every run of that view draws everything at once.
+session, every run of a view with that fold draws everything at once (Positional
+encoding's two table views share one).
 
 The marker is a ``st.components.v2`` component (the machinery the page's charts already
 load): an ``IntersectionObserver`` on Streamlit's scrolling main area. In a script run
@@ -35,7 +36,8 @@ NAME = "gptviz.fold"
 # draw the rest at every load there.
 MARGIN_PX = 0
 QUIET_MS = 200  # the page unchanged this long with the marker in view: draw the rest
-FOLDS = ("attention", "learning", "positional", "training")  # every fold's name
+WAIT_MS = 1000  # ... or the marker in view this long, however the page changes
+FOLDS = ("attention", "embeddings", "learning", "positional", "training")  # every fold's name
 _HTML = ('<div class="gv-fold"><p class="gv-fold-what"></p>'
          '<button type="button" class="gv-fold-now">Draw it now</button></div>')
 _CSS = """
@@ -52,15 +54,17 @@ background:transparent}
 # so that the margin reaches below what is visible. While a page loads, the elements above
 # the marker are drawn in steps (their code arrives late) and the marker can stand in view
 # for a moment: it asks only once it is still in view after the page has not changed for
-# QUIET_MS. One request per marker.
+# QUIET_MS, or after WAIT_MS in view whatever changes (a Training run redraws its panel
+# twice a second). One request per marker.
 _JS = """
 export default function(component) {
   const { parentElement, setStateValue, data } = component;
   const box = parentElement.querySelector(".gv-fold");
   box.querySelector(".gv-fold-what").textContent = data.what;
   if (box.gvStop) box.gvStop();
+  if (box.gvSent) return;  // drawn again while its rerun is on the way
   const root = box.closest('[data-testid="stMain"]');
-  let timer = null;
+  let timer = null, since = null;
   const inView = () => {
     const r = box.getBoundingClientRect();
     const bottom = (root ? root.getBoundingClientRect().bottom : window.innerHeight);
@@ -75,10 +79,13 @@ export default function(component) {
   };
   const later = () => {  // in view: ask once the page has been still for QUIET_MS
     clearTimeout(timer);
-    timer = setTimeout(() => { timer = null; if (inView()) send(); }, QUIET_MS);
+    since = since || performance.now();
+    const wait = Math.max(0, Math.min(QUIET_MS, since + WAIT_MS - performance.now()));
+    timer = setTimeout(() => { timer = null; if (inView()) send(); }, wait);
   };
+  const away = () => { clearTimeout(timer); timer = null; since = null; };
   const seen = new IntersectionObserver(
-    entries => entries.some(e => e.isIntersecting) ? later() : clearTimeout(timer),
+    entries => entries.some(e => e.isIntersecting) ? later() : away(),
     {root, rootMargin: `0px 0px ${data.margin}px 0px`});
   const changes = new MutationObserver(() => { if (timer !== null) later(); });
   seen.observe(box);
@@ -87,7 +94,7 @@ export default function(component) {
   box.querySelector(".gv-fold-now").onclick = send;
   return () => box.gvStop();
 }
-""".replace("QUIET_MS", str(QUIET_MS))
+""".replace("QUIET_MS", str(QUIET_MS)).replace("WAIT_MS", str(WAIT_MS))
 
 
 @functools.cache
@@ -118,7 +125,7 @@ def below(name: str, what: str, draw: Callable[[], None]) -> None:
     It runs as a fragment: reaching the marker reruns this part alone, so what the page
     above it drew stays as it was (a message about the link, say, shown once).
 
-    >>> below("doctest", "the rest", lambda: print("drawn"))  # no browser: not reached
+    >>> below("doctest", "the rest", lambda: print("drawn"))  # no reader has reached it
     """
     _below(name, what, draw)
 

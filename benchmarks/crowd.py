@@ -13,7 +13,9 @@ Meanwhile one Chromium, after loading each page once, walks the same pages (URLs
 its own prompt) and a bare one-line page on a second server (the floor) until the crowd
 is done, timing each page on its own clock (``performance.now()``) until settled: script
 finished, no skeleton, every plotly chart drawn, formulas typeset, after a click one more
-token. Requests for other hosts go to a dead proxy (loopback bypasses it) and are listed.
+token; it does not scroll, so its Attention is the first screen (the students' "scrolled
+down" run is counted with Attention). Requests for other hosts go to a dead proxy (loopback
+bypasses it) and are listed.
 The server's RSS (process and children) is sampled every 100 ms, and 10 s after all left.
 
 Why a protocol client: N Chromiums would spend our 2 cores drawing N pages, measuring

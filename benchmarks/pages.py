@@ -23,6 +23,10 @@ and Vega-Lite: what a page with one figure would cost if its figures moved there
 temporary worktree), and loads each page there too, interleaved with the rest: a change's
 effect measured in one run, beside the same bare page.
 
+A load does not scroll: what a view draws below its fold (``gptviz/app/shared/fold.py``)
+waits for the reader, and a marker in view keeps the page unsettled until it is drawn. How
+long a reader who scrolls there waits is timed after the loads, per page.
+
 It also times the Generation page's "Next token", click to settled, ``--clicks`` in a row
 in one session, beside a bare page's button click (``st.button`` and a rerun). Targets
 (issue 11): every page ≤ 1.5× the bare page; "Next token" ≤ 300 ms on a quiet machine.
@@ -151,6 +155,26 @@ def clicks(browser, url: str, label: str, n: int) -> list[float]:
     return times[2:]  # two clicks to warm up
 
 
+def below_the_fold(browser, url: str, n: int) -> list[float]:
+    """Seconds from scrolling to a view's fold marker (``fold.below``) to the settled page
+    with the part below drawn, ``n`` times, each in a new context after a settled load;
+    empty when the page has no marker in its first view."""
+    out = []
+    for _ in range(n):
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(url)
+        seconds_to_settle(page, time.perf_counter())
+        marker = page.locator(".gv-fold").first
+        if not marker.count():
+            context.close()
+            return []
+        out.append(timed(page, marker.scroll_into_view_if_needed,
+                         until="() => !document.querySelector('.gv-fold')"))
+        context.close()
+    return out
+
+
 def serve(script_dir: Path, script: str) -> tuple[subprocess.Popen, str]:
     """Start ``streamlit run script`` in ``script_dir`` on a free port: (process, base URL)."""
     port = free_port()
@@ -252,9 +276,12 @@ def main() -> None:
             gen = clicks(browser, f"{app}/generation?model={DEFAULT_MODEL}", "Next token",
                          args.clicks)
             floor_click = clicks(browser, bare + "/", "Again", args.clicks)
+            folds = {name: below_the_fold(browser, app + path, 3)
+                     for name, path in pages(longest).items() if "://" not in path}
         finally:
             nodelay_proc.terminate()
     report_clicks(gen, floor_click)
+    report_folds(folds)
 
 
 def report_loads(times: dict[str, list[float]], title: str, what: str,
@@ -286,6 +313,13 @@ def report_clicks(gen: list[float], floor_click: list[float]) -> None:
           f"{g * 1e3:.0f} ms, p90 {sorted(gen)[int(0.9 * (len(gen) - 1))] * 1e3:.0f} ms, max "
           f"{max(gen) * 1e3:.0f} ms; a bare page's button: median {b * 1e3:.0f} ms "
           f"({g / b:.2f}×).")
+
+
+def report_folds(folds: dict[str, list[float]]) -> None:
+    shown = [f"{name} {statistics.median(ts) * 1e3:.0f} ms (max {max(ts) * 1e3:.0f})"
+             for name, ts in folds.items() if ts]
+    print("\nBelow the fold (``fold.below``), from scrolling to the marker to the settled page "
+          "with that part drawn, median of 3: " + "; ".join(shown) + ".")
 
 
 if __name__ == "__main__":

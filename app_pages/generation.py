@@ -10,7 +10,7 @@ from gptviz.app.shared.inputs import prompt_input
 from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import Picked, describe, model_picker
 from gptviz.app.shared.widgets import view_tabs
-from gptviz.generate import Sampling
+from gptviz.generation.sampling import Sampling
 
 st.title("Generation")
 st.markdown(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gptviz.checkpoints import (  # noqa: E402
+from gptviz.checkpoints.folder import (  # noqa: E402
     DEFAULT_MODEL,
     bundled_models,
     load_checkpoint,

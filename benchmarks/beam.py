@@ -1,5 +1,5 @@
 """Beam search speed on the default bundled model: widths 1, 2, 4 and 8 writing 50 tokens,
-beside greedy ``gptviz.generate.generate`` writing the same 50 tokens, in one run.
+beside greedy ``gptviz.generation.sampling.generate`` writing the same 50 tokens, in one run.
 
     python benchmarks/beam.py --threads 1           # the engine
     python benchmarks/beam.py --threads 1 --page    # + the page's two new views, warm
@@ -27,9 +27,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gptviz.app.shared.inputs import example_prompt  # noqa: E402
-from gptviz.beam import beam_search  # noqa: E402
-from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
-from gptviz.generate import generate  # noqa: E402
+from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
+from gptviz.generation.beam import beam_search  # noqa: E402
+from gptviz.generation.sampling import generate  # noqa: E402
 
 TARGET_S = 2.0  # width 8, 50 tokens
 

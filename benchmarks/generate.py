@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nanogpt_ref import NanoGPT  # noqa: E402
 
-from gptviz.checkpoints import load_checkpoint  # noqa: E402
-from gptviz.generate import generate  # noqa: E402
+from gptviz.checkpoints.folder import load_checkpoint  # noqa: E402
+from gptviz.generation.sampling import generate  # noqa: E402
 from gptviz.model import GPT, GPTConfig  # noqa: E402
 
 

@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gptviz import generate as gen  # noqa: E402
-from gptviz.checkpoints import (  # noqa: E402
+from gptviz.checkpoints.folder import (  # noqa: E402
     DEFAULT_MODEL,
     bundled_models,
     load_checkpoint,
 )
+from gptviz.generation import sampling as gen  # noqa: E402
 from tests.helpers import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,

@@ -37,7 +37,7 @@ def measure(path: str, repeat: int) -> dict:
     """One model, in this (fresh) process."""
     import torch
 
-    from gptviz.checkpoints import load_checkpoint
+    from gptviz.checkpoints.folder import load_checkpoint
 
     before = rss_mb()
     t0 = time.perf_counter()
@@ -103,8 +103,8 @@ def main() -> None:
 
     import torch
 
-    from gptviz.checkpoints import DEFAULT_MODEL, bundled_models
-    from gptviz.gpt2_weights import save_hf_gpt2
+    from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models
+    from gptviz.checkpoints.gpt2_weights import save_hf_gpt2
     from gptviz.model import GPT, GPT_CONFIG_124M, GPTConfig
 
     with tempfile.TemporaryDirectory() as tmp:

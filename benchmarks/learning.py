@@ -61,8 +61,8 @@ from benchmarks.pages import (  # noqa: E402
     seconds_to_settle,
     timed,
 )
-from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
-from gptviz.replay import replay_steps  # noqa: E402
+from gptviz.analysis.replay import replay_steps  # noqa: E402
+from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
 from tests.helpers import app_test, unfold  # noqa: E402
 
 TARGET_S = 1.5

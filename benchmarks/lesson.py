@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.pages import bare_and_app, seconds_to_settle, timed  # noqa: E402
-from gptviz.checkpoints import DEFAULT_MODEL  # noqa: E402
+from gptviz.checkpoints.folder import DEFAULT_MODEL  # noqa: E402
 
 N_STEPS = 14
 REVEAL = ".st-key-lesson_reveal button"
@@ -128,7 +128,7 @@ def handout_times(model: str, reps: int) -> dict[str, list[float] | int]:
     from gptviz.app.lesson.run import build_lesson
     from gptviz.app.shared.inputs import Prompt, example_prompt
     from gptviz.app.shared.picker import Picked
-    from gptviz.checkpoints import bundled_models, load_checkpoint
+    from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 
     ckpt = load_checkpoint(bundled_models()[model])
     text = example_prompt(ckpt)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gptviz.checkpoints import (
+from gptviz.checkpoints.folder import (
     DEFAULT_MODEL,
     bundled_models,  # noqa: E402
     load_checkpoint,  # noqa: E402

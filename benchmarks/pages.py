@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.app import long_prompt  # noqa: E402
-from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
+from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
 from tests.helpers import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,

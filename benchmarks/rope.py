@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nanogpt_ref import NanoGPT  # noqa: E402
 
-from gptviz.generate import generate  # noqa: E402
+from gptviz.generation.sampling import generate  # noqa: E402
 from gptviz.model import GPT, GPTConfig  # noqa: E402
 
 TARGET_MS = 0.5  # RoPE, 500 tokens, rolling cache (issue 14)

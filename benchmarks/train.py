@@ -185,7 +185,7 @@ def main() -> None:
         kw.pop("steps")
         run = full(args, kw, args.steps, args.budget or None)
         if args.out:
-            from gptviz.checkpoints import save_checkpoint
+            from gptviz.checkpoints.folder import save_checkpoint
 
             tok = CharTokenizer()
             tok.train(load_text())

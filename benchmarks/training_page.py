@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gptviz.checkpoints import load_checkpoint_zip  # noqa: E402
+from gptviz.checkpoints.folder import load_checkpoint_zip  # noqa: E402
 from gptviz.data import read_corpus  # noqa: E402
-from gptviz.generate import encode_prompt, generate  # noqa: E402
+from gptviz.generation.sampling import encode_prompt, generate  # noqa: E402
 from gptviz.tokenizers import train_tokenizer  # noqa: E402
 from gptviz.train.device import pick_dtype  # noqa: E402
 from gptviz.train.plan import PRESETS, default_prompt, run_config, synthetic_text  # noqa: E402

@@ -78,7 +78,7 @@ def zeros_zip(d_model: int, n_layer: int, vocab: int, context: int) -> bytes:
 def real_zip(d_model: int, n_layer: int) -> bytes:
     """A valid checkpoint zip near the upload limits (BPE, |V| = 1,028, context 256)."""
     sys.path.insert(0, str(ROOT))
-    from gptviz.checkpoints import checkpoint_to_zip, initial_model
+    from gptviz.checkpoints.folder import checkpoint_to_zip, initial_model
     from gptviz.model import GPTConfig
     from gptviz.tokenizers import train_tokenizer
 
@@ -157,7 +157,7 @@ def case_work(name: str, mb: float, vocab: int):
         return f"unicode ({mb} MB), vocab {vocab}", hf
     if name.startswith("zip-"):
         from gptviz.app.shared.picker import UPLOAD_LIMITS
-        from gptviz.checkpoints import CheckpointError, load_checkpoint_zip
+        from gptviz.checkpoints.folder import CheckpointError, load_checkpoint_zip
 
         data = (zeros_zip(512, 10, 8192, 512) if name == "zip-zeros-33M"
                 else real_zip(256, 3))

@@ -111,7 +111,7 @@ def induction_corpus(n_lines: int = 2000, length: int = 10, alphabet: str = stri
     each r has a random length in [length, max_length], so that the copy is not at
     a fixed distance and a head that merely looks a fixed number of places back fails.
     Each line takes one of ``separators`` at random ("" gives "rr", the form of the
-    standard induction test, see gptviz.induction).
+    standard induction test, see gptviz.analysis.induction).
 
     >>> induction_corpus(n_lines=2, length=3, seed=1)
     'esz|esz\\nyci|yci\\n'

@@ -8,7 +8,7 @@ the arguments below and a fixed seed. The CLI holds out the last 10 % of the cor
 (the tokenizer never sees it) and keeps the weights of the evaluation with the lowest
 validation loss (``--keep best``). The card is then completed with the model's
 configuration, its held-out loss per token and per character, the standard induction
-test (``gptviz.induction``) and the command that made it.
+test (``gptviz.analysis.induction``) and the command that made it.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gptviz.checkpoints import load_checkpoint  # noqa: E402
+from gptviz.analysis.induction import PROTOCOL, standard_induction  # noqa: E402
+from gptviz.checkpoints.folder import load_checkpoint  # noqa: E402
 from gptviz.data import induction_corpus  # noqa: E402
-from gptviz.induction import PROTOCOL, standard_induction  # noqa: E402
 from gptviz.train.__main__ import main as train_main  # noqa: E402
 
 MODELS = ROOT / "assets" / "models"

@@ -3,9 +3,9 @@
     python scripts/make_positional.py            # four runs, about a minute on one CPU core
 
 The same small GPT (2 layers, d = 64, context 32, characters of mathematics.txt) is trained
-four times with ``gptviz.compare_positions.Recipe``: sinusoidal, learned, no and rotary
+four times with ``gptviz.analysis.compare_positions.Recipe``: sinusoidal, learned, no and rotary
 positions, the same seed and batches. Each run is saved with its validation curve and its
-loss per position on texts 4 x its context (see ``gptviz.compare_positions``). These are
+loss per position on texts 4 x its context (see ``gptviz.analysis.compare_positions``). These are
 not picker models: they live outside assets/models.
 """
 
@@ -21,7 +21,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gptviz.compare_positions import (  # noqa: E402
+from gptviz.analysis.compare_positions import (  # noqa: E402
     FOLDER,
     KINDS,
     Recipe,

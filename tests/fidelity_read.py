@@ -273,7 +273,7 @@ def page_views(page: str) -> dict[str, str]:
 def checkpoint(model: str):
     """A bundled model, loaded once for every fidelity test (read-only), and again if its
     files change (a retrained model must be compared with what the page loads)."""
-    from gptviz.checkpoints import bundled_models
+    from gptviz.checkpoints.folder import bundled_models
 
     folder = bundled_models()[model]
     return _load(str(folder), max(f.stat().st_mtime_ns for f in Path(folder).iterdir()))
@@ -281,7 +281,7 @@ def checkpoint(model: str):
 
 @functools.cache
 def _load(folder: str, mtime: int):
-    from gptviz.checkpoints import load_checkpoint
+    from gptviz.checkpoints.folder import load_checkpoint
 
     return load_checkpoint(folder)
 

@@ -1,4 +1,4 @@
-"""The maths behind the model-internals pages (gptviz.analysis, gptviz.attention_math)."""
+"""The maths behind the model-internals pages (gptviz.analysis.core, gptviz.analysis.attention)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptviz import analysis as A
-from gptviz import attention_math as M
+from gptviz.analysis import attention as M
+from gptviz.analysis import core as A
 from gptviz.model import GPT, GPTConfig
 from gptviz.model.names import act_name
 from tests.helpers import TINY_CONFIG as TINY

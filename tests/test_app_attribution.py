@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz import analysis
-from gptviz.checkpoints import Checkpoint, bundled_models, checkpoint_to_zip, load_checkpoint
+from gptviz.analysis import core as analysis
+from gptviz.checkpoints.folder import Checkpoint, bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.tokenizers.char import CharTokenizer
 from tests.helpers import (
     app_test,

@@ -19,9 +19,9 @@ import torch
 from gptviz.app.generation import tree
 from gptviz.app.generation.state import History, Sampling
 from gptviz.app.shared.widgets import box_key
-from gptviz.beam import beam_search
-from gptviz.checkpoints import DEFAULT_MODEL, Checkpoint, bundled_models, load_checkpoint
-from gptviz.generate import generate
+from gptviz.checkpoints.folder import DEFAULT_MODEL, Checkpoint, bundled_models, load_checkpoint
+from gptviz.generation.beam import beam_search
+from gptviz.generation.sampling import generate
 from gptviz.tokenizers.char import CharTokenizer
 from tests.helpers import figures, rerun, run_page, texts, tiny_gpt
 from tests.test_app_external_views import assert_same_step

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
+from gptviz.analysis.induction import standard_induction
 from gptviz.app.shared.notes import INDEX_NOTE
 from gptviz.app.shared.widgets import box_key
-from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
-from gptviz.induction import standard_induction
+from gptviz.checkpoints.folder import bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.model.names import act_name
 from tests.helpers import (
     app_test,

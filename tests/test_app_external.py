@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz.checkpoints import load_checkpoint
-from gptviz.gpt2_weights import save_hf_gpt2
+from gptviz.checkpoints.folder import load_checkpoint
+from gptviz.checkpoints.gpt2_weights import save_hf_gpt2
+from gptviz.checkpoints.model_dirs import find_models, named_dirs
 from gptviz.model import GPT, GPTConfig
-from gptviz.model_dirs import find_models, named_dirs
 from tests.helpers import ROOT, app_test, array_of, figure, figures, rerun, texts, z_of
 
 NAME = "tiny-gpt2"

@@ -14,9 +14,9 @@ import torch
 from gptviz.app.learning import controls, view
 from gptviz.app.shared.chips import token_label
 from gptviz.app.shared.inputs import PAGE_TOKENS, page_tokens
-from gptviz.checkpoints import bundled_models, load_checkpoint
+from gptviz.checkpoints.folder import bundled_models, load_checkpoint
+from gptviz.checkpoints.gpt2_weights import save_hf_gpt2
 from gptviz.data import read_corpus
-from gptviz.gpt2_weights import save_hf_gpt2
 from gptviz.model import GPT, GPTConfig
 from tests.helpers import app_test, choice_box, downloads, figures, metric, rerun, texts
 

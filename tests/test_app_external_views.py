@@ -19,14 +19,15 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gptviz import analysis, beam
+from gptviz.analysis import core as analysis
 from gptviz.app.embeddings.figures import drawn_rows
 from gptviz.app.embeddings.fresh import untrained_pca
 from gptviz.app.embeddings.untrained import fresh_embedding, fresh_neighbours, fresh_rows
 from gptviz.app.generation.state import History
-from gptviz.checkpoints import initial_model, load_checkpoint, training_seed
-from gptviz.generate import Sampling, generate
-from gptviz.gpt2_weights import save_hf_gpt2
+from gptviz.checkpoints.folder import initial_model, load_checkpoint, training_seed
+from gptviz.checkpoints.gpt2_weights import save_hf_gpt2
+from gptviz.generation import beam
+from gptviz.generation.sampling import Sampling, generate
 from gptviz.model import GPT, GPTConfig
 from tests.helpers import app_test, array_of, figures, rerun, tiny_gpt
 

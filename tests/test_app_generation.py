@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from gptviz import generate as gen
 from gptviz.app.generation.state import History, Sampling
 from gptviz.app.shared.widgets import box_key
-from gptviz.checkpoints import bundled_models, load_checkpoint
+from gptviz.checkpoints.folder import bundled_models, load_checkpoint
+from gptviz.generation import sampling as gen
 from tests.helpers import array_of, figures, metric, rerun, run_page, texts, tiny_gpt, z_of
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-import gptviz.checkpoints
-from gptviz.checkpoints import DEFAULT_MODEL, MODELS_DIR, bundled_models
+import gptviz.checkpoints.folder
+from gptviz.checkpoints.folder import DEFAULT_MODEL, MODELS_DIR, bundled_models
 from tests.helpers import ROOT, app_test, rerun, run_page, texts
 
 
@@ -24,7 +24,7 @@ def test_broken_bundled_model_is_named_and_skipped(tmp_path, monkeypatch):
         shutil.copytree(folder, tmp_path / name)
     broken = next(n for n in bundled_models() if n != DEFAULT_MODEL)
     (tmp_path / broken / "model.safetensors").write_bytes(b"not a safetensors file")
-    monkeypatch.setattr(gptviz.checkpoints, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(gptviz.checkpoints.folder, "MODELS_DIR", tmp_path)
     at = run_page(timeout=60)
     warnings = texts(at, "warning")
     assert broken in warnings and "model.safetensors" in warnings
@@ -33,7 +33,7 @@ def test_broken_bundled_model_is_named_and_skipped(tmp_path, monkeypatch):
 
 
 def test_no_loadable_model_gets_a_message(tmp_path, monkeypatch):
-    monkeypatch.setattr(gptviz.checkpoints, "MODELS_DIR", tmp_path)
+    monkeypatch.setattr(gptviz.checkpoints.folder, "MODELS_DIR", tmp_path)
     at = run_page(timeout=60)
     assert "No model could be loaded" in texts(at, "error")
 

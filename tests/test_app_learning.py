@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from gptviz.app.learning.controls import split_encode, trained_corpus
-from gptviz.checkpoints import (
+from gptviz.checkpoints.folder import (
     DEFAULT_MODEL,
     Checkpoint,
     bundled_models,

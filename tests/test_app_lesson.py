@@ -13,8 +13,8 @@ import pytest
 import torch
 from plotly.offline import get_plotlyjs
 
-from gptviz import attention_math as am
-from gptviz import generate as gen
+from gptviz.analysis import attention as am
+from gptviz.analysis.circuits import kind_scores
 from gptviz.app.lesson.handout import lesson_handout
 from gptviz.app.lesson.presenter import PRESENTER_CSS
 from gptviz.app.lesson.run import SEED, build_lesson
@@ -24,8 +24,8 @@ from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.inputs import Prompt, example_prompt
 from gptviz.app.shared.picker import SESSION_MODELS, Picked
 from gptviz.app.shared.widgets import box_key
-from gptviz.checkpoints import Checkpoint, bundled_models, load_checkpoint
-from gptviz.circuits import kind_scores
+from gptviz.checkpoints.folder import Checkpoint, bundled_models, load_checkpoint
+from gptviz.generation import sampling as gen
 from tests.helpers import app_test, array_of, figures, rerun, tables, texts, tiny_gpt
 
 MODELS = sorted(bundled_models())

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gptviz.app.shared.widgets import LINK_LIMIT, box_key
-from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
+from gptviz.checkpoints.folder import bundled_models, checkpoint_to_zip, load_checkpoint
 from tests.helpers import (
     MODEL_PAGE_VIEWS,
     app_test,

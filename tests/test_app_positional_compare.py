@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
+from gptviz.analysis.compare_positions import FOLDER, KINDS, SCHEMES, Recipe, load_data, train_kind
 from gptviz.app.positional.retrain import RUNS
-from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
-from gptviz.compare_positions import FOLDER, KINDS, SCHEMES, Recipe, load_data, train_kind
+from gptviz.checkpoints.folder import bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.model.attention import rope_angles, rotate
 from gptviz.model.names import act_name
 from tests.helpers import (

@@ -4,8 +4,8 @@ colour scale; the cells it clips are few, named on the page, and the values stay
 import numpy as np
 import pytest
 
-from gptviz import analysis
-from gptviz.checkpoints import bundled_models, load_checkpoint
+from gptviz.analysis import core as analysis
+from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from tests.helpers import figure, run_page, texts, z_of
 
 CHAR = "mathematics-char"

@@ -11,7 +11,12 @@ import torch
 
 from gptviz.app.attention.figures import grid_tile
 from gptviz.app.learning.controls import split_encode
-from gptviz.checkpoints import bundled_models, checkpoint_to_zip, initial_model, load_checkpoint
+from gptviz.checkpoints.folder import (
+    bundled_models,
+    checkpoint_to_zip,
+    initial_model,
+    load_checkpoint,
+)
 from gptviz.data import read_corpus
 from gptviz.model.names import act_name
 from tests.helpers import (

@@ -21,7 +21,7 @@ import streamlit as st
 from gptviz.app.shared.picker import SESSION_MODELS
 from gptviz.app.shared.trainers import trainer_slots
 from gptviz.app.training import controls as training_ui
-from gptviz.checkpoints import checkpoint_to_zip, initial_model, load_checkpoint_zip
+from gptviz.checkpoints.folder import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer
 from tests.helpers import (

@@ -1,4 +1,4 @@
-"""Direct logit attribution and the commitment layer (gptviz.attribution) against direct
+"""Direct logit attribution and the commitment layer (gptviz.analysis.attribution) against direct
 torch computations: the bars sum to the model's own logit on every bundled model and on
 tiny models without biases, without positions, with RoPE or with one layer; each head's
 bar is its z W_O slice through the frozen final LayerNorm; the commitment layer is a loop
@@ -9,14 +9,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptviz import analysis
-from gptviz.attribution import (
+from gptviz.analysis import core as analysis
+from gptviz.analysis.attribution import (
     commitment_layers,
     heads_per_layer,
     logit_attribution,
     residual_parts,
 )
-from gptviz.checkpoints import bundled_models, load_checkpoint
+from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.model.names import act_name
 from tests.helpers import tiny_gpt
 

@@ -1,5 +1,6 @@
-"""Beam search (gptviz.beam) against greedy decoding and a direct computation, teacher-forced
-logits against generation's own, min-p sampling (gptviz.generate) against its set, and the
+"""Beam search (gptviz.generation.beam) against greedy decoding and a direct computation,
+teacher-forced logits against generation's own, min-p sampling (gptviz.generation.sampling)
+against its set, and the
 Generation page's tree of branches: its link format and its rebuilding from ids."""
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from hypothesis import strategies as st
 
 from gptviz.app.generation import tree
 from gptviz.app.generation.state import History, Sampling
-from gptviz.beam import beam_search, check_width, prefix_logits, token_logprobs
-from gptviz.checkpoints import bundled_models, load_checkpoint
-from gptviz.generate import generate, next_token_probs, step
+from gptviz.checkpoints.folder import bundled_models, load_checkpoint
+from gptviz.generation.beam import beam_search, check_width, prefix_logits, token_logprobs
+from gptviz.generation.sampling import generate, next_token_probs, step
 from gptviz.model import GPT, GPTConfig
 from tests.helpers import tiny_gpt
 from tests.test_app_external_views import assert_same_step

@@ -15,7 +15,7 @@ import torch
 from plotly.colors import sample_colorscale, unlabel_rgb
 
 from gptviz.app.shared.heatmaps import axis_labels, hover_text
-from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, load_checkpoint
+from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint
 from gptviz.model.names import act_name
 from tests.helpers import array_of, check_no_exception, drawn, visit
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
+from gptviz.checkpoints.folder import bundled_models, checkpoint_to_zip, load_checkpoint
 from tests.helpers import (
     CHART,
     MAIN,

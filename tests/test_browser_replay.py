@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 import torch
 
+from gptviz.analysis.replay import copy_prompt_length, final_step, replay_steps
 from gptviz.app.attention.figures import grid_tile
 from gptviz.app.learning.controls import split_encode
 from gptviz.app.learning.replay import SAMPLE_PROMPT, SAMPLE_TOKENS
-from gptviz.checkpoints import bundled_models, initial_model, load_checkpoint, training_seed
+from gptviz.checkpoints.folder import bundled_models, initial_model, load_checkpoint, training_seed
 from gptviz.data import read_corpus
-from gptviz.generate import generate
+from gptviz.generation.sampling import generate
 from gptviz.model.names import act_name
-from gptviz.replay import copy_prompt_length, final_step, replay_steps
 from gptviz.tokenizers.readable import readable_decode
 from tests.helpers import MAIN, array_of, drawn, screenshot, visit
 from tests.test_app_replay import direct_projection

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from gptviz.checkpoints import load_checkpoint_zip
+from gptviz.checkpoints.folder import load_checkpoint_zip
 from tests.helpers import (
     CHART,
     MAIN,

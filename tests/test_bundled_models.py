@@ -13,7 +13,8 @@ import string
 import pytest
 import torch
 
-from gptviz.checkpoints import (
+from gptviz.analysis.induction import standard_induction
+from gptviz.checkpoints.folder import (
     DEFAULT_MODEL,
     MODELS_DIR,
     CheckpointError,
@@ -21,8 +22,7 @@ from gptviz.checkpoints import (
     load_checkpoint,
 )
 from gptviz.data import split_text
-from gptviz.generate import generate
-from gptviz.induction import standard_induction
+from gptviz.generation.sampling import generate
 from gptviz.model.names import act_name
 from gptviz.tokenizers import ByteLevelBPE, CharTokenizer
 from gptviz.train.heldout import held_out_loss
@@ -118,7 +118,7 @@ def own_format_score(ckpt, n_lines: int = 40, length: int = 10, seed: int = 1234
 
 
 def test_the_induction_model_passes_the_standard_induction_test(models):
-    """gptviz.induction's protocol: random letters and digits repeated once, no separator,
+    """gptviz.analysis.induction's protocol: random letters and digits repeated once, no separator,
     lengths 10 and 20: the best head scores >= 0.5 and the repeat is copied >= 90 %."""
     ckpt = models["induction-2layer"]
     results = standard_induction(ckpt.model, ckpt.tokenizer)

@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import save as save_safetensors
 
-from gptviz.checkpoints import (
+from gptviz.checkpoints.folder import (
     CheckpointError,
     Limits,
     checkpoint_files,

@@ -1,5 +1,5 @@
-"""The circuits of a head (gptviz.circuits): the W_QK identity on every bundled model and on
-a model without biases, the OV circuit in token space, the head taxonomy on constructed
+"""The circuits of a head (gptviz.analysis.circuits): the W_QK identity on every bundled model
+and on a model without biases, the OV circuit in token space, the head taxonomy on constructed
 patterns and on a planted induction head, and attention summed or rolled out."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz import attention_flow as F
-from gptviz import circuits as C
-from gptviz.checkpoints import bundled_models, load_checkpoint
-from gptviz.induction import STANDARD_LENGTHS
+from gptviz.analysis import circuits as C
+from gptviz.analysis import flow as F
+from gptviz.analysis.induction import STANDARD_LENGTHS
+from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.model import GPT, hooks
 from gptviz.model.names import act_name
 from gptviz.tokenizers.char import CharTokenizer

@@ -13,7 +13,7 @@ import streamlit as st
 
 from gptviz.app.shared import cache as model_cache
 from gptviz.app.shared.picker import Picked, load_bundled
-from gptviz.checkpoints import DEFAULT_MODEL
+from gptviz.checkpoints.folder import DEFAULT_MODEL
 from gptviz.model.names import act_name
 
 PROMPTS = ["The manifold", "Let x be a point of the", "Theorem.", "a", "We prove that every",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptviz.generate import generate
+from gptviz.generation.sampling import generate
 from gptviz.model import GPT, GPTConfig, hooks
 from gptviz.model.decode import Decoder
 

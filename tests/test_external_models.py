@@ -16,10 +16,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptviz.checkpoints import CheckpointError, Limits, load_checkpoint
-from gptviz.gpt2_weights import save_hf_gpt2
+from gptviz.checkpoints.folder import CheckpointError, Limits, load_checkpoint
+from gptviz.checkpoints.gpt2_weights import save_hf_gpt2
+from gptviz.checkpoints.nanogpt import NanoCharTokenizer
 from gptviz.model import GPTConfig, act_name
-from gptviz.nanogpt import NanoCharTokenizer
 from gptviz.tokenizers import TokenizerError
 
 SHAPES = {  # name: GPT2Config fields (besides vocab_size)

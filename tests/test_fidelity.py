@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz.checkpoints import bundled_models, initial_model, training_seed
+from gptviz.checkpoints.folder import bundled_models, initial_model, training_seed
 from tests.fidelity import forward, forward_uncached, positions_table, weights
 from tests.fidelity_read import (
     check_views,
@@ -146,7 +146,7 @@ def x_plus_pe(at, ckpt, ids, chk):
 
 
 def order(at, ckpt, ids, chk):
-    from gptviz.positions import prefix_order
+    from gptviz.analysis.positions import prefix_order
 
     pi = prefix_order(len(ids), int(at.session_state["order_seed"])
                       if "order_seed" in at.session_state else 0)
@@ -180,7 +180,7 @@ def compared_runs() -> dict[str, tuple]:
     none, every position of the whole text read in one pass."""
     import torch.nn.functional as F
 
-    from gptviz.compare_positions import load_runs, long_texts
+    from gptviz.analysis.compare_positions import load_runs, long_texts
     from gptviz.data import CORPORA_DIR, SlidingWindowDataset, split_text
 
     out = {}
@@ -217,7 +217,7 @@ def compared_runs() -> dict[str, tuple]:
 def compare(at, ckpt, ids, chk):
     """The table is the runs' recorded losses (their cards), and those are, where the
     direct pass can say, −log P of the texts."""
-    from gptviz.compare_positions import KINDS, SCHEMES, load_runs
+    from gptviz.analysis.compare_positions import KINDS, SCHEMES, load_runs
 
     runs, direct = load_runs(), compared_runs()
     df = table(at, "encoding", "validation loss")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz.checkpoints import bundled_models
+from gptviz.checkpoints.folder import bundled_models
 from tests.fidelity import forward, unembedding, weights
 from tests.fidelity_read import (
     NOT_INDEX,
@@ -167,7 +167,7 @@ def ov(at, ckpt, ids, chk):
 def induction(ckpt) -> np.ndarray:
     """Each head's mean weight, on r r (r random letters or digits), from a repeat's token to
     the one after its first copy; averaged over the lengths 10 and 20 that fit."""
-    from gptviz.induction import (
+    from gptviz.analysis.induction import (
         STANDARD_LENGTHS,
         STANDARD_SEED,
         STANDARD_SEQUENCES,

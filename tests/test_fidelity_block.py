@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz.checkpoints import bundled_models
+from gptviz.checkpoints.folder import bundled_models
 from tests.fidelity import EPS, forward, layer_norm, unembedding, weights
 from tests.fidelity_read import (
     after,

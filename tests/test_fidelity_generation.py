@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz.checkpoints import bundled_models
+from gptviz.checkpoints.folder import bundled_models
 from tests.fidelity import entropy, forward
 from tests.fidelity_read import (
     NUM,

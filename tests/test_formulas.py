@@ -21,11 +21,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptviz import positions
+from gptviz.analysis import positions
 from gptviz.app.block.formulas import block_equations
 from gptviz.app.shared.inputs import example_prompt
 from gptviz.app.shared.notes import INDEX_NOTE
-from gptviz.checkpoints import bundled_models, checkpoint_to_zip, load_checkpoint
+from gptviz.checkpoints.folder import bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.model import attention
 from gptviz.model.layers import gelu
 from tests.helpers import (
@@ -75,7 +75,7 @@ def unmasked(monkeypatch):
 @pytest.mark.parametrize("bias, act", [(True, "gelu"), (False, "relu")])
 def test_block_stages_are_what_their_names_say(bias, act):
     """A = LN₂(Y) W₁ (+ b₁), H = act(A), Z W_O (+ b_O), H W₂ (+ b₂), from the weights."""
-    from gptviz.analysis import block_stages
+    from gptviz.analysis.core import block_stages
 
     model = tiny_gpt(12, n_layer=2, bias=bias, activation=act)
     _, cache = model.run_with_cache([3, 1, 4, 1, 5, 9])

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptviz.generate import (
+from gptviz.generation.sampling import (
     encode_prompt,
     entropy,
     generate,
@@ -150,7 +150,7 @@ def test_the_page_and_generate_write_the_same_text_for_a_seed(temperature, top_k
     """One seeding rule (Sampling.generator): n clicks of "Next token" on the Generation
     page and generate() with the same seed give the same ids, past the context window."""
     from gptviz.app.generation.state import History
-    from gptviz.generate import Sampling
+    from gptviz.generation.sampling import Sampling
 
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=12, context_length=8, d_model=16, n_layer=1,

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from gptviz import generate as gen
 from gptviz.app.generation.state import History, Sampling
 from gptviz.app.shared.threads import is_small, one_thread
-from gptviz.beam import next_logits
+from gptviz.generation import sampling as gen
+from gptviz.generation.beam import next_logits
 from tests.helpers import tiny_gpt
 
 

@@ -1,4 +1,4 @@
-"""The standard induction test (gptviz.induction): its inputs, and its scores against a
+"""The standard induction test (gptviz.analysis.induction): its inputs, and its scores against a
 direct loop over the attention patterns and the logits."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptviz.induction import (
+from gptviz.analysis.induction import (
     STANDARD_LENGTHS,
     induction_test,
     ordinary_ids,

@@ -18,7 +18,7 @@ from gptviz.app.shared.heatmaps import Shown, axis_labels, heatmap, shown_label
 from gptviz.app.shared.inputs import page_tokens
 from gptviz.app.shared.tex import tex_text
 from gptviz.app.shared.widgets import box_key
-from gptviz.checkpoints import bundled_models, load_checkpoint
+from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.tokenizers.base import TokenInfo
 from tests.helpers import figure, run_page
 

@@ -1,5 +1,6 @@
-"""The maths of the Learning page (gptviz/learning.py, gptviz/gradient_check.py) against
-direct torch computations: ∂L/∂z = P − e_y, gradient norms per group, one SGD step, the
+"""The maths of the Learning page (gptviz/analysis/learning.py,
+gptviz/analysis/gradient_check.py) against direct torch computations: ∂L/∂z = P − e_y,
+gradient norms per group, one SGD step, the
 finite-difference check on every bundled model, and a model that never changes."""
 
 from __future__ import annotations
@@ -14,12 +15,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptviz import curvature as curvature_module
-from gptviz import gradient_check as gc
-from gptviz.app.learning.controls import median_position
-from gptviz.checkpoints import bundled_models, freeze, load_checkpoint
-from gptviz.gradient_check import CheckRow, default_check_groups, gradient_check
-from gptviz.learning import (
+from gptviz.analysis import curvature as curvature_module
+from gptviz.analysis import gradient_check as gc
+from gptviz.analysis.gradient_check import CheckRow, default_check_groups, gradient_check
+from gptviz.analysis.learning import (
     LearningError,
     check_position,
     microscope,
@@ -29,6 +28,8 @@ from gptviz.learning import (
     take_window,
     window_losses,
 )
+from gptviz.app.learning.controls import median_position
+from gptviz.checkpoints.folder import bundled_models, freeze, load_checkpoint
 from tests.helpers import tiny_gpt
 
 MODELS = sorted(bundled_models())
@@ -260,8 +261,8 @@ def test_both_ways_to_g_h_g_agree_and_the_small_way_never_imports_dynamo(monkeyp
     small = microscope(model, window, 6, ()).curvature
     monkeypatch.setattr(curvature_module, "FORWARD_ABOVE", 0)
     assert microscope(model, window, 6, ()).curvature == pytest.approx(small, rel=1e-9)
-    code = ("import sys; from gptviz.checkpoints import DEFAULT_MODEL, bundled_models, "
-            "load_checkpoint; from gptviz.learning import microscope, take_window; "
+    code = ("import sys; from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, "
+            "load_checkpoint; from gptviz.analysis.learning import microscope, take_window; "
             "c = load_checkpoint(bundled_models()[DEFAULT_MODEL]); "
             "microscope(c.model, take_window(list(range(100)), 0, 16), 5, (1e-3,)); "
             "print('torch._dynamo' in sys.modules)")

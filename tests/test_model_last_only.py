@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptviz import beam
-from gptviz.beam import beam_search, next_logits
-from gptviz.generate import generate, step
+from gptviz.generation import beam
+from gptviz.generation.beam import beam_search, next_logits
+from gptviz.generation.sampling import generate, step
 from gptviz.model import GPT, GPTConfig, hooks
 from gptviz.model.decode import Decoder
 

@@ -1,5 +1,5 @@
-"""The four positional encodings compared (gptviz.compare_positions) and the RoPE facts of
-the Positional page (gptviz.positions): the shipped runs load and reproduce their cards,
+"""The four positional encodings compared (gptviz.analysis.compare_positions) and the RoPE facts of
+the Positional page (gptviz.analysis.positions): the shipped runs load and reproduce their cards,
 the long-text losses equal a direct evaluation, and the RoPE numbers equal the model's own
 rotated queries and keys."""
 
@@ -14,8 +14,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptviz import positions
-from gptviz.compare_positions import (
+from gptviz.analysis import positions
+from gptviz.analysis.compare_positions import (
     FOLDER,
     KINDS,
     SCHEMES,

@@ -1,16 +1,23 @@
-"""The Training replay's engine (gptviz.replay): where each step's greedy sample starts, and
-that on induction-2layer the trained model's sample copies the repeat of the data while the
+"""The Training replay's engine (gptviz.analysis.replay): where each step's greedy sample
+starts, and that on induction-2layer the trained model's sample copies the repeat of the data
+while the
 seed's initialisation does not."""
 
 from __future__ import annotations
 
 import pytest
 
+from gptviz.analysis.replay import (
+    MIN_REPEAT,
+    copy_prompt_length,
+    final_step,
+    model_at,
+    replay_steps,
+)
 from gptviz.app.learning.controls import split_encode
-from gptviz.checkpoints import bundled_models, load_checkpoint
+from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.data import read_corpus
-from gptviz.generate import generate
-from gptviz.replay import MIN_REPEAT, copy_prompt_length, final_step, model_at, replay_steps
+from gptviz.generation.sampling import generate
 
 SAMPLE = 30  # greedy tokens, as the page writes
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptviz.checkpoints import checkpoint_to_zip, load_checkpoint_zip
-from gptviz.generate import generate
+from gptviz.checkpoints.folder import checkpoint_to_zip, load_checkpoint_zip
+from gptviz.generation.sampling import generate
 from gptviz.model import GPT, GPTConfig, RunConfig, TrainConfig
 from gptviz.model.attention import ROPE, rope_angles, rotate, window_mask
 from gptviz.model.names import act_name

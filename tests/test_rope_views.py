@@ -17,14 +17,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptviz import attention_math as am
-from gptviz import circuits as C
-from gptviz import positions
+from gptviz.analysis import attention as am
+from gptviz.analysis import circuits as C
+from gptviz.analysis import positions
 from gptviz.app.attention import circuit_formulas as cm
 from gptviz.app.lesson.formulas import residual_formula
 from gptviz.app.positional.formulas import x_plus_pe_formula
 from gptviz.app.shared.widgets import box_key
-from gptviz.checkpoints import checkpoint_to_zip
+from gptviz.checkpoints.folder import checkpoint_to_zip
 from gptviz.model.attention import rope_angles, rotate
 from gptviz.model.names import act_name
 from gptviz.tokenizers.char import CharTokenizer

@@ -72,7 +72,7 @@ def test_a_before_after_continuation_of_a_bpe_model_shows_bytes_not_replacements
     continuation shows them as ‹…›."""
     model = tiny_gpt(bpe.vocab_size, context_length=32)
     out = continuation(model, bpe, "é 𝔄", 24, temperature=1.0, seed=3)
-    from gptviz.generate import encode_prompt, generate
+    from gptviz.generation.sampling import encode_prompt, generate
 
     ids = encode_prompt(bpe, "é 𝔄")
     sampled = generate(model, ids, 24, temperature=1.0, seed=3)[len(ids):]

@@ -15,7 +15,7 @@ import torch
 
 from gptviz.app.shared import cache as model_cache
 from gptviz.app.shared.picker import Picked
-from gptviz.checkpoints import Checkpoint, initial_model
+from gptviz.checkpoints.folder import Checkpoint, initial_model
 from gptviz.model import GPTConfig
 from gptviz.model.names import block_page_names, embedding_names
 from gptviz.tokenizers.char import CharTokenizer

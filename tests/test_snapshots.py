@@ -1,4 +1,4 @@
-"""Snapshots of the weights during training (gptviz.snapshots): bounds, thinning, the
+"""Snapshots of the weights during training (gptviz.checkpoints.snapshots): bounds, thinning, the
 round trip through a checkpoint folder and a zip, and messages for bad files."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import save as save_safetensors
 
-from gptviz.checkpoints import (
+from gptviz.checkpoints.folder import (
     CheckpointError,
     checkpoint_files,
     checkpoint_from_files,
@@ -18,8 +18,8 @@ from gptviz.checkpoints import (
     load_checkpoint_zip,
     save_checkpoint,
 )
+from gptviz.checkpoints.snapshots import SNAPSHOTS, Snapshots, fitting_count, snapshot_bytes
 from gptviz.model import TrainConfig
-from gptviz.snapshots import SNAPSHOTS, Snapshots, fitting_count, snapshot_bytes
 from gptviz.tokenizers import CharTokenizer
 from gptviz.train.__main__ import main, snapshot_steps
 from tests.helpers import tiny_gpt

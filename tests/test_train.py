@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gptviz.checkpoints import load_checkpoint
+from gptviz.checkpoints.folder import load_checkpoint
 from gptviz.data import induction_corpus
 from gptviz.model import GPTConfig, RunConfig, TrainConfig
 from gptviz.tokenizers.char import CharTokenizer
@@ -136,7 +136,7 @@ def test_cli_reports_bad_input(tmp_path, capsys):
 
 
 def test_the_engine_imports_no_ui_code():
-    code = ("import sys, gptviz.train, gptviz.generate, gptviz.checkpoints; "
+    code = ("import sys, gptviz.train, gptviz.generation.sampling, gptviz.checkpoints.folder; "
             "ui = [m for m in sys.modules if m.split('.')[0] in ('streamlit', 'plotly')]; "
             "assert not ui, ui")
     proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],

@@ -14,7 +14,7 @@ import torch
 
 from gptviz.app.training.figures import loss_figure, prediction_pairs, thin, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
-from gptviz.checkpoints import checkpoint_to_zip, initial_model, load_checkpoint_zip
+from gptviz.checkpoints.folder import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.data import train_val_split
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import train_tokenizer

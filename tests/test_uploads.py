@@ -16,10 +16,15 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-import gptviz.checkpoints
+import gptviz.checkpoints.folder
 from gptviz.app.shared import picker
 from gptviz.app.shared.budget import ModelBudget, Shelf, model_bytes
-from gptviz.checkpoints import CheckpointError, checkpoint_files, initial_model, load_checkpoint_zip
+from gptviz.checkpoints.folder import (
+    CheckpointError,
+    checkpoint_files,
+    initial_model,
+    load_checkpoint_zip,
+)
 from gptviz.model import GPTConfig, parameter_counts
 from gptviz.tokenizers import (
     ByteLevelBPE,
@@ -56,7 +61,7 @@ def refusal(data: bytes) -> str:
     """The message of the CheckpointError an upload gets; every refusal comes before a GPT
     is built (the test fails if one is)."""
     never = mock.Mock(side_effect=AssertionError("the GPT was built"))
-    with mock.patch.object(gptviz.checkpoints, "GPT", never), \
+    with mock.patch.object(gptviz.checkpoints.folder, "GPT", never), \
             pytest.raises(CheckpointError) as info:
         load_checkpoint_zip(data, LIMITS)
     return str(info.value)
@@ -174,7 +179,7 @@ def test_uploaded_split_patterns_must_be_named():
     data = json.loads(files["tokenizer.json"]) | {"pattern": "(a+)+$"}
     evil = files | {"tokenizer.json": json.dumps(data).encode()}
     assert "not one of the named patterns (gpt2, gpt4, none)" in refusal(zipped(evil))
-    trusted = gptviz.checkpoints.checkpoint_from_files(evil)  # a folder on the server
+    trusted = gptviz.checkpoints.folder.checkpoint_from_files(evil)  # a folder on the server
     assert trusted.tokenizer.pattern == "(a+)+$"
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz import generate as gen
 from gptviz.app.generation import figures as figs
 from gptviz.app.generation import formulas as tex
+from gptviz.generation import sampling as gen
 from gptviz.tokenizers.base import TokenInfo
 
 

@@ -9,8 +9,8 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from gptviz import analysis as A
-from gptviz import attention_math as M
+from gptviz.analysis import attention as M
+from gptviz.analysis import core as A
 from gptviz.app.attention import figures as VA
 from gptviz.app.block import figures as VB
 from gptviz.app.embeddings import figures as VE

@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from gptviz.checkpoints import save_checkpoint
+from gptviz.analysis.induction import induction_test
+from gptviz.checkpoints.folder import save_checkpoint
+from gptviz.checkpoints.snapshots import Snapshots, fitting_count
 from gptviz.data import decode_text, split_text
-from gptviz.induction import induction_test
 from gptviz.model import GPTConfig, RunConfig, TrainConfig
 from gptviz.model.config import ACTIVATIONS, DTYPES, POSITIONALS
-from gptviz.snapshots import Snapshots, fitting_count
 from gptviz.tokenizers import train_tokenizer
 from gptviz.train import ddp
 from gptviz.train.heldout import held_out_loss

@@ -1,6 +1,6 @@
 """Before vs after training: the same prompt through an untrained and a trained model.
 
->>> from gptviz.checkpoints import initial_model
+>>> from gptviz.checkpoints.folder import initial_model
 >>> before = continuation(initial_model(model.config, 1337), tokenizer, "abc", 4)
 >>> before.n_prompt_tokens, round(before.prompt_loss, 2)   # ln 10 = 2.30: a uniform guess
 (3, 2.18)
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from gptviz.generate import encode_prompt, generate
+from gptviz.generation.sampling import encode_prompt, generate
 from gptviz.model import GPT
 from gptviz.tokenizers.base import Tokenizer
 from gptviz.tokenizers.readable import readable_decode

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from gptviz.checkpoints import Checkpoint
-from gptviz.generate import encode_prompt, generate
+from gptviz.checkpoints.folder import Checkpoint
+from gptviz.checkpoints.snapshots import Snapshots
+from gptviz.generation.sampling import encode_prompt, generate
 from gptviz.model import RunConfig
-from gptviz.snapshots import Snapshots
 from gptviz.tokenizers.base import Tokenizer
 from gptviz.tokenizers.readable import readable_decode
 from gptviz.train.background import SlotJob

@@ -8,9 +8,9 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from gptviz import attention_flow as F
-from gptviz import attention_math as am
-from gptviz.analysis import to_numpy
+from gptviz.analysis import attention as am
+from gptviz.analysis import flow as F
+from gptviz.analysis.core import to_numpy
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import circuit_formulas as cm
 from gptviz.app.shared.cache import cached_figure

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import circuits as C
-from gptviz.analysis import to_numpy
+from gptviz.analysis import circuits as C
+from gptviz.analysis.core import to_numpy
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import circuit_formulas as cm
 from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
@@ -16,7 +16,7 @@ from gptviz.app.shared.heatmaps import shown_label
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot, problem
-from gptviz.checkpoints import Checkpoint
+from gptviz.checkpoints.folder import Checkpoint
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name
 from gptviz.tokenizers import TokenizerError

@@ -8,9 +8,10 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from gptviz import attention_math as am
-from gptviz import circuits as C
-from gptviz.analysis import to_numpy
+from gptviz.analysis import attention as am
+from gptviz.analysis import circuits as C
+from gptviz.analysis.core import to_numpy
+from gptviz.analysis.induction import PROTOCOL, STANDARD_LENGTHS
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import figures as va
 from gptviz.app.shared.cache import cached_figure, per_model
@@ -18,8 +19,7 @@ from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.notes import counted
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
-from gptviz.checkpoints import Checkpoint
-from gptviz.induction import PROTOCOL, STANDARD_LENGTHS
+from gptviz.checkpoints.folder import Checkpoint
 from gptviz.model.hooks import ActivationCache
 
 SHORT = {"previous-token": "previous", "induction": "induction", "first token": "first",

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import analysis
-from gptviz import attention_math as am
+from gptviz.analysis import attention as am
+from gptviz.analysis import core as analysis
 from gptviz.app.attention import figures as va
 from gptviz.app.attention import flow, head_circuits, taxonomy
 from gptviz.app.attention import formulas as mp

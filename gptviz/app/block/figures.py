@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from gptviz.analysis import Stage
+from gptviz.analysis.core import Stage
 from gptviz.app.shared.heatmaps import as_float32, axis_labels, thin_ticks
 
 STAGE_COLOURS = {"before": "#9aa3b5", "standardised": "#4c78a8", "after": "#f58518"}

@@ -8,15 +8,15 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from gptviz import attribution as A
-from gptviz.analysis import to_numpy
+from gptviz.analysis import attribution as A
+from gptviz.analysis.core import to_numpy
 from gptviz.app.block import formulas as mb
 from gptviz.app.block import prediction_figures as pf
 from gptviz.app.shared.cache import per_model, vocab_labels
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download, problem
-from gptviz.checkpoints import Checkpoint
+from gptviz.checkpoints.folder import Checkpoint
 from gptviz.model.hooks import ActivationCache
 from gptviz.tokenizers import TokenizerError
 

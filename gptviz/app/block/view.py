@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import analysis
-from gptviz.analysis import block_stages
+from gptviz.analysis import core as analysis
+from gptviz.analysis.core import block_stages
 from gptviz.app.block import figures as vb
 from gptviz.app.block import formulas as mb
 from gptviz.app.block.figures import block_flow, stage_table

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import analysis
+from gptviz.analysis import core as analysis
 from gptviz.app.embeddings import figures as ve
 from gptviz.app.embeddings.untrained import (
     FreshEmbedding,
@@ -25,7 +25,7 @@ from gptviz.app.shared.heatmaps import legend_on_top
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
-from gptviz.checkpoints import training_seed
+from gptviz.checkpoints.folder import training_seed
 from gptviz.model import GPTConfig
 
 NEIGHBOURS = 8

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import analysis
+from gptviz.analysis import core as analysis
 from gptviz.app.embeddings import figures as ve
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.embeddings.fresh import trained_vs_fresh

@@ -6,8 +6,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from gptviz import beam
-from gptviz import generate as gen
 from gptviz.app.generation import formulas as tex
 from gptviz.app.generation.controls import token_info
 from gptviz.app.generation.figures import sequence_chips_html
@@ -17,8 +15,10 @@ from gptviz.app.shared.cache import per_model, vocab_labels
 from gptviz.app.shared.chips import visible
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot, problem
-from gptviz.checkpoints import Checkpoint
-from gptviz.generate import Sampling
+from gptviz.checkpoints.folder import Checkpoint
+from gptviz.generation import beam
+from gptviz.generation import sampling as gen
+from gptviz.generation.sampling import Sampling
 
 WIDTH, LENGTH, STEP = "beam", "beam_n", "beam_step"  # widget keys (the first two in the URL)
 MAX_LENGTH = 50  # tokens a search may write

@@ -21,7 +21,7 @@ from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.inputs import fresh_choice
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
-from gptviz.generate import Sampling
+from gptviz.generation.sampling import Sampling
 from gptviz.model import GPT
 from gptviz.words import counted
 

@@ -15,7 +15,7 @@ import streamlit as st
 from gptviz.app.generation import tree
 from gptviz.app.generation.state import History
 from gptviz.app.shared.picker import Picked
-from gptviz.generate import Sampling
+from gptviz.generation.sampling import Sampling
 
 BRANCHES, AT = "branches", "at"  # the link's query parameters
 LINK_CHARS = 4_000  # longer trees stay out of the link (proxies and chat apps cut long URLs)

@@ -10,7 +10,7 @@ The text is one path through a tree: every token ever appended stays a node of
 step i replaces token i by another and makes that path the text; selecting a node
 makes its path the text again.
 
-Step i draws with ``Sampling.generator(i)`` (``gptviz.generate``'s one seeding rule): a
+Step i draws with ``Sampling.generator(i)`` (``gptviz.generation.sampling``'s one seeding rule): a
 fixed seed gives the same text whether it is built by n clicks of "Next token", one
 "Generate n" or ``generate()``, and "Undo" then "Next token" draws the same token again.
 
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 
 from torch import Tensor
 
-from gptviz import generate as gen
 from gptviz.app.generation.turn import N_TOP, Turn
 from gptviz.app.shared.threads import one_thread
-from gptviz.beam import next_logits
-from gptviz.generate import Sampling
+from gptviz.generation import sampling as gen
+from gptviz.generation.beam import next_logits
+from gptviz.generation.sampling import Sampling
 from gptviz.model import GPT
 
 MAX_TOKENS = 1000  # generated tokens in one text

@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from gptviz.app.generation.state import MAX_NODES, MAX_TOKENS, Path, Turn
-from gptviz.beam import prefix_rows
-from gptviz.generate import Sampling
+from gptviz.generation.beam import prefix_rows
+from gptviz.generation.sampling import Sampling
 from gptviz.model import GPT
 
 TAG_CHARS = 6  # hex digits of the model-and-prompt tag

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from gptviz import generate as gen
-from gptviz.generate import Sampling
+from gptviz.generation import sampling as gen
+from gptviz.generation.sampling import Sampling
 
 N_TOP = 10  # candidates a Step lists (and a Turn keeps)
 

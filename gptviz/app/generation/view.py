@@ -8,7 +8,6 @@ import numpy as np
 import streamlit as st
 import torch
 
-from gptviz import generate as gen
 from gptviz.app.attention.formulas import attention_row
 from gptviz.app.generation import bars
 from gptviz.app.generation import figures as figs
@@ -23,7 +22,8 @@ from gptviz.app.shared.heatmaps import heatmap
 from gptviz.app.shared.inputs import layer_and_head
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
-from gptviz.generate import Sampling
+from gptviz.generation import sampling as gen
+from gptviz.generation.sampling import Sampling
 from gptviz.model.names import act_name, generation_page_names
 from gptviz.words import counted
 

@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from gptviz.analysis.learning import LearningError, Window, check_position, take_window
 from gptviz.app.learning.figures import window_chips_html
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import cap_text, problem
-from gptviz.checkpoints import Checkpoint
+from gptviz.checkpoints.folder import Checkpoint
 from gptviz.data import CorpusError, bundled_corpora, read_corpus
-from gptviz.learning import LearningError, Window, check_position, take_window
 from gptviz.model import GPT
 from gptviz.model.config import TrainConfig
 from gptviz.tokenizers import TokenizerError

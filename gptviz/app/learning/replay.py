@@ -1,7 +1,7 @@
 """Training replay: a slider over the steps a checkpoint remembers redraws the attention
 grid, the embeddings on fixed PCA axes, the loss curve's marker and a greedy sample.
 
-The steps come from ``gptviz.replay`` (step 0, the snapshots, the checkpoint's own step).
+The steps come from ``gptviz.analysis.replay`` (step 0, the snapshots, the checkpoint's own step).
 Each step's four figures are built once per (model, step, window) and shared
 (``cached_figure``): building them in plotly's Python took ~160 ms a move, sending them
 ~10 ms. The greedy sample is cached as ids.
@@ -16,16 +16,16 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from gptviz import replay
+from gptviz.analysis import replay
+from gptviz.analysis.learning import Window
 from gptviz.app.attention.figures import attention_grid
 from gptviz.app.embeddings.figures import WEBGL_ABOVE, place_labels
 from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import plot, text_block
-from gptviz.checkpoints import Checkpoint
-from gptviz.generate import generate
-from gptviz.learning import Window
+from gptviz.checkpoints.folder import Checkpoint
+from gptviz.generation.sampling import generate
 from gptviz.model.names import act_name
 from gptviz.tokenizers.readable import readable_decode
 

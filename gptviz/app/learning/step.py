@@ -11,11 +11,11 @@ import math
 
 import streamlit as st
 
+from gptviz.analysis.learning import Microscope, Step
 from gptviz.app.learning import figures as fg
 from gptviz.app.learning import formulas as tex
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, problem
-from gptviz.learning import Microscope, Step
 
 # The slider's learning rates: 0, the range where steps behave, then absurd ones that
 # overshoot and finally overflow float32, so that a student can see each regime.

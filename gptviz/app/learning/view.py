@@ -1,6 +1,6 @@
 """The sections of the Learning page; each takes plain values and draws.
 
-The computations run on a private twin of the model (``gptviz.learning``), so the model
+The computations run on a private twin of the model (``gptviz.analysis.learning``), so the model
 other sessions see never changes; their results are cached per (model, window, position).
 """
 
@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import learning
+from gptviz.analysis import learning
+from gptviz.analysis.gradient_check import (
+    CHECK_ENTRIES,
+    copied_entries,
+    default_check_groups,
+    gradient_check,
+)
+from gptviz.analysis.learning import Group, Microscope, Window
 from gptviz.app.learning import figures as fg
 from gptviz.app.learning import formulas as tex
 from gptviz.app.learning.controls import BIG_MODEL, median_position
@@ -26,13 +33,6 @@ from gptviz.app.shared.memory import then_give_back
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.threads import one_thread
 from gptviz.app.shared.widgets import chart, csv_download, on_demand
-from gptviz.gradient_check import (
-    CHECK_ENTRIES,
-    copied_entries,
-    default_check_groups,
-    gradient_check,
-)
-from gptviz.learning import Group, Microscope, Window
 from gptviz.model import GPT
 
 DZ_TOLERANCE = 1e-5  # |(P − e_y) − autograd| above this would be a bug, not rounding

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from gptviz.analysis.circuits import kind_scores
 from gptviz.app.shared.chips import token_label
-from gptviz.circuits import kind_scores
 from gptviz.tokenizers.base import TokenInfo
 
 TIE = 1e-6  # two numbers closer than this are a tie: no question is asked on a tie

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gptviz import generate as gen
 from gptviz.app.shared.cache import activations, cached_figure, per_model, vocab_labels
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import LINK_LIMIT
-from gptviz.checkpoints import Checkpoint
+from gptviz.checkpoints.folder import Checkpoint
+from gptviz.generation import sampling as gen
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import attention_page_names, block_page_names
 

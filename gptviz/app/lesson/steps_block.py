@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gptviz import analysis
-from gptviz import attention_math as am
+from gptviz.analysis import attention as am
+from gptviz.analysis import core as analysis
 from gptviz.app.attention import figures as va
 from gptviz.app.attention import formulas as mp
 from gptviz.app.attention.view import grid_cell_px, narrow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gptviz import analysis
+from gptviz.analysis import core as analysis
 from gptviz.app.embeddings import figures as ve
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.lesson import formulas as lt

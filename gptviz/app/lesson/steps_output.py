@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gptviz import analysis
-from gptviz import generate as gen
+from gptviz.analysis import core as analysis
 from gptviz.app.block import figures as vb
 from gptviz.app.generation import figures as gf
 from gptviz.app.generation import formulas as gen_tex
@@ -15,6 +14,7 @@ from gptviz.app.generation.controls import token_info
 from gptviz.app.lesson import formulas as lt
 from gptviz.app.lesson import questions as q
 from gptviz.app.lesson.run import FLAT_T, SEED, SHARP_T, Lesson, StepView
+from gptviz.generation import sampling as gen
 
 TOP = 10  # candidates in the bar charts
 LENS_TOP = 5  # guesses per row of the logit lens

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from gptviz.analysis.compare_positions import KINDS, SCHEMES, load_runs
 from gptviz.app.positional import figures as vp
 from gptviz.app.positional.retrain import RUNS, adopt_finished, retrain_panel
 from gptviz.app.shared.widgets import chart, csv_download, problem
-from gptviz.checkpoints import Checkpoint, CheckpointError, freeze
-from gptviz.compare_positions import KINDS, SCHEMES, load_runs
+from gptviz.checkpoints.folder import Checkpoint, CheckpointError, freeze
 
 Runs = Mapping[str, Checkpoint]
 WHOLE = {"rope": "whole text, sliding window", "sinusoidal": "whole text, formula past N",

@@ -56,7 +56,7 @@ def pe_curves(P, dims: Sequence[int], title: str = "chosen dimensions along the 
 
 def pe_similarity_heatmap(S, title: str = "position similarity PE · PEᵀ") -> go.Figure:
     """S (N, N): S[i, j] = PE_i · PE_j; for sinusoids it depends only on |i − j|
-    (``gptviz.positions.sinusoidal_shift_check``). Red above 0, blue below (learned
+    (``gptviz.analysis.positions.sinusoidal_shift_check``). Red above 0, blue below (learned
     positions can point apart), over ±r of ``clipped_range``.
 
     >>> S = np.ones((20, 20)); S[0, 0] = 9.0

@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import positions
+from gptviz.analysis import positions
 from gptviz.app.shared.cache import per_model, vocab_labels
 from gptviz.app.shared.chips import token_chips_html
 from gptviz.app.shared.inputs import Prompt, encode, prompt_input
 from gptviz.app.shared.notes import counted
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download
-from gptviz.checkpoints import Checkpoint
+from gptviz.checkpoints.folder import Checkpoint
 
 SEED = "order_seed"  # st.session_state key of the shuffle's seed
 SEED_MAX = 1_000_000

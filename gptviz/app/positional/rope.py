@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import positions
+from gptviz.analysis import positions
 from gptviz.app.positional import figures as vp
 from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.shared.cache import activations, per_model, vocab_labels
@@ -16,7 +16,7 @@ from gptviz.app.shared.inputs import Prompt, example_prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import tex_text, vector
 from gptviz.app.shared.widgets import chart, csv_download, on_demand
-from gptviz.checkpoints import Checkpoint
+from gptviz.checkpoints.folder import Checkpoint
 from gptviz.model.names import act_name
 
 ADDS_NOTHING = (

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from gptviz import analysis, positions
+from gptviz.analysis import core as analysis
+from gptviz.analysis import positions
 from gptviz.app.positional import figures as vp
 from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.positional.compare import compare_view

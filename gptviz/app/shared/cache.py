@@ -19,14 +19,14 @@ import numpy as np
 import streamlit as st
 import torch
 
-from gptviz import analysis
-from gptviz import attention_math as am
+from gptviz.analysis import attention as am
+from gptviz.analysis import core as analysis
 from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.lru import ByteLRU
 from gptviz.app.shared.memory import then_give_back
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.threads import one_thread
-from gptviz.checkpoints import Checkpoint, freeze, initial_model, training_seed
+from gptviz.checkpoints.folder import Checkpoint, freeze, initial_model, training_seed
 from gptviz.model import GPT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name

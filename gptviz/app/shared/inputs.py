@@ -19,7 +19,7 @@ from gptviz.app.shared.chips import prompt_chips_html, token_label
 from gptviz.app.shared.choice import choose
 from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, set_linked_text
-from gptviz.checkpoints import Checkpoint
+from gptviz.checkpoints.folder import Checkpoint
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import TokenizerError
 from gptviz.tokenizers.base import TokenInfo

@@ -14,8 +14,8 @@ from pathlib import Path
 import streamlit as st
 
 from gptviz.app.shared.budget import Resident, named_model_budget
-from gptviz.checkpoints import Checkpoint, CheckpointError, Limits, freeze, load_checkpoint
-from gptviz.model_dirs import FoundModel, find_models, hf_cache, named_dirs
+from gptviz.checkpoints.folder import Checkpoint, CheckpointError, Limits, freeze, load_checkpoint
+from gptviz.checkpoints.model_dirs import FoundModel, find_models, hf_cache, named_dirs
 
 
 def size_text(n_bytes: int) -> str:

@@ -21,7 +21,7 @@ from gptviz.app.shared.budget import ModelBudget, Shelf, model_bytes
 from gptviz.app.shared.memory import give_back
 from gptviz.app.shared.named import label, load_named, named_list, named_models
 from gptviz.app.shared.notes import held_out_line
-from gptviz.checkpoints import (
+from gptviz.checkpoints.folder import (
     DEFAULT_MODEL,
     MODELS_DIR,
     Checkpoint,
@@ -242,7 +242,7 @@ def describe(picked: Picked) -> str:
 
 
 def induction_line(card: dict) -> str:
-    """The card's standard induction test (gptviz.induction), in one sentence.
+    """The card's standard induction test (gptviz.analysis.induction), in one sentence.
 
     >>> line = induction_line({"induction": {"results": [{"length": 10, "best_layer": 1,
     ...     "best_head": 2, "score": 0.8, "copy_accuracy": 0.97}]}})

@@ -21,7 +21,7 @@ from gptviz.app.shared.widgets import on_demand, plain_table, plot, text_block
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
-from gptviz.checkpoints import Checkpoint, checkpoint_to_zip
+from gptviz.checkpoints.folder import Checkpoint, checkpoint_to_zip
 from gptviz.model import parameter_counts
 from gptviz.train.before_after import Continuation, continuation
 from gptviz.train.jobs import SessionTrainer, Snapshot, TrainingJob

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from gptviz.analysis import layernorm_input
+from gptviz.analysis.core import layernorm_input
 from gptviz.model import GPT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name

@@ -27,11 +27,11 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 import gptviz.tokenizers  # noqa: F401  (registers every tokenizer type)
-from gptviz.external import ExternalError, load_external, model_format
+from gptviz.checkpoints.external import ExternalError, load_external, model_format
+from gptviz.checkpoints.snapshots import SNAPSHOTS, SnapshotError, Snapshots
+from gptviz.checkpoints.zipread import ZipMembers, ZipReadError, directory_size
 from gptviz.model import GPT, GPTConfig, TrainConfig, parameter_counts
-from gptviz.snapshots import SNAPSHOTS, SnapshotError, Snapshots
 from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
-from gptviz.zipread import ZipMembers, ZipReadError, directory_size
 
 WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
 FILES = (WEIGHTS, CONFIG, TOKENIZER, CARD)
@@ -276,7 +276,7 @@ def freeze(model: GPT) -> GPT:
 
 # GPTVIZ_MODELS_DIR points the app at another folder of checkpoints (development, tests).
 MODELS_DIR = Path(os.environ.get("GPTVIZ_MODELS_DIR")
-                  or Path(__file__).resolve().parents[1] / "assets" / "models")
+                  or Path(__file__).resolve().parents[2] / "assets" / "models")
 
 # The BPE model: its tokens are word pieces, so attention maps and next-token
 # charts read as words, which is what a class can follow (see the README).

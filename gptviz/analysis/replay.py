@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gptviz import analysis
-from gptviz.checkpoints import Checkpoint, initial_model, training_seed
+from gptviz.analysis import core as analysis
+from gptviz.checkpoints.folder import Checkpoint, initial_model, training_seed
 from gptviz.model import GPT
 
 EMBED = "embed.weight"  # E's name in a state dict

@@ -2,7 +2,7 @@
 
 Everything here takes tensors (a model, its weights or an ``ActivationCache``)
 and returns float32 numpy arrays or plain numbers, ready for the figure builders of ``gptviz.app``.
-The attention maths lives in ``gptviz.attention_math``.
+The attention maths lives in ``gptviz.analysis.attention``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gptviz.curvature import curvature, dot64
+from gptviz.analysis.curvature import curvature, dot64
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
 from gptviz.words import counted

@@ -24,9 +24,9 @@ from typing import Any
 
 import torch
 
-from gptviz.gpt2_weights import ExternalError, fill_gpt, short_name
+from gptviz.checkpoints.gpt2_weights import ExternalError, fill_gpt, short_name
+from gptviz.checkpoints.nanogpt import NanoCharTokenizer, char_vocabulary, nanogpt_config, read_ckpt
 from gptviz.model import GPT, GPTConfig, parameter_counts
-from gptviz.nanogpt import NanoCharTokenizer, char_vocabulary, nanogpt_config, read_ckpt
 from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
 from gptviz.tokenizers.openai import TiktokenTokenizer
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from gptviz.learning import (
+from gptviz.analysis.learning import (
     Group,
     LearningError,
     Window,

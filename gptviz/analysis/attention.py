@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from gptviz.analysis import ArrayLike, to_numpy
+from gptviz.analysis.core import ArrayLike, to_numpy
 from gptviz.model import GPT, ablate_heads, causal_mask, hooks
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from gptviz.generate import _context
+from gptviz.generation.sampling import _context
 from gptviz.model import GPT, KVCache
 
 MAX_WIDTH = 8  # the widest search the app offers (any width up to |V| works here)

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from gptviz.checkpoints import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from gptviz.checkpoints.folder import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from gptviz.data import CORPORA_DIR, SlidingWindowDataset, split_text
 from gptviz.model import GPT, GPTConfig, RunConfig, TrainConfig
 from gptviz.tokenizers import CharTokenizer
@@ -41,7 +41,7 @@ KINDS = ("sinusoidal", "learned", "none", "rope")
 SCHEMES = {  # kind -> the ways it can read a long text; the first is what its generator does
     "sinusoidal": ("crop", "whole"), "learned": ("crop",), "none": ("crop", "whole"),
     "rope": ("whole",)}
-FOLDER = Path(__file__).resolve().parents[1] / "assets" / "positional"
+FOLDER = Path(__file__).resolve().parents[2] / "assets" / "positional"
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from gptviz.gpt2_weights import ExternalError
+from gptviz.checkpoints.gpt2_weights import ExternalError
 from gptviz.model import GPTConfig
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, TokenizerError
 from gptviz.tokenizers.char import CharTokenizer

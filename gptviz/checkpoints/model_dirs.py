@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gptviz.external import ExternalError, inspect, model_format
+from gptviz.checkpoints.external import ExternalError, inspect, model_format
 from gptviz.model import GPTConfig, parameter_counts
 from gptviz.tokenizers.base import TokenizerError, read_json
 

@@ -1,5 +1,5 @@
 """The circuits of a head and a taxonomy of heads (attention summed or rolled out over
-layers: ``gptviz.attention_flow``).
+layers: ``gptviz.analysis.flow``).
 
 In seed 004's notation, with row vectors and ``W_Q^h, W_K^h, W_V^h`` (d × d_k) and
 ``W_O^h`` (d_k × d) the blocks of head h:
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from gptviz.induction import standard_induction
+from gptviz.analysis.induction import standard_induction
 from gptviz.model import GPT
 from gptviz.model.attention import rope_angles, rotate
 from gptviz.tokenizers.base import Tokenizer
@@ -228,8 +228,8 @@ def uniform_entropy(t: int) -> float:
 
 
 def induction_scores(model: GPT, tokenizer: Tokenizer) -> Tensor | None:
-    """Each head's induction score on the standard test (``gptviz.induction``), averaged over
-    the lengths that fit the context; None when none fits or nothing can be drawn."""
+    """Each head's induction score on the standard test (``gptviz.analysis.induction``),
+    averaged over the lengths that fit the context; None when none fits or nothing can be drawn."""
     try:
         results = standard_induction(model, tokenizer)
     except ValueError:  # no letter-or-digit token to draw the random sequences from

@@ -9,24 +9,30 @@ from gptviz.app.generation.controls import PromptTokens
 from gptviz.app.shared.inputs import prompt_input
 from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import Picked, describe, model_picker
+from gptviz.app.shared.presenter import page_top
 from gptviz.app.shared.widgets import view_tabs
 from gptviz.generation.sampling import Sampling
 
-st.title("Generation")
-st.markdown(
+top = page_top(
+    "Generation",
     "A GPT reads the last $N$ tokens $x_1,\\dots,x_N$ and returns logits "
     "$y_N\\in\\mathbb{R}^{|V|}$ for the next one. Dividing by a temperature $T$ and taking the "
     "softmax gives the distribution $P_T(i)=\\sigma(y_N/T)_i$; one token is chosen from it "
-    "(the most probable one when $T=0$), appended, and the loop starts again.")
-index_note()
+    "(the most probable one when $T=0$), appended, and the loop starts again.",
+    notes=index_note)
 
 picked = model_picker()
 if picked is None:
     st.stop()
 ckpt = picked.checkpoint
-st.caption(f"Model **{picked.name}** — {describe(picked)}")
+if top.presenter:
+    st.caption(f"Model **{picked.name}**", help=describe(picked))
+else:
+    st.caption(f"Model **{picked.name}** — {describe(picked)}")
 
-prompt = ui.prompt_tokens(ckpt, prompt_input(ckpt))
+with top.folded("Prompt", icon=":material/edit:"):
+    text = prompt_input(ckpt)
+prompt = ui.prompt_tokens(ckpt, text)
 if prompt is None:
     st.stop()
 sampling = ui.sampling_controls(ckpt.config.vocab_size)

@@ -4,16 +4,16 @@ import streamlit as st
 
 from gptviz.app.shared.notes import card_facts
 from gptviz.app.shared.picker import describe, induction_line, model_picker
+from gptviz.app.shared.presenter import page_top
 
-st.title("gptviz — a GPT, step by step")
-st.markdown(
+page_top(
+    "gptviz — a GPT, step by step",
     "A GPT turns text into a probability distribution over the next token. Every step is a "
     "small, exact piece of mathematics, and each page of this app shows one of them with the "
     "live numbers of a real model. The formulas follow the notation of the course notes this "
     "app grew from, which the pages call **the seeds**: row vectors multiplied from the "
-    "left, a prompt written $t_1 \\dots t_N$.")
-
-st.latex(r"""
+    "left, a prompt written $t_1 \\dots t_N$.",
+    r"""
 \begin{aligned}
 &\text{text}\;\xrightarrow{\;T\;}\;(t_1,\dots,t_N)\;\xrightarrow{\;\mathrm{OH}\;}\;
 X\in\{0,1\}^{N\times|V|}\;\xrightarrow{\;A\;}\;XA + P\;\xrightarrow{\;\text{blocks}\;}\;H\\

@@ -3,22 +3,22 @@
 import streamlit as st
 
 from gptviz.app.lesson import view
-from gptviz.app.lesson.presenter import presenter_toggle
+from gptviz.app.lesson.presenter import HIDE_CONTROLS_CSS
 from gptviz.app.lesson.run import build_lesson
 from gptviz.app.lesson.steps import build_step
 from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import picked_or_stop
+from gptviz.app.shared.presenter import page_top
 
-top = st.container(horizontal=True, vertical_alignment="center")
-top.title("Lesson: one prompt through a GPT", anchor=False)
-with top:
-    presenter = presenter_toggle()
-if not presenter:
-    st.markdown(
-        "Fourteen steps follow your prompt from its text to the next token, each with the live "
-        "numbers of a real model. At some steps you first predict, then reveal what the model "
-        "computed. Move with the step buttons, Next and Previous, or the → and ← keys; R "
-        "reveals.")
+top = page_top(
+    "Lesson: one prompt through a GPT",
+    "Fourteen steps follow your prompt from its text to the next token, each with the live "
+    "numbers of a real model. At some steps you first predict, then reveal what the model "
+    "computed. Move with the step buttons, Next and Previous, or the → and ← keys; R "
+    "reveals; ? lists the keys.", notes=index_note)
+presenter = top.presenter
+if presenter:
+    st.html(HIDE_CONTROLS_CSS)
 
 picked = picked_or_stop()
 prompt, layer, head, temperature, step = view.settings(picked)
@@ -27,9 +27,13 @@ if prompt is None:
     st.stop()
 
 lesson = build_lesson(picked, prompt, layer, head, temperature, big=presenter)
-view.draw_step(lesson, step, build_step(lesson, step))
+if presenter:
+    with top.row.popover("Steps", icon=":material/list:"):
+        view.step_overview(step)
+    with top.row.popover("Handout", icon=":material/download:"):
+        view.handout_button(lesson)
+view.draw_step(lesson, step, build_step(lesson, step), compact=presenter)
 if step == view.N_STEPS:
     view.score(lesson)
 if not presenter:
-    index_note()
     view.handout_button(lesson)

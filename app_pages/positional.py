@@ -1,14 +1,14 @@
 """Positional encoding: where each token stands, added to its embedding."""
 
-import streamlit as st
 
 from gptviz.app.positional import view as sections
 from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import picked_or_stop
+from gptviz.app.shared.presenter import page_top
 from gptviz.app.shared.widgets import view_tabs
 
-st.title("Positional encoding")
-st.markdown(
+page_top(
+    "Positional encoding",
     "Nothing in attention's arithmetic says where a token stands. Without a mask, "
     "self-attention is *permutation-equivariant*: shuffle the tokens and the outputs come out "
     "shuffled the same way, each one unchanged. A GPT's causal mask already carries some "
@@ -17,8 +17,7 @@ st.markdown(
     "its position $i$: $x_i = E[t_i] + p_i$. The seeds use the sinusoidal table below; many "
     "models (GPT-2 among them) learn $P$ instead. A third way, rotary positions (RoPE), adds "
     "nothing and turns each head's queries and keys by angles that grow with the position; "
-    "*Four encodings compared* trains the same model with each option.")
-index_note()
+    "*Four encodings compared* trains the same model with each option.", notes=index_note)
 
 picked = picked_or_stop()
 

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gptviz.app.shared.presenter import page_top
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, view_tabs
 from gptviz.app.tokenizers import view as sections
 from gptviz.app.tokenizers.controls import LABELS, all_tokenizers, corpus_picker, train_settings
@@ -10,8 +11,8 @@ from gptviz.tokenizers import BOS, ENDOFTEXT, EOS, TokenizerError
 DEFAULT_TEXT = ("The Steenrod problem for closed orientable manifolds was solved by Thom in 1954.\n"
                 "Its orbifold analogue: représentation des classes — “naïve” 🙂 ∫ω = 0")
 
-st.title("Tokenizers")
-st.markdown(
+page_top(
+    "Tokenizers",
     "A tokenizer is a map $T:\\mathrm{TEXTS}\\to\\mathrm{Seq}(V)$: it cuts a text into tokens "
     "from a vocabulary $V$ and numbers them. Compare a character, a word and a byte-level BPE "
     "tokenizer trained on the corpus in the sidebar with OpenAI's encodings: GPT-2's, "

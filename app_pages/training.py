@@ -4,11 +4,12 @@ import streamlit as st
 
 from gptviz.app.shared import fold
 from gptviz.app.shared.picker import describe, model_picker
+from gptviz.app.shared.presenter import page_top
 from gptviz.app.training import view as sections
 from gptviz.app.training.controls import session_trainer, setup
 
-st.title("Training")
-st.markdown(
+page_top(
+    "Training",
     "Training a GPT means lowering one number, the **cross-entropy** $L$ of its next-token "
     "predictions, by gradient descent (AdamW) on windows of a corpus. Choose a corpus, a "
     "tokenizer and a model, press Start, and watch $L$ fall from $\\ln|V|$, the loss of a "
@@ -18,6 +19,7 @@ holder = session_trainer()
 busy = sections.register_finished(holder)  # before the picker, so a new model is selectable
 picked = model_picker()
 job = holder.job
+run_box = st.container()  # Start and the live run: first on the page, filled in below
 
 st.header("1. Setup", divider="gray")
 s = setup(disabled=busy)
@@ -33,8 +35,10 @@ else:
     sections.data_lesson(s, last.val_loss if last else None, last.step if last else None)
 
 st.header("3. Train", divider="gray")
-sections.plan(s, holder)
-sections.live_panel(holder, busy)
+prompt = sections.plan(s, holder)
+with run_box:
+    sections.start(s, holder, prompt)
+    sections.live_panel(holder, busy)
 
 st.header("4. Afterwards", divider="gray")
 if picked is None:

@@ -16,13 +16,13 @@ from plotly.offline import get_plotlyjs
 from gptviz.analysis import attention as am
 from gptviz.analysis.circuits import kind_scores
 from gptviz.app.lesson.handout import lesson_handout
-from gptviz.app.lesson.presenter import PRESENTER_CSS
 from gptviz.app.lesson.run import SEED, build_lesson
 from gptviz.app.lesson.steps import STEPS, build_step
 from gptviz.app.shared.budget import Shelf
 from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.inputs import Prompt, example_prompt
 from gptviz.app.shared.picker import SESSION_MODELS, Picked
+from gptviz.app.shared.presenter import PRESENTER_CSS
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints.folder import Checkpoint, bundled_models, load_checkpoint
 from gptviz.generation import sampling as gen

@@ -1,91 +1,15 @@
-"""Presenter mode and the keyboard: what a teacher needs in front of a projector.
-
-``?presenter=true`` hides the sidebar and the lesson's settings and sets larger type, for a
-1280 × 720 screen with no horizontal scrolling. → and ← are the Next and Previous
-buttons' own shortcuts (``st.button(shortcut=…)``). Streamlit keeps R for itself (rerun)
-and refuses it as a button shortcut, so a small component listens for R and presses the
-Reveal button; on a page without that button R keeps its usual meaning.
-"""
+"""The lesson's part of presenter mode (``gptviz.app.shared.presenter``): its settings box,
+which presenter mode hides, and the Previous / Next buttons that → and ← press."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any
-
 import streamlit as st
 
-PRESENTER = "presenter"  # the toggle's key and URL parameter
-SPELLINGS = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false",
-             "off": "false"}
+from gptviz.app.shared.presenter import KEYS
+
 CONTROLS = "lesson_controls"  # the container of the settings presenter mode hides
-REVEAL = "lesson_reveal"  # the Reveal button's key (R presses it)
-
-# Always: wide formulas scroll inside their own box, never the page.
-LESSON_CSS = """<style>
-.stMainBlockContainer [data-testid="stMarkdownContainer"] .katex-display{overflow-x:auto;
-overflow-y:hidden;padding:2px 0}
-</style>"""
-PRESENTER_CSS = f"""<style>
-[data-testid="stSidebar"],[data-testid="stSidebarCollapsedControl"],
-[data-testid="stExpandSidebarButton"],.st-key-{CONTROLS}{{display:none !important}}
-.stMainBlockContainer{{max-width:none;padding:3.75rem 2rem 3rem}}
-.stMainBlockContainer .gv-chips{{font-size:21px}}
-.stMainBlockContainer .gv-chip small{{font-size:12px}}
-.stMainBlockContainer [data-testid="stMarkdownContainer"] p,
-.stMainBlockContainer [data-testid="stMarkdownContainer"] li{{font-size:1.3rem;line-height:1.5}}
-.stMainBlockContainer .katex-display .katex{{font-size:1.3em}}
-.stMainBlockContainer [data-testid="stCaptionContainer"] p{{font-size:1.05rem}}
-.stMainBlockContainer h1{{font-size:1.6rem;padding:0}}
-</style>"""
-
-# Presses the Reveal button on R (r), unless the student is typing in a box; the listener is
-# installed once per browser tab and does nothing on pages without the button.
-_JS = """
-export default function() {
-  if (window.gvRevealKey) return;
-  window.gvRevealKey = true;
-  window.addEventListener("keydown", (event) => {
-    if (event.key !== "r" && event.key !== "R") return;
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const t = event.composedPath()[0] || {};
-    const typing = t.isContentEditable || t.tagName === "TEXTAREA" || (t.tagName === "INPUT"
-        && !["radio", "checkbox", "button", "range"].includes(t.type));
-    if (typing) return;
-    const button = document.querySelector(".st-key-REVEAL button");
-    if (!button) return;
-    event.preventDefault();
-    event.stopImmediatePropagation();
-    if (!button.disabled) button.click();
-  }, true);
-}
-""".replace("REVEAL", REVEAL)
-
-
-@functools.cache
-def _reveal_key() -> Callable[..., Any]:
-    return st.components.v2.component("gptviz.reveal_key", html="<span></span>", js=_JS)
-
-
-def presenter_toggle() -> bool:
-    """The toggle (``?presenter=true``; 1, yes and on are read as true, 0, no and off as
-    false), and the page's style for its state.
-
-    The URL is written from here, not by Streamlit's binding: the binding reads true / false
-    only and dropped ``presenter=1`` from the address, so a reload left presenter mode."""
-    if PRESENTER not in st.session_state:  # the page's first run: the link says
-        raw = str(st.query_params.get(PRESENTER, "")).lower()
-        st.session_state[PRESENTER] = SPELLINGS.get(raw, raw) == "true"
-    on = st.toggle("Presenter mode", key=PRESENTER,
-                   help="For a projector: no sidebar or settings, larger type. Keys: → next, "
-                        "← previous, R reveal.")
-    if on:
-        st.query_params[PRESENTER] = "true"
-    else:
-        st.query_params.pop(PRESENTER, None)  # off is the default: no parameter
-    st.html(LESSON_CSS + (PRESENTER_CSS if on else ""))
-    _reveal_key()(key="gv_reveal_listener")
-    return bool(on)
+REVEAL = KEYS["reveal"]  # the Reveal button's key (R presses it)
+HIDE_CONTROLS_CSS = f"<style>.st-key-{CONTROLS}{{display:none !important}}</style>"
 
 
 def nav_buttons(step: int, n_steps: int, key: str = "step") -> None:
@@ -95,7 +19,7 @@ def nav_buttons(step: int, n_steps: int, key: str = "step") -> None:
 
     row = st.container(horizontal=True, horizontal_alignment="right", width="content")
     # no icons: the shortcut's own hint already draws the arrow ("→ Next →" with both)
-    row.button("Previous", key="lesson_prev", shortcut="Left",
+    row.button("Previous", key=KEYS["prev"], shortcut="Left",
                on_click=go, args=(-1,), disabled=step <= 1)
-    row.button("Next", key="lesson_next", shortcut="Right",
+    row.button("Next", key=KEYS["next"], shortcut="Right",
                on_click=go, args=(1,), disabled=step >= n_steps, type="primary")

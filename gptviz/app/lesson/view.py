@@ -18,6 +18,7 @@ from gptviz.app.lesson.run import Lesson, StepView
 from gptviz.app.lesson.steps import STEPS, TITLES
 from gptviz.app.shared.inputs import Prompt, encode, head_input, layer_input, prompt_input
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.presenter import link_params
 from gptviz.app.shared.widgets import plain_table, plot
 
 STEP = "step"  # the step's key and URL parameter (?step=7), from 1
@@ -133,9 +134,11 @@ def _figure(fig: Any, where: Any, key: str) -> None:
         where.html(fig)
 
 
-def draw_step(ls: Lesson, step: int, view: StepView) -> None:
+def draw_step(ls: Lesson, step: int, view: StepView, compact: bool = False) -> None:
     """The narrative on the left; on the right the question, or once it is revealed the
-    figure; then the formulas and the link into the explore page."""
+    figure; then the formulas and the link into the explore page. ``compact`` (presenter
+    mode) puts the answer, formulas and link under the narrative, so a step fits one
+    projector screen."""
     row = st.container(horizontal=True, vertical_alignment="center",
                        horizontal_alignment="distribute")
     row.subheader(f"Step {step} of {N_STEPS} · {TITLES[step - 1]}", anchor=False)
@@ -165,12 +168,14 @@ def draw_step(ls: Lesson, step: int, view: StepView) -> None:
         cols = [right] * len(view.figures)
     for k, (col, fig) in enumerate(zip(cols, view.figures, strict=True)):
         _figure(fig, col, f"lesson-fig-{step}-{k}")
+    below = left if compact else st.container()
     for tex in view.formulas:
-        st.latex(tex)
+        below.latex(tex)
     if view.caption:
-        st.caption(view.caption)
-    st.page_link(view.link.page, label=f"Explore this step on the {view.link.label} page",
-                 icon=":material/open_in_new:", query_params=view.link.params)
+        below.caption(view.caption)
+    below.page_link(view.link.page, label=f"Explore this step on the {view.link.label} page",
+                    icon=":material/open_in_new:",
+                    query_params={**view.link.params, **link_params()})
 
 
 def plain(markdown: str) -> str:
@@ -200,6 +205,16 @@ def score(ls: Lesson) -> None:
         "right": ["—" if c is None else "✓" if q.right(c) else "✗"
                   for q, c in done.values()]}))
     st.caption("The score lives in this browser session only; nothing is stored on the server.")
+
+
+def step_overview(step: int) -> None:
+    """Every step's title as a button that jumps to it (presenter mode's overview)."""
+    def jump(to: int) -> None:
+        st.session_state[STEP] = to
+
+    for i, title in enumerate(TITLES, start=1):
+        st.button(f"{i} · {title}", key=f"lesson_jump_{i}", on_click=jump, args=(i,),
+                  type="primary" if i == step else "tertiary", width="stretch")
 
 
 def handout_button(ls: Lesson) -> None:

@@ -18,6 +18,7 @@ import streamlit as st
 from gptviz.app.shared.chips import prompt_chips_html, token_label
 from gptviz.app.shared.choice import choose
 from gptviz.app.shared.notes import agree, counted
+from gptviz.app.shared.presenter import Top
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, set_linked_text
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.model import GPTConfig
@@ -92,8 +93,9 @@ def prompt_input(ckpt: Checkpoint) -> str:
     return text
 
 
-def encode(ckpt: Checkpoint, text: str) -> Prompt | None:
-    """Tokens of ``text`` cropped to the context; draws them, and every note about them.
+def encode(ckpt: Checkpoint, text: str, chips_in: Any = None) -> Prompt | None:
+    """Tokens of ``text`` cropped to the context; draws them (in ``chips_in``, default in
+    place), and every note about them.
 
     Returns None (after saying why) for an empty prompt or one that cannot be encoded.
     """
@@ -116,14 +118,22 @@ def encode(ckpt: Checkpoint, text: str) -> Prompt | None:
                 "(shown as · and ↵), so the model reads them; type some text to see more.",
                 icon=":material/space_bar:")
     prompt = Prompt(text, tokens, max(0, len(tokens) - page_tokens(ckpt.config)))
-    st.html(prompt_chips_html(tokens, text, prompt.dropped))
+    (chips_in or st).html(prompt_chips_html(tokens, text, prompt.dropped))
     _notes(prompt, ckpt)
     return prompt
 
 
-def prompt_or_stop(ckpt: Checkpoint) -> Prompt:
-    """The prompt box, encoded; stops the page (after its message) when it is unusable."""
-    prompt = encode(ckpt, prompt_input(ckpt))
+def prompt_or_stop(ckpt: Checkpoint, top: Top | None = None) -> Prompt:
+    """The prompt box, encoded; stops the page (after its message) when it is unusable.
+    In presenter mode the box and its tokens fold into a "Prompt" popover of the title row
+    (``top``); a message about the prompt still shows on the page."""
+    if top is not None and top.presenter:
+        with top.row.popover("Prompt", icon=":material/edit:"):
+            text = prompt_input(ckpt)
+            chips = st.container()
+        prompt = encode(ckpt, text, chips_in=chips)
+    else:
+        prompt = encode(ckpt, prompt_input(ckpt))
     if prompt is None:
         st.stop()
     return prompt

@@ -21,6 +21,7 @@ from gptviz.app.shared.budget import ModelBudget, Shelf, model_bytes
 from gptviz.app.shared.memory import give_back
 from gptviz.app.shared.named import label, load_named, named_list, named_models
 from gptviz.app.shared.notes import held_out_line
+from gptviz.app.shared.presenter import presenting
 from gptviz.checkpoints.folder import (
     DEFAULT_MODEL,
     MODELS_DIR,
@@ -273,7 +274,10 @@ def picked_or_stop() -> Picked:
     picked = model_picker()
     if picked is None:
         st.stop()
-    st.caption(f"Model **{picked.name}** — {describe(picked)}")
+    if presenting():  # one line: the rest on hover
+        st.caption(f"Model **{picked.name}**", help=describe(picked))
+    else:
+        st.caption(f"Model **{picked.name}** — {describe(picked)}")
     if note := picked.checkpoint.card.get("note"):
         st.caption(str(note))
     return picked

@@ -20,6 +20,7 @@ from gptviz.app.shared.download import download_text
 from gptviz.app.shared.formula_fit import fit_formulas
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.prefetch import prefetch_charts
+from gptviz.app.shared.presenter import legible, presenting
 from gptviz.app.shared.svgplot import SvgChart
 
 TEXT_LIMIT = 20_000  # characters a page analyses; longer input is cut, with a message
@@ -203,6 +204,8 @@ def plot(fig: go.Figure, key: str | None = None, container=st, **kwargs: Any) ->
     """A plotly figure as it is, at full width: on a canvas when its traces are all
     heatmaps (``heatcanvas``: the page loads no chart library), else by plotly.js.
     ``kwargs`` go to ``st.plotly_chart`` (e.g. ``on_select``)."""
+    if presenting():
+        fig = legible(fig)
     if heatcanvas.drawable(fig) and not kwargs:
         heatcanvas.draw(fig, key=key, container=container)
     else:

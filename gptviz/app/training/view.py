@@ -56,8 +56,9 @@ def data_lesson(s: Setup, loss: float | None, step: int | None) -> None:
     st.latex(perplexity_latex(tok.vocab_size, loss))
 
 
-def plan(s: Setup, holder: SessionTrainer) -> None:
-    """The run's size and estimated time, its problems, and the Start button."""
+def plan(s: Setup, holder: SessionTrainer) -> str:
+    """The run's size and estimated time, its problems and the sample prompt (returned;
+    ``start`` draws the button that uses it)."""
     active = holder.job is not None and holder.job.active
     if s.run is not None:
         m, t = s.run.model, s.run.train
@@ -86,8 +87,23 @@ def plan(s: Setup, holder: SessionTrainer) -> None:
                f"context {cap.max_context}, batch {cap.max_batch}, "
                f"{duration(cap.max_seconds)} per run; "
                f"{counted(trainer_slots().limit, 'run')} at a time.")
-    if st.button("Start training", type="primary", icon=":material/play_arrow:",
-                 disabled=bool(s.problems) or active, key="tr_start"):
+    return prompt
+
+
+def start(s: Setup, holder: SessionTrainer, prompt: str) -> None:
+    """Start training, with the estimate beside it: drawn at the top of the page, so it is
+    in the first screen once a preset is picked (the setup is below)."""
+    active = holder.job is not None and holder.job.active
+    cap = caps()
+    row = st.container(horizontal=True, vertical_alignment="center")
+    clicked = row.button("Start training", type="primary", icon=":material/play_arrow:",
+                         disabled=bool(s.problems) or active, key="tr_start")
+    if s.run is not None:
+        row.caption(f"{n_params(s.run.model):,} parameters · {s.run.train.steps:,} steps · "
+                    f"about {duration(s.estimate_s)} on this server")
+    if s.problems:
+        row.caption("Fix the problems in the setup below to start.")
+    if clicked:
         pos = s.run.model.positional  # named unless the default: two runs tell apart
         card = {"name": f"trained-{s.corpus_name}-{s.spec.tokenizer}"
                         + ("" if pos == "learned" else f"-{pos}"), "corpus": s.corpus_name,

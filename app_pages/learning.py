@@ -8,7 +8,7 @@ from gptviz.app.shared.picker import picked_or_stop
 from gptviz.app.shared.presenter import page_top
 from gptviz.app.shared.widgets import view_tabs
 
-page_top(
+top = page_top(
     "Learning",
     "Training repeats one move millions of times: read a window of text, measure how badly "
     "the model predicted each next token (the loss $L$), work out how every parameter should "
@@ -18,8 +18,9 @@ page_top(
     "the model itself never changes.", notes=index_note)
 
 picked = picked_or_stop()
-source = ui.source_or_stop(picked)
-window = ui.window_or_stop(picked, source)
-position = ui.position_or_stop(picked, window, views.typical_position(picked, window))
+with top.folded("Text and target", icon=":material/text_snippet:"):
+    source = ui.source_or_stop(picked)
+    window = ui.window_or_stop(picked, source)
+    position = ui.position_or_stop(picked, window, views.typical_position(picked, window))
 
 view_tabs(views.VIEWS, dict(picked=picked, window=window, position=position))

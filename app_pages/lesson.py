@@ -33,7 +33,10 @@ if presenter:
     with top.row.popover("Handout", icon=":material/download:"):
         view.handout_button(lesson)
 view.draw_step(lesson, step, build_step(lesson, step), compact=presenter)
-if step == view.N_STEPS:
+if presenter:
+    with top.row.popover("Score", icon=":material/scoreboard:"):
+        view.score(lesson)
+elif step == view.N_STEPS:
     view.score(lesson)
 if not presenter:
     view.handout_button(lesson)

@@ -23,6 +23,13 @@ NO_OVERFLOW = """() => {
 }"""
 
 
+# Nor taller: a step, its revealed answer included, fits the projector's screen.
+NO_SCROLL = """() => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    return main.scrollHeight <= main.clientHeight + 2;
+}"""
+
+
 def heading(page, step: int):
     return page.get_by_text(f"Step {step} of {N}", exact=False).first
 
@@ -51,6 +58,7 @@ def test_presenter_mode_by_keyboard_at_1280x720(page, app_url):
         settle(page)  # every chart drawn, nothing stale
         check_no_exception(page, f"lesson step {step}")
         assert page.evaluate(NO_OVERFLOW), f"step {step} scrolls sideways"
+        assert page.evaluate(NO_SCROLL), f"step {step} does not fit 1280 x 720"
         screenshot(page, f"lesson-{step:02d}")  # the window: what the room sees
         if step < N:
             press(page, "ArrowRight")

@@ -125,8 +125,13 @@ def revealed(ls: Lesson, step: int, q: Question | None) -> tuple[bool, str | Non
     return True, done[1]
 
 
-def _figure(fig: Any, where: Any, key: str) -> None:
+FIT_PX = 470  # a figure's most height in presenter mode: the step fits a 720-px screen
+
+
+def _figure(fig: Any, where: Any, key: str, compact: bool = False) -> None:
     if isinstance(fig, go.Figure):
+        if compact and (fig.layout.height or 0) > FIT_PX:
+            fig = go.Figure(fig).update_layout(height=FIT_PX)  # a copy: figures are cached
         plot(fig, key=key, container=where)
     elif isinstance(fig, pd.DataFrame):
         where.dataframe(fig, hide_index=True, width="stretch", height=260)
@@ -137,21 +142,26 @@ def _figure(fig: Any, where: Any, key: str) -> None:
 def draw_step(ls: Lesson, step: int, view: StepView, compact: bool = False) -> None:
     """The narrative on the left; on the right the question, or once it is revealed the
     figure; then the formulas and the link into the explore page. ``compact`` (presenter
-    mode) puts the answer, formulas and link under the narrative, so a step fits one
-    projector screen."""
+    mode) shows a revealed answer in the narrative's place (the text folds) and folds the
+    formulas, so a step fits one projector screen."""
     row = st.container(horizontal=True, vertical_alignment="center",
                        horizontal_alignment="distribute")
     row.subheader(f"Step {step} of {N_STEPS} · {TITLES[step - 1]}", anchor=False)
     with row:
         nav_buttons(step, N_STEPS, STEP)
     left, right = st.columns([2, 3], gap="medium")
-    left.markdown(view.narrative)
     shown, chosen = revealed(ls, step, view.question)
+    if compact and shown and view.question is not None:  # the answer first; the text folds
+        with left:
+            outcome(view.question, chosen)
+        left.expander("The step's text", icon=":material/notes:").markdown(view.narrative)
+    else:
+        left.markdown(view.narrative)
     if not shown:
         with right:
             question(ls, step, view.question)
         return
-    if view.question is not None:
+    if view.question is not None and not compact:
         with left:
             outcome(view.question, chosen)
     if view.figure_widths:  # side by side while each keeps its least width, else stacked;
@@ -167,15 +177,17 @@ def draw_step(ls: Lesson, step: int, view: StepView, compact: bool = False) -> N
     else:
         cols = [right] * len(view.figures)
     for k, (col, fig) in enumerate(zip(cols, view.figures, strict=True)):
-        _figure(fig, col, f"lesson-fig-{step}-{k}")
-    below = left if compact else st.container()
+        _figure(fig, col, f"lesson-fig-{step}-{k}", compact)
+    below = st.container()
+    if compact and view.formulas:  # a projector's screen holds the step; formulas on demand
+        below = left.expander("The formulas with these numbers", icon=":material/function:")
     for tex in view.formulas:
         below.latex(tex)
     if view.caption:
-        below.caption(view.caption)
-    below.page_link(view.link.page, label=f"Explore this step on the {view.link.label} page",
-                    icon=":material/open_in_new:",
-                    query_params={**view.link.params, **link_params()})
+        (left if compact else below).caption(view.caption)
+    (left if compact else below).page_link(
+        view.link.page, label=f"Explore this step on the {view.link.label} page",
+        icon=":material/open_in_new:", query_params={**view.link.params, **link_params()})
 
 
 def plain(markdown: str) -> str:

@@ -45,16 +45,16 @@ padding:0 .45rem;background:rgba(128,135,150,.12)}
 PRESENTER_CSS = """<style>
 [data-testid="stSidebar"],[data-testid="stSidebarCollapsedControl"],
 [data-testid="stExpandSidebarButton"],[data-testid="stSidebarNav"]{display:none !important}
-.stMainBlockContainer{max-width:none;padding:3.5rem 2rem 3rem}
+.stMainBlockContainer{max-width:none;padding:3.5rem 2rem 1rem}
 .st-key-gv_top h1{font-size:1.6rem}
 .stMainBlockContainer .gv-chips{font-size:21px}
 .stMainBlockContainer .gv-chip small{font-size:12px}
 .stMainBlockContainer [data-testid="stMarkdownContainer"] p,
-.stMainBlockContainer [data-testid="stMarkdownContainer"] li{font-size:1.3rem;line-height:1.5}
+.stMainBlockContainer [data-testid="stMarkdownContainer"] li{font-size:1.2rem;line-height:1.45}
 .stMainBlockContainer .katex-display .katex{font-size:1.3em}
 .stMainBlockContainer [data-testid="stCaptionContainer"] p{font-size:1.05rem}
 .stMainBlockContainer [data-testid="stTab"] p{font-size:1.15rem}
-.stMainBlockContainer .gv-svgplot text{font-size:16px}
+.stMainBlockContainer .gv-topk{zoom:1.25}
 </style>"""
 
 

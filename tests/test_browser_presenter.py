@@ -124,3 +124,27 @@ def test_an_arrow_on_a_chosen_answer_moves_the_lesson_not_the_answer(page, app_u
     assert checked.count() <= 1  # never a second answer picked by the arrows
     if checked.count():
         assert radios.first.is_checked()
+
+
+def test_one_back_returns_to_the_previous_page(page, app_url):
+    """A teacher's walk: Home → Attention → a new prompt → Generation → Next token twice →
+    Back. Five Backs changed nothing (each keystroke and token was an entry of its own)."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    visit(page, app_url)
+    page.get_by_role("link", name="Attention").first.click()
+    settle(page)
+    box = page.get_by_role("textbox", name="Prompt")
+    box.fill("one two three four five")
+    box.press("Control+Enter")
+    settle(page)
+    page.get_by_role("link", name="Generation").first.click()
+    settle(page)
+    for clicks in (1, 2):
+        page.locator(".st-key-gen_next").locator("button").click()
+        assert eventually(lambda c=clicks: page.get_by_text(f"{c} generated").count() > 0)
+        settle(page)
+    page.go_back()
+    assert eventually(lambda: "/attention" in page.url), page.url
+    settle(page)
+    assert eventually(lambda: page.get_by_role("tab", name="All heads").count() > 0)
+    check_no_exception(page, "attention after Back")

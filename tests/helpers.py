@@ -2,7 +2,7 @@
 figure readers, a tiny GPT, and the browser helpers (a streamlit server, Chromium).
 
 Fixtures live in tests/conftest.py; everything here is a plain function or constant,
-so benchmarks/*.py can import it (``from tests.helpers import run_page``).
+so the benchmarks can import it (``from tests.helpers import run_page``).
 
 Browser artifacts (screenshots, streamlit server logs) go to ``ARTIFACTS``, a folder
 under the system's temporary directory unless ``GPTVIZ_ARTIFACTS`` names another one:

@@ -1,14 +1,14 @@
 """Speed of the model pages: warm AppTest runs of every view, and the browser time until
 the Attention page is fully drawn for a 128-token prompt with all heads.
 
-    python benchmarks/app.py [--reps 7] [--no-browser]
+    python -m benchmarks.app.app [--reps 7] [--no-browser]
 
 Warm = the same AppTest session run again after a first (cold) run: models loaded and
 forward passes cached, so what is timed is the page script, its figures and their
-serialisation; a page's views take turns, run by run (``warm_runs``, which
-benchmarks/circuits.py and benchmarks/attribution.py use too). The browser figure is the
-time from ``page.goto`` to: script finished, every plotly chart drawn (its SVG present)
-and every formula typeset. It uses the bundled model with the longest context (the
+serialisation; a page's views take turns, run by run (``benchmarks.common.warm_runs``, which
+the circuits and attribution benchmarks use too). The browser figure is the time from
+``page.goto`` to: script finished, every plotly chart drawn (its SVG present) and every
+formula typeset. It uses the bundled model with the longest context (the
 prompt is cut to exactly 128 tokens of the bundled corpus, or to the context if that is
 shorter). Targets (issue 5): ≤ 300 ms per warm run with the default model; ≤ 1.5 s for
 the Attention page.
@@ -17,38 +17,14 @@ the Attention page.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
-import sys
 import time
 import urllib.parse
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.common import Server, chromium, long_prompt, machine, warm_runs
+from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint
+from tests.helpers import MODEL_PAGE_VIEWS, app_test, wait_for_app
 
-from gptviz.checkpoints.folder import (  # noqa: E402
-    DEFAULT_MODEL,
-    bundled_models,
-    load_checkpoint,
-)
-from tests.helpers import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    MODEL_PAGE_VIEWS,
-    app_test,
-    free_port,
-    start_streamlit,
-    wait_for_app,
-    wait_until_healthy,
-)
-
-if TYPE_CHECKING:
-    from streamlit.testing.v1 import AppTest
-
-CORPUS = ROOT / "assets" / "corpora" / "mathematics.txt"
 DRAWN = """(charts) => {
     const app = document.querySelector('[data-testid="stApp"]');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
@@ -62,38 +38,6 @@ DRAWN = """(charts) => {
 # formulas typeset
 
 
-def warm_runs(sessions: dict[str, AppTest], reps: int) -> dict[str, tuple[float, float]]:
-    """{label: (cold run s, median warm run ms)}: each AppTest session run once (cold), then
-    ``reps`` more times, the sessions interleaved run by run so that all of them see the
-    same machine load. No run may raise."""
-    def seconds(at: AppTest) -> float:
-        t = time.perf_counter()
-        at.run()
-        assert not at.exception, at.exception
-        return time.perf_counter() - t
-
-    cold = {label: seconds(at) for label, at in sessions.items()}
-    warm: dict[str, list[float]] = {label: [] for label in sessions}
-    for _ in range(reps):
-        for label, at in sessions.items():
-            warm[label].append(seconds(at) * 1e3)
-    return {label: (cold[label], statistics.median(warm[label])) for label in sessions}
-
-
-def warm_runs_args(doc: str) -> tuple[int, list[str]]:
-    """The command line of a benchmark of warm runs, ``[--reps 7] [--model NAME ...]``:
-    (reps, the models named, else every bundled one). Torch then uses one thread, as the
-    tests do (shared cores)."""
-    p = argparse.ArgumentParser(description=doc.splitlines()[0])
-    p.add_argument("--reps", type=int, default=7)
-    p.add_argument("--model", action="append", help="a bundled model (default: all)")
-    args = p.parse_args()
-    import torch
-
-    torch.set_num_threads(1)
-    return args.reps, args.model or sorted(bundled_models())
-
-
 def warm_apptest(model: str, reps: int) -> list[tuple[str, str, float, float]]:
     """(page, view, cold s, median warm ms) for every view of every page."""
     rows = []
@@ -104,46 +48,29 @@ def warm_apptest(model: str, reps: int) -> list[tuple[str, str, float, float]]:
     return rows
 
 
-def long_prompt(model: str, n: int = 128) -> tuple[str, int]:
-    """The first n tokens (or the context, if shorter) of the corpus, as text."""
-    ckpt = load_checkpoint(bundled_models()[model])
-    n = min(n, ckpt.config.context_length)
-    text = CORPUS.read_text(encoding="utf-8")[:4000]
-    tokens = ckpt.tokenizer.tokens(text)
-    return text[: tokens[n - 1].span[1]], n
-
-
 def browser_attention(model: str, reps: int) -> tuple[int, list[float], list[float]]:
     """Seconds until Attention (128 tokens) and, as a reference, Home are fully drawn."""
     from playwright.sync_api import sync_playwright
 
     prompt, n = long_prompt(model)
-    port = free_port()
-    server = start_streamlit(port)
-    base = f"http://127.0.0.1:{port}"
-    pages = {"attention": (f"{base}/attention?" + urllib.parse.urlencode(
-        {"model": model, "prompt": prompt}), 2), "home": (f"{base}/?model={model}", 0)}
-    times: dict[str, list[float]] = {name: [] for name in pages}
-    try:
-        if not wait_until_healthy(base):
-            raise SystemExit("streamlit did not start")
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(base)  # the router first (see tests/test_browser_model_pages.py)
-            wait_for_app(page)
-            for rep in range(reps + 1):  # the first round fills the caches: not counted
-                for name, (url, charts) in pages.items():  # interleaved: same load for both
-                    t = time.perf_counter()
-                    page.goto(url)
-                    page.wait_for_function(DRAWN, arg=charts, timeout=120_000, polling=20)
-                    if rep:
-                        times[name].append(time.perf_counter() - t)
-            browser.close()
-        return n, times["attention"], times["home"]
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with Server() as server, sync_playwright() as pw:
+        base = server.url
+        pages = {"attention": (f"{base}/attention?" + urllib.parse.urlencode(
+            {"model": model, "prompt": prompt}), 2), "home": (f"{base}/?model={model}", 0)}
+        times: dict[str, list[float]] = {name: [] for name in pages}
+        browser = chromium(pw)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(base)  # the router first (see tests/test_browser_model_pages.py)
+        wait_for_app(page)
+        for rep in range(reps + 1):  # the first round fills the caches: not counted
+            for name, (url, charts) in pages.items():  # interleaved: same load for both
+                t = time.perf_counter()
+                page.goto(url)
+                page.wait_for_function(DRAWN, arg=charts, timeout=120_000, polling=20)
+                if rep:
+                    times[name].append(time.perf_counter() - t)
+        browser.close()
+    return n, times["attention"], times["home"]
 
 
 def main() -> None:
@@ -155,8 +82,7 @@ def main() -> None:
     if not models:
         raise SystemExit("no bundled models in assets/models (or GPTVIZ_MODELS_DIR)")
     default = DEFAULT_MODEL if DEFAULT_MODEL in models else sorted(models)[0]
-    print(f"# Model pages, {platform.python_version()}, {os.cpu_count()} CPUs, "
-          f"models: {', '.join(sorted(models))}\n")
+    print(f"# Model pages, models: {', '.join(sorted(models))}\n\n{machine()}\n")
     print(f"## Warm AppTest runs, model {default} (median of {args.reps}; target ≤ 300 ms "
           "for each page's default view)\n")
     print("| page | view | cold run (s) | warm run (ms) |\n|---|---|---|---|")

@@ -67,6 +67,20 @@ MODEL_PAGE_VIEWS = {
 }
 
 
+
+
+def __getattr__(name: str) -> Any:
+    """``MODELS``: the bundled models' names, sorted, for ``@pytest.mark.parametrize("model",
+    MODELS)`` (a test's id is then the model's name). Read from ``assets/models`` on first use,
+    so that importing this module does not import torch."""
+    if name == "MODELS":
+        from gptviz.checkpoints.folder import bundled_models
+
+        globals()["MODELS"] = sorted(bundled_models())
+        return globals()["MODELS"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # ---- AppTest ------------------------------------------------------------------------------
 
 def app_test(page: str | None = None, *, timeout: float = 120, **query: str) -> AppTest:

@@ -2,7 +2,7 @@
 figure readers, a tiny GPT, and the browser helpers (a streamlit server, Chromium).
 
 Fixtures live in tests/conftest.py; everything here is a plain function or constant,
-so benchmarks/*.py can import it (``from tests.helpers import run_page``).
+so the benchmarks can import it (``from tests.helpers import run_page``).
 
 Browser artifacts (screenshots, streamlit server logs) go to ``ARTIFACTS``, a folder
 under the system's temporary directory unless ``GPTVIZ_ARTIFACTS`` names another one:
@@ -65,6 +65,20 @@ MODEL_PAGE_VIEWS = {
     "block": ["The block, step by step", "LayerNorm", "GELU vs ReLU", "Parameters",
               "Residual stream and logit lens", "Direct logit attribution", "Commitment layer"],
 }
+
+
+
+
+def __getattr__(name: str) -> Any:
+    """``MODELS``: the bundled models' names, sorted, for ``@pytest.mark.parametrize("model",
+    MODELS)`` (a test's id is then the model's name). Read from ``assets/models`` on first use,
+    so that importing this module does not import torch."""
+    if name == "MODELS":
+        from gptviz.checkpoints.folder import bundled_models
+
+        globals()["MODELS"] = sorted(bundled_models())
+        return globals()["MODELS"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---- AppTest ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from gptviz.analysis import core as analysis
 from gptviz.checkpoints.folder import Checkpoint, bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.tokenizers.char import CharTokenizer
 from tests.helpers import (
+    MODELS,
     app_test,
     array_of,
     checkpoint_uploader,
@@ -27,7 +28,6 @@ from tests.helpers import (
     tiny_gpt,
 )
 
-MODELS = sorted(bundled_models())
 DLA, COMMIT = "Direct logit attribution", "Commitment layer"
 FREEZING = "The final LayerNorm's σ is frozen at its value for this input"
 

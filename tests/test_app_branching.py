@@ -23,10 +23,10 @@ from gptviz.checkpoints.folder import DEFAULT_MODEL, Checkpoint, bundled_models,
 from gptviz.generation.beam import beam_search
 from gptviz.generation.sampling import generate
 from gptviz.tokenizers.char import CharTokenizer
-from tests.helpers import figures, rerun, run_page, texts, tiny_gpt
+from tests.helpers import MODELS, figures, rerun, run_page, texts, tiny_gpt
 from tests.test_app_external_views import assert_same_step
 
-MODEL = DEFAULT_MODEL if DEFAULT_MODEL in bundled_models() else sorted(bundled_models())[0]
+MODEL = DEFAULT_MODEL if DEFAULT_MODEL in MODELS else MODELS[0]
 
 
 def history(at) -> History:

@@ -18,6 +18,7 @@ from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints.folder import bundled_models, checkpoint_to_zip, load_checkpoint
 from gptviz.model.names import act_name
 from tests.helpers import (
+    MODELS,
     app_test,
     checkpoint_uploader,
     choice_box,
@@ -32,7 +33,6 @@ from tests.helpers import (
     z_of,
 )
 
-MODELS = sorted(bundled_models())
 NEW_VIEWS = ["Circuits of a head", "OV circuit", "Head taxonomy",
              "Summed heads", "Rollout"]
 

@@ -18,14 +18,13 @@ from gptviz.app.generation.state import History, Sampling
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.generation import sampling as gen
-from tests.helpers import array_of, figures, metric, rerun, run_page, texts, tiny_gpt, z_of
+from tests.helpers import MODELS, array_of, figures, metric, rerun, run_page, texts, tiny_gpt, z_of
 
 if TYPE_CHECKING:
     from streamlit.testing.v1 import AppTest
 
     from gptviz.model import GPT
 
-MODELS = sorted(bundled_models())
 
 
 def history(at: AppTest) -> History:

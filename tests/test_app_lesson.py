@@ -26,9 +26,8 @@ from gptviz.app.shared.presenter import PRESENTER_CSS
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints.folder import Checkpoint, bundled_models, load_checkpoint
 from gptviz.generation import sampling as gen
-from tests.helpers import app_test, array_of, figures, rerun, tables, texts, tiny_gpt
+from tests.helpers import MODELS, app_test, array_of, figures, rerun, tables, texts, tiny_gpt
 
-MODELS = sorted(bundled_models())
 LESSON = "app_pages/lesson.py"
 HOSTILE = "a\x00b 👨‍👩‍👧 שלום <|endoftext|> $x$ **b** `c` [d](e) é\u0301"
 N = len(STEPS)

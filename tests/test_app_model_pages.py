@@ -14,6 +14,7 @@ from gptviz.app.shared.widgets import LINK_LIMIT, box_key
 from gptviz.checkpoints.folder import bundled_models, checkpoint_to_zip, load_checkpoint
 from tests.helpers import (
     MODEL_PAGE_VIEWS,
+    MODELS,
     app_test,
     checkpoint_uploader,
     choice_box,
@@ -28,7 +29,6 @@ from tests.helpers import (
     z_of,
 )
 
-MODELS = sorted(bundled_models())
 LONG = "The Steenrod problem asks which homology classes are images of manifolds. " * 40
 
 pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")

@@ -18,9 +18,8 @@ from gptviz.analysis.attribution import (
 )
 from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.model.names import act_name
-from tests.helpers import tiny_gpt
+from tests.helpers import MODELS, tiny_gpt
 
-MODELS = sorted(bundled_models())
 TEXT = "The Steenrod problem asks which homology classes are images of manifolds."
 TINY = {  # name -> tiny_gpt settings: every way a model can lack a part
     "no biases": dict(bias=False, n_layer=2),

@@ -17,10 +17,9 @@ from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.generation.beam import beam_search, check_width, prefix_logits, token_logprobs
 from gptviz.generation.sampling import generate, next_token_probs, step
 from gptviz.model import GPT, GPTConfig
-from tests.helpers import tiny_gpt
+from tests.helpers import MODELS, tiny_gpt
 from tests.test_app_external_views import assert_same_step
 
-BUNDLED = sorted(bundled_models())
 PROMPT = "The Steenrod problem asks which homology classes of a space are images"
 
 
@@ -34,7 +33,7 @@ def make_model(positional: str = "learned", vocab: int = 13) -> GPT:
     return model
 
 
-@pytest.fixture(scope="module", params=BUNDLED)
+@pytest.fixture(scope="module", params=MODELS)
 def bundled(request):
     ckpt = load_checkpoint(bundled_models()[request.param])
     return ckpt.model.eval(), ckpt.tokenizer.encode(PROMPT)

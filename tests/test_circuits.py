@@ -17,9 +17,8 @@ from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.model import GPT, hooks
 from gptviz.model.names import act_name
 from gptviz.tokenizers.char import CharTokenizer
-from tests.helpers import tiny_gpt
+from tests.helpers import MODELS, tiny_gpt
 
-MODELS = sorted(bundled_models())
 CORPUS_START = "The Steenrod problem asks which homology classes of a space are images of " \
                "fundamental classes of closed manifolds, and for which coefficients. " * 3
 

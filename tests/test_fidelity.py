@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz.checkpoints.folder import bundled_models, initial_model, training_seed
+from gptviz.checkpoints.folder import initial_model, training_seed
 from tests.fidelity import forward, forward_uncached, positions_table, weights
 from tests.fidelity_read import (
     check_views,
@@ -29,8 +29,8 @@ from tests.fidelity_read import (
     table,
     vectors,
 )
+from tests.helpers import MODELS
 
-MODELS = sorted(bundled_models())
 pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
 
 

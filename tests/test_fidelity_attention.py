@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz.checkpoints.folder import bundled_models
 from tests.fidelity import forward, unembedding, weights
 from tests.fidelity_read import (
     NOT_INDEX,
@@ -25,9 +24,8 @@ from tests.fidelity_read import (
     table,
     worked_row,
 )
-from tests.helpers import choice_box, rerun
+from tests.helpers import MODELS, choice_box, rerun
 
-MODELS = sorted(bundled_models())
 pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
 
 

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz.checkpoints.folder import bundled_models
 from tests.fidelity import EPS, forward, layer_norm, unembedding, weights
 from tests.fidelity_read import (
     after,
@@ -26,9 +25,8 @@ from tests.fidelity_read import (
     underset_values,
     vectors,
 )
-from tests.helpers import choice_box, metric, rerun
+from tests.helpers import MODELS, choice_box, metric, rerun
 
-MODELS = sorted(bundled_models())
 pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
 
 

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from gptviz.checkpoints.folder import bundled_models
 from tests.fidelity import entropy, forward
 from tests.fidelity_read import (
     NUM,
@@ -26,9 +25,8 @@ from tests.fidelity_read import (
     table,
     worked_row,
 )
-from tests.helpers import array_of, figures, metric, rerun, run_page
+from tests.helpers import MODELS, array_of, figures, metric, rerun, run_page
 
-MODELS = sorted(bundled_models())
 pytestmark = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
 STEPS = 3  # tokens generated for the History view
 

@@ -29,6 +29,7 @@ from gptviz.checkpoints.folder import bundled_models, checkpoint_to_zip, load_ch
 from gptviz.model import attention
 from gptviz.model.layers import gelu
 from tests.helpers import (
+    MODELS,
     app_test,
     checkpoint_uploader,
     downloads,
@@ -42,7 +43,6 @@ from tests.helpers import (
     z_of,
 )
 
-MODELS = sorted(bundled_models())
 needs_models = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
 
 

@@ -1,12 +1,12 @@
 """A click on the Generation page's buttons reruns only the part of the page it changes
 (an ``st.fragment``): the server sends the buttons, the text and the open view again, and
 not the introduction, the prompt box or the sampling controls. Talks to a running app over
-Streamlit's own websocket protocol, as a browser tab does (benchmarks/streamlit_client.py).
+Streamlit's own websocket protocol, as a browser tab does (benchmarks/server/streamlit_client.py).
 That Stop still interrupts a running Generate n is tests/test_browser_generation.py's."""
 
 from __future__ import annotations
 
-from benchmarks import streamlit_client as sc
+from benchmarks.server import streamlit_client as sc
 from tests.helpers import run_alone
 
 

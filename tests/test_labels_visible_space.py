@@ -20,9 +20,8 @@ from gptviz.app.shared.tex import tex_text
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.tokenizers.base import TokenInfo
-from tests.helpers import figure, run_page
+from tests.helpers import MODELS, figure, run_page
 
-MODELS = sorted(bundled_models())
 needs_models = pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
 
 

@@ -30,9 +30,8 @@ from gptviz.analysis.learning import (
 )
 from gptviz.app.learning.controls import median_position
 from gptviz.checkpoints.folder import bundled_models, freeze, load_checkpoint
-from tests.helpers import tiny_gpt
+from tests.helpers import MODELS, tiny_gpt
 
-MODELS = sorted(bundled_models())
 ETAS = (1e-5, 1e-4, 1e20)
 IDS = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4]
 

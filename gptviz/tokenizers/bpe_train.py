@@ -39,7 +39,7 @@ PATTERNS: dict[str, str | None] = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "
 class TrainLimits:
     """What one BPE training may hold. Its memory grows with the corpus's distinct chunks
     and pairs, not its length: ~45 bytes per byte of distinct chunks, ~150 per distinct
-    chunk and ~250 per distinct pair (benchmarks/upload_memory.py), so the defaults keep
+    chunk and ~250 per distinct pair (benchmarks/server/upload_memory.py), so the defaults keep
     a training under ~150 MB of a shared server."""
 
     chunk_bytes: int = 2_000_000  # bytes of distinct chunks read; the rest is left out

@@ -1,11 +1,11 @@
 """Warm AppTest runs of the Transformer block page's "Who wrote the prediction" views, beside
 two of the page's existing views, on every bundled model, in the same run.
 
-    python benchmarks/attribution.py [--reps 7] [--model NAME]
+    python -m benchmarks.app.attribution [--reps 7] [--model NAME]
 
 Warm = the same AppTest session run again after a first (cold) run: the model loaded, its
 forward pass and the figures cached, so what is timed is the page script, its figures and
-their serialisation (``benchmarks.app.warm_runs``: the views take turns, run by run). The
+their serialisation (``benchmarks.common.warm_runs``: the views take turns, run by run). The
 ratio column is each view's warm time over the existing "The block, step by step" view's,
 measured in the same run (machines here are noisy: compare ratios, not absolute times).
 Target (issue 15): each new view ≤ 300 ms warm.
@@ -13,15 +13,8 @@ Target (issue 15): each new view ≤ 300 ms warm.
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.app import warm_runs, warm_runs_args  # noqa: E402
-from tests.helpers import app_test  # noqa: E402
+from benchmarks.common import machine, warm_runs, warm_runs_args
+from tests.helpers import app_test
 
 EXISTING = ["The block, step by step", "Residual stream and logit lens"]
 NEW = ["Direct logit attribution", "Commitment layer"]
@@ -36,8 +29,7 @@ def block_runs(model: str, reps: int) -> dict[str, tuple[float, float]]:
 
 def main() -> None:
     reps, models = warm_runs_args(__doc__)
-    print(f"# Transformer block views, warm AppTest runs (median of {reps}), load "
-          f"average {os.getloadavg()[0]:.1f}\n")
+    print(f"# Transformer block views, warm AppTest runs (median of {reps})\n\n{machine()}\n")
     print("| model | view | cold run (s) | warm run (ms) | × the block view | ≤ 300 ms |\n"
           "|---|---|---|---|---|---|")
     for model in models:

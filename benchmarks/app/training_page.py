@@ -1,7 +1,7 @@
 """The Training page: the "30-second demo" in the running app, and the app's memory.
 
-    python benchmarks/training_page.py                 # app + Chromium, then the same run alone
-    python benchmarks/training_page.py --preset "induction heads"
+    python -m benchmarks.app.training_page      # app + Chromium, then the same run alone
+    python -m benchmarks.app.training_page --preset "induction heads"
 
 It starts ``streamlit run app.py``, opens the Home page in headless Chromium (the
 default model loads), waits, and reads the server's resident memory (VmRSS of the
@@ -21,54 +21,31 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from gptviz.checkpoints.folder import load_checkpoint_zip  # noqa: E402
-from gptviz.data import read_corpus  # noqa: E402
-from gptviz.generation.sampling import encode_prompt, generate  # noqa: E402
-from gptviz.tokenizers import train_tokenizer  # noqa: E402
-from gptviz.train.device import pick_dtype  # noqa: E402
-from gptviz.train.plan import PRESETS, default_prompt, run_config, synthetic_text  # noqa: E402
-from gptviz.train.trainer import Trainer  # noqa: E402
-from tests.helpers import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    free_port,
-    start_streamlit,
-    unfold,
-    wait_for_app,
-    wait_until_healthy,
-)
+from benchmarks.common import Server, chromium, machine, proc_kb
+from gptviz.checkpoints.folder import load_checkpoint_zip
+from gptviz.data import read_corpus
+from gptviz.generation.sampling import encode_prompt, generate
+from gptviz.tokenizers import train_tokenizer
+from gptviz.train.device import pick_dtype
+from gptviz.train.plan import PRESETS, default_prompt, run_config, synthetic_text
+from gptviz.train.trainer import Trainer
+from tests.helpers import unfold, wait_for_app
 
 
 def rss_mb(pid: int) -> float:
     """Resident memory of a process from /proc (MB = 10^6 bytes)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024 / 1e6
-    return float("nan")
+    return proc_kb("VmRSS", pid) * 1024 / 1e6
 
 
 def cpu_s(pid: int) -> float:
     """User + system CPU seconds the process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def start_server(port: int) -> subprocess.Popen:
-    proc = start_streamlit(port)
-    if wait_until_healthy(f"http://127.0.0.1:{port}"):
-        return proc
-    proc.kill()
-    raise SystemExit("streamlit did not start")
 
 
 def word_likeness(text: str, corpus: str) -> float:
@@ -81,62 +58,56 @@ def word_likeness(text: str, corpus: str) -> float:
 def in_app(preset: str, corpus: str) -> dict:
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    server = start_server(port)
-    url = f"http://127.0.0.1:{port}"
     out: dict = {}
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 2400})
-            page.goto(url)
-            wait_for_app(page)
-            page.get_by_text("Model loaded").first.wait_for(timeout=120_000)
-            time.sleep(5)
-            out["rss_idle"] = rss_mb(server.pid)
-            page.goto(f"{url}/training")
-            wait_for_app(page)
-            page.get_by_role("button", name=preset).click()
-            wait_for_app(page)
-            time.sleep(2)
-            out["rss_page"] = rss_mb(server.pid)
-            peak, done = [out["rss_page"]], threading.Event()
+    with Server() as server, sync_playwright() as pw:
+        url, pid = server.url, server.proc.pid
+        browser = chromium(pw)
+        page = browser.new_page(viewport={"width": 1400, "height": 2400})
+        page.goto(url)
+        wait_for_app(page)
+        page.get_by_text("Model loaded").first.wait_for(timeout=120_000)
+        time.sleep(5)
+        out["rss_idle"] = rss_mb(pid)
+        page.goto(f"{url}/training")
+        wait_for_app(page)
+        page.get_by_role("button", name=preset).click()
+        wait_for_app(page)
+        time.sleep(2)
+        out["rss_page"] = rss_mb(pid)
+        peak, done = [out["rss_page"]], threading.Event()
 
-            def sample() -> None:
-                while not done.is_set():
-                    peak.append(rss_mb(server.pid))
-                    time.sleep(0.2)
+        def sample() -> None:
+            while not done.is_set():
+                peak.append(rss_mb(pid))
+                time.sleep(0.2)
 
-            sampler = threading.Thread(target=sample)
-            sampler.start()
-            t0 = time.monotonic()
-            page.get_by_role("button", name="Start training").click()
-            page.wait_for_function(
-                """() => [...document.querySelectorAll('[data-testid="stProgress"]')]
-                         .some(e => /step [1-9]/.test(e.innerText))""", timeout=120_000)
-            out["first_step_s"] = time.monotonic() - t0
-            page.get_by_text("Finished after").first.wait_for(timeout=600_000)
-            out["wall_s"] = time.monotonic() - t0
-            done.set()
-            sampler.join()
-            out["rss_peak"] = max(peak)
-            message = page.get_by_text("Finished after").first.inner_text()
-            out["message"] = message
-            out["val_loss"] = float(re.search(r"validation loss ([\d.]+)", message).group(1))
-            unfold(page)  # the new model's zip and its text are below the fold
-            wait_for_app(page)
-            time.sleep(2)
-            out["rss_after"] = rss_mb(server.pid)
-            with page.expect_download() as info:
-                page.get_by_role("button", name=re.compile("^Download trained-")).click()
-            with tempfile.TemporaryDirectory() as tmp:
-                info.value.save_as(Path(tmp) / "model.zip")
-                ckpt = load_checkpoint_zip((Path(tmp) / "model.zip").read_bytes())
-            out["closed_tab_cpu"] = close_mid_training(browser, url, server.pid)
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        t0 = time.monotonic()
+        page.get_by_role("button", name="Start training").click()
+        page.wait_for_function(
+            """() => [...document.querySelectorAll('[data-testid="stProgress"]')]
+                     .some(e => /step [1-9]/.test(e.innerText))""", timeout=120_000)
+        out["first_step_s"] = time.monotonic() - t0
+        page.get_by_text("Finished after").first.wait_for(timeout=600_000)
+        out["wall_s"] = time.monotonic() - t0
+        done.set()
+        sampler.join()
+        out["rss_peak"] = max(peak)
+        message = page.get_by_text("Finished after").first.inner_text()
+        out["message"] = message
+        out["val_loss"] = float(re.search(r"validation loss ([\d.]+)", message).group(1))
+        unfold(page)  # the new model's zip and its text are below the fold
+        wait_for_app(page)
+        time.sleep(2)
+        out["rss_after"] = rss_mb(pid)
+        with page.expect_download() as info:
+            page.get_by_role("button", name=re.compile("^Download trained-")).click()
+        with tempfile.TemporaryDirectory() as tmp:
+            info.value.save_as(Path(tmp) / "model.zip")
+            ckpt = load_checkpoint_zip((Path(tmp) / "model.zip").read_bytes())
+        out["closed_tab_cpu"] = close_mid_training(browser, url, pid)
+        browser.close()
     prompt = default_prompt(corpus)
     ids = encode_prompt(ckpt.tokenizer, prompt)
     text = ckpt.tokenizer.decode(generate(ckpt.model, ids, 1000, temperature=0.8, seed=0))
@@ -192,7 +163,7 @@ def main() -> None:
     else:
         corpus = read_corpus(spec.corpus)
     print(f"preset {a.preset!r}: {spec}")
-    print(f"load average before: {os.getloadavg()}")
+    print(f"{machine()}; load average before: {os.getloadavg()}")
     app = in_app(a.preset, corpus)
     print(f"\nin the app (click -> 'Finished'):  {app['wall_s']:.1f} s wall, first step after "
           f"{app['first_step_s']:.1f} s, {app['train_s']:.1f} s of optimizer steps")

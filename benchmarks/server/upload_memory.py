@@ -28,7 +28,7 @@ import time
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHAKESPEARE = ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
 PROSE = SHAKESPEARE if SHAKESPEARE.exists() else ROOT / "assets" / "corpora" / "mathematics.txt"
 
@@ -56,7 +56,6 @@ def random_words(n_bytes: int, seed: int = 0) -> str:
 
 def zeros_zip(d_model: int, n_layer: int, vocab: int, context: int) -> bytes:
     """A checkpoint zip whose weights are all zeros, built without allocating them."""
-    sys.path.insert(0, str(ROOT))
     from gptviz.model import GPTConfig, parameter_counts
     from gptviz.tokenizers import train_tokenizer
 
@@ -77,7 +76,6 @@ def zeros_zip(d_model: int, n_layer: int, vocab: int, context: int) -> bytes:
 
 def real_zip(d_model: int, n_layer: int) -> bytes:
     """A valid checkpoint zip near the upload limits (BPE, |V| = 1,028, context 256)."""
-    sys.path.insert(0, str(ROOT))
     from gptviz.checkpoints.folder import checkpoint_to_zip, initial_model
     from gptviz.model import GPTConfig
     from gptviz.tokenizers import train_tokenizer
@@ -97,7 +95,6 @@ def rss_mb() -> tuple[float, float]:
 
 def case_work(name: str, mb: float, vocab: int):
     """(what the case runs on, a function doing the work and returning a short result)."""
-    sys.path.insert(0, str(ROOT))
     from gptviz.tokenizers import ByteLevelBPE, TokenizerError, train_tokenizer
     from gptviz.tokenizers.bpe_train import GPT2_PATTERN, TrainLimits
 
@@ -209,8 +206,9 @@ def main() -> None:
     print("| case | input | result | s | before (MB) | peak extra (MB) |")
     print("|---|---|---|---|---|---|")
     for name in args.only:
-        out = subprocess.run([sys.executable, __file__, "--child", name, "--mb", str(args.mb),
-                              "--vocab", str(args.vocab)], capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-m", "benchmarks.server.upload_memory", "--child",
+                              name, "--mb", str(args.mb), "--vocab", str(args.vocab)],
+                             capture_output=True, text=True, cwd=ROOT)
         if out.returncode:
             print(f"| {name} | | failed: {out.stderr.strip().splitlines()[-1]} | | | |")
             continue

@@ -2,7 +2,7 @@
 Hugging Face folder, beside the bundled default model, in one run: load time, RSS, the
 forward pass and run_with_cache on 64 tokens; with --pages, each page's warm rerun.
 
-    python benchmarks/gpt2_shape.py [--repeat 5] [--pages]
+    python -m benchmarks.server.gpt2_shape [--repeat 5] [--pages]
 
 Each model is measured in a fresh Python process (so RSS is its own): RSS after the
 imports, after the load, and the peak. Times are medians; the machine's other load
@@ -21,16 +21,15 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.common import ROOT, machine, proc_kb
+
 PAGES = ["home", "embeddings", "positional", "attention", "block", "generation", "lesson",
          "learning", "training"]
 
 
 def rss_mb(field: str = "VmRSS") -> float:
     """This process's resident memory now (VmRSS) or at its peak since exec (VmHWM), MB."""
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith(field)) / 1024
+    return proc_kb(field) / 1024
 
 
 def measure(path: str, repeat: int) -> dict:
@@ -81,8 +80,8 @@ def page_reruns(model: str, models_dir: str | None) -> dict[str, float]:
 
 
 def child(args: list[str]) -> dict:
-    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
-                         cwd=ROOT, check=True).stdout
+    out = subprocess.run([sys.executable, "-m", "benchmarks.server.gpt2_shape", *args],
+                         capture_output=True, text=True, cwd=ROOT, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -115,6 +114,7 @@ def main() -> None:
         size = sum(f.stat().st_size for f in (Path(tmp) / "gpt2-shaped").iterdir()) / 1e6
         print(f"wrote a random GPT-2-small-shaped Hugging Face folder ({size:.0f} MB) in "
               f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        print(machine())
         rows = {DEFAULT_MODEL: child(["--one", str(bundled_models()[DEFAULT_MODEL]),
                                       "--repeat", str(args.repeat)]),
                 "gpt2-shaped": child(["--one", str(Path(tmp) / "gpt2-shaped"),

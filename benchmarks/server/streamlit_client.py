@@ -16,30 +16,26 @@ does what the frontend does, and nothing more:
 
 A run has finished when ``script_finished`` arrives with any status but "finished early
 for a rerun". ``Run`` keeps, per delta path, the last element drawn there: what the page
-shows once the run is over. Below: ``Server`` (``streamlit run`` on a free loopback
-port) and ``Rss`` (the memory of its processes, sampled every 100 ms)."""
+shows once the run is over. ``Server`` (``streamlit run`` on a free loopback port) is
+``benchmarks.common.Server``, named here for the sessions' users."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
-import sys
-import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from html import unescape
-from pathlib import Path
 
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.helpers import ARTIFACTS, free_port, start_streamlit, wait_until_healthy  # noqa: E402
+from benchmarks.common import Server
+
+__all__ = ["ProtocolSession", "Run", "Server", "differences", "html_text"]
 
 EARLY = ForwardMsg.FINISHED_EARLY_FOR_RERUN
 TEXT_WIDGETS = ("text_area", "text_input")
@@ -270,61 +266,3 @@ def differences(alone: dict[str, dict[str, str]], other: dict[str, dict[str, str
             found.append(f"{label}: {len(diff)} element(s) differ, first at {diff[0]}: "
                          f"{a.get(diff[0], '')[:70]!r} / {b.get(diff[0], '')[:70]!r}")
     return found
-
-
-# ---- the server: a process and its memory ----------------------------------------------
-
-class Rss:
-    """The RSS of a process and its children, sampled every 100 ms (MB)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
-        threading.Thread(target=self._sample, daemon=True).start()
-
-    def now(self) -> float:
-        parents, family, kb = {}, {self.pid}, 0
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            with contextlib.suppress(OSError, IndexError, ValueError):  # a process gone
-                parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")")[-1].split()[1])
-        for pid in sorted(parents):  # a child's id is larger than its parent's, mostly
-            if parents[pid] in family:
-                family.add(pid)
-        for pid in family:
-            with contextlib.suppress(OSError, AttributeError):
-                status = Path(f"/proc/{pid}/status").read_text()
-                kb += int(re.search(r"VmRSS:\s+(\d+)", status).group(1))
-        return kb / 1024
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.1):
-            self.peak = max(self.peak, self.now())
-
-    def stop(self) -> None:
-        self._stop.set()
-
-
-class Server:
-    """``streamlit run app.py`` on a free loopback port, or of a page made of ``source``
-    (in a temporary folder); its log goes to ARTIFACTS."""
-
-    def __init__(self, source: str | None = None) -> None:
-        self.port = free_port()
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        self.log = (ARTIFACTS / f"crowd-streamlit-{self.port}.log").open("w")
-        self.tmp = tempfile.TemporaryDirectory() if source else None
-        if self.tmp is None:
-            self.proc = start_streamlit(self.port, self.log)
-        else:
-            (Path(self.tmp.name) / "page.py").write_text(source)
-            self.proc = start_streamlit(self.port, self.log, "page.py", Path(self.tmp.name))
-        self.url, self.ws = f"http://127.0.0.1:{self.port}", f"ws://127.0.0.1:{self.port}"
-        if not wait_until_healthy(self.url):
-            self.stop()
-            raise SystemExit(f"streamlit did not start; see {self.log.name}")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
-        self.log.close()
-        if self.tmp is not None:
-            self.tmp.cleanup()

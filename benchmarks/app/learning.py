@@ -1,18 +1,18 @@
 """The Learning page's microscope view in Chromium beside a bare one-line Streamlit page,
 measured in the same run.
 
-    python benchmarks/learning.py [--reps 5] [--moves 10]
+    python -m benchmarks.app.learning [--reps 5] [--moves 10]
 
-The method is benchmarks/pages.py's: two servers side by side on loopback (``streamlit run
+The method is benchmarks/app/pages.py's: two servers side by side on loopback (``streamlit run
 app.py`` and a bare ``st.write("hello")`` page), each load in a **new browser context** (a
 new session), loads interleaved bare/page so both see the same machine load, and the first
 round only warms the servers and is not counted. A page has settled when its script has
 finished, no skeleton is left, every plotly chart has drawn and nothing has changed for
 250 ms. A reference and three cases:
 
-- the bare page with one two-point plotly chart (``benchmarks.pages``' second reference:
-  plotly.js is fetched and evaluated for a new context's first chart, a floor of every page
-  that draws one);
+- the bare page with one two-point plotly chart (``benchmarks.common.PLOTLY_FLOOR``, the
+  pages benchmark's second reference: plotly.js is fetched and evaluated for a new context's
+  first chart, a floor of every page that draws one);
 - the default window, computed once and then served from the cache (what a class opening
   the page sees after the first student);
 - a new window at every load (``?start=K``, never seen before): the gradient, gᵀHg and the
@@ -33,7 +33,7 @@ tab: the time from a key press on the slider to the settled redraw of the new st
 embedding figure's title names the step; then the page has settled as above). A first
 pass visits every step once, each step's figures computed (cold); then ``--moves`` moves
 between steps already seen (warm). Beside it, in the same run, the bare page's button
-clicked to settled (``benchmarks.pages.clicks``).
+clicked to settled (``benchmarks.common.clicks``).
 
 Target (issue 14): the microscope view settled in ≤ 1.5 s.
 """
@@ -44,26 +44,22 @@ import argparse
 import itertools
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.pages import (  # noqa: E402
+from benchmarks.common import (
     PLOTLY_FLOOR,
     PLOTLY_PATH,
     bare_and_app,
     clicks,
     interleaved_loads,
+    machine,
     report_loads,
     seconds_to_settle,
     timed,
 )
-from gptviz.analysis.replay import replay_steps  # noqa: E402
-from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
-from tests.helpers import app_test, unfold  # noqa: E402
+from gptviz.analysis.replay import replay_steps
+from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint
+from tests.helpers import app_test, unfold
 
 TARGET_S = 1.5
 CHAR_MODEL = "mathematics-char"
@@ -74,11 +70,12 @@ REDRAWN = """step => [...document.querySelectorAll('.st-key-replay_pca .gtitle')
     .some(e => e.textContent.includes(`at step ${step} on`))"""  # the new step's figure
 
 
-def cases() -> dict[str, object]:
-    """Case label -> its path, or a function giving a new path at each load."""
+def cases(bare: str) -> dict[str, object]:
+    """Case label -> its URL or path on the app's server, or a function giving a new path at
+    each load; ``bare`` is the bare page's server."""
     count = itertools.count()
     return {
-        PLOTLY_FLOOR: PLOTLY_PATH,  # served by the bare page's server
+        PLOTLY_FLOOR: bare + PLOTLY_PATH,
         f"microscope, default window, cached ({DEFAULT_MODEL})": "/learning",
         f"microscope, a new window each load ({DEFAULT_MODEL})":
             lambda: f"/learning?start={1000 + 37 * next(count)}",
@@ -185,12 +182,11 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--moves", type=int, default=10)
     args = p.parse_args()
-    print(f"# Learning page, server side (AppTest, {args.reps} runs each); load average "
-          f"{os.getloadavg()[0]:.1f}\n")
+    print(f"# Learning page, server side (AppTest, {args.reps} runs each)\n\n{machine()}\n")
     app_test("learning").run()  # imports and the first model load, not counted
     server_side(args.reps)
     with bare_and_app() as (browser, bare, app):
-        times = interleaved_loads(browser, bare, app, cases(), args.reps)
+        times = interleaved_loads(browser, bare, app, cases(bare), args.reps)
         arrived = arrivals(browser, app, args.reps)
         inside = microscope_moves(browser, app, args.moves)
         cold, warm = replay_moves(browser, app, args.moves)

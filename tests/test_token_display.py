@@ -1,4 +1,5 @@
-"""Pure display builders: visible whitespace, escaped HTML, partial bytes, LaTeX."""
+"""How tokens are shown (``gptviz/app/shared/chips.py``, the Tokenizers page's formulas and
+``gptviz.tokenizers.compare``): visible whitespace, escaped HTML, partial bytes, LaTeX."""
 
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
 """The Lesson page: each step settled in Chromium with a warm cache, and the handout built,
 each beside a reference measured in the same run.
 
-    python benchmarks/lesson.py [--rounds 3] [--model mathematics-bpe]
+    python -m benchmarks.app.lesson [--rounds 3] [--model mathematics-bpe]
 
 Browser: two servers on loopback, ``streamlit run app.py`` and a bare page (a button and a
-count, as benchmarks/pages.py); one tab walks the lesson in presenter mode at 1280 × 720.
+count, as benchmarks/app/pages.py); one tab walks the lesson in presenter mode at 1280 × 720.
 A first round walks every step and reveals every question, which fills the caches (the
 forward pass, the continuation, the figures); the next ``--rounds`` rounds are timed: →
 (Next) to settled for every step, and R (reveal) to settled where there is a question. A
 page has settled when its script has finished, no skeleton is left, every plotly chart has
-drawn and nothing changed for 250 ms (``benchmarks.pages.timed``, ``tests.helpers.SETTLED``).
+drawn and nothing changed for 250 ms (``benchmarks.common.timed``, ``tests.helpers.SETTLED``).
 The reference is a click on the bare page's button, to settled, in the same tab's browser.
 Target (issue 13): each step ≤ 1 s warm.
 
@@ -28,17 +28,11 @@ the same file with plotly.js and no step. Target: ≤ 5 s.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.pages import bare_and_app, seconds_to_settle, timed  # noqa: E402
-from gptviz.checkpoints.folder import DEFAULT_MODEL  # noqa: E402
+from benchmarks.common import bare_and_app, machine, seconds_to_settle, timed
+from gptviz.checkpoints.folder import DEFAULT_MODEL
 
 N_STEPS = 14
 REVEAL = ".st-key-lesson_reveal button"
@@ -159,15 +153,15 @@ def main() -> None:
     if args.first_reveal:
         reveals, bare = first_reveals(args.model, args.first_reveal)
         b = statistics.median(bare)
-        print(f"# Lesson, Reveal of step {FIRST_CHART} in a new tab, model {args.model}; load "
-              f"average {os.getloadavg()[0]:.1f}\n\nBare page's button, click to settled: "
+        print(f"# Lesson, Reveal of step {FIRST_CHART} in a new tab, model {args.model}\n\n"
+              f"{machine()}\n\nBare page's button, click to settled: "
               f"median **{b * 1e3:.0f} ms** of {len(bare)}.\n")
         print("| Reveal clicked | median (ms) | max (ms) | × bare click |\n|---|---|---|---|")
         for name, ts in reveals.items():
             med = statistics.median(ts)
             print(f"| {name} | {med * 1e3:.0f} | {max(ts) * 1e3:.0f} | {med / b:.1f}× |")
         return
-    print(f"# Lesson page, model {args.model}; load average {os.getloadavg()[0]:.1f}\n")
+    print(f"# Lesson page, model {args.model}\n\n{machine()}\n")
     h = handout_times(args.model, 3)
     med = {k: statistics.median(v) for k, v in h.items() if k != "size"}
     print(f"Handout ({h['size'] / 1e6:.1f} MB), median of {len(h['cold'])}: cold "

@@ -1,5 +1,6 @@
-"""The Generation page's pure builders: bar charts, temperature panels, the sampling
-histogram, the seeds' ↦ display, P_T and H filled in, token chips and the history table."""
+"""The Generation page's figures and formulas (``gptviz/app/generation/figures.py`` and
+``formulas.py``): bar charts, temperature panels, the sampling histogram, the seeds' ↦
+display, P_T and H filled in, token chips and the history table."""
 
 from __future__ import annotations
 

@@ -78,6 +78,13 @@ class NanoGPT(nn.Module):
             if name.endswith("c_proj.weight"):
                 nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * n_layer))
 
+    @classmethod
+    def like(cls, config) -> NanoGPT:
+        """The reference of the same shape as a gptviz ``GPTConfig``, seeded with 0."""
+        torch.manual_seed(0)
+        return cls(config.vocab_size, config.context_length, config.n_layer, config.n_head,
+                   config.d_model)
+
     @staticmethod
     def _init(m: nn.Module) -> None:
         if isinstance(m, (nn.Linear, nn.Embedding)):

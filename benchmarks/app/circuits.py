@@ -1,10 +1,10 @@
 """Warm AppTest runs of the Attention page's circuits views, on every bundled model.
 
-    python benchmarks/circuits.py [--reps 7] [--model NAME]
+    python -m benchmarks.app.circuits [--reps 7] [--model NAME]
 
 Warm = the same AppTest session run again after a first (cold) run: the model loaded,
 its forward pass, the induction test and the figures cached, so what is timed is the
-page script, its figures and their serialisation (``benchmarks.app.warm_runs``: the
+page script, its figures and their serialisation (``benchmarks.common.warm_runs``: the
 views take turns, run by run). The cold run includes the standard induction test (Head
 taxonomy) and building the figures.
 Target (issue 15): each new view ≤ 300 ms warm.
@@ -12,15 +12,8 @@ Target (issue 15): each new view ≤ 300 ms warm.
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.app import warm_runs, warm_runs_args  # noqa: E402
-from tests.helpers import app_test  # noqa: E402
+from benchmarks.common import machine, warm_runs, warm_runs_args
+from tests.helpers import app_test
 
 VIEWS = ["Circuits of a head", "OV circuit", "Head taxonomy",
          "Summed heads", "Rollout"]
@@ -35,8 +28,7 @@ def circuits_runs(model: str, reps: int) -> dict[str, tuple[float, float]]:
 
 def main() -> None:
     reps, models = warm_runs_args(__doc__)
-    print(f"# Circuits views, warm AppTest runs (median of {reps}), load average "
-          f"{os.getloadavg()[0]:.1f}\n")
+    print(f"# Circuits views, warm AppTest runs (median of {reps})\n\n{machine()}\n")
     print("| model | view | cold run (s) | warm run (ms) | ≤ 300 ms |\n|---|---|---|---|---|")
     for model in models:
         for view, (cold, warm) in circuits_runs(model, reps).items():

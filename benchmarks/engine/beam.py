@@ -1,8 +1,8 @@
 """Beam search speed on the default bundled model: widths 1, 2, 4 and 8 writing 50 tokens,
 beside greedy ``gptviz.generation.sampling.generate`` writing the same 50 tokens, in one run.
 
-    python benchmarks/beam.py --threads 1           # the engine
-    python benchmarks/beam.py --threads 1 --page    # + the page's two new views, warm
+    python -m benchmarks.engine.beam --threads 1           # the engine
+    python -m benchmarks.engine.beam --threads 1 --page    # + the page's two new views, warm
 
 The target (issue 15) is width 8 for 50 tokens in at most 2 s. The k beams run as one
 batch, one forward pass per step over a KV cache whose rows follow the surviving beams;
@@ -17,37 +17,26 @@ generated tokens and one branch; no run may raise.
 from __future__ import annotations
 
 import argparse
-import statistics
-import sys
-import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from gptviz.app.shared.inputs import example_prompt  # noqa: E402
-from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint  # noqa: E402
-from gptviz.generation.beam import beam_search  # noqa: E402
-from gptviz.generation.sampling import generate  # noqa: E402
+from benchmarks.common import machine, median_seconds
+from gptviz.app.shared.inputs import example_prompt
+from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint
+from gptviz.generation.beam import beam_search
+from gptviz.generation.sampling import generate
 
 TARGET_S = 2.0  # width 8, 50 tokens
 
 
 def timed(fn, reps: int) -> float:
     """Median seconds over ``reps`` runs, after one warm-up run."""
-    fn()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return median_seconds(fn, reps, warmup=1)[0]
 
 
 def page_views(reps: int) -> None:
-    """Median warm rerun (ms) of the page on each new view (``benchmarks.app.warm_runs``)."""
-    from benchmarks.app import warm_runs
+    """Median warm rerun (ms) of the page on each new view (``benchmarks.common.warm_runs``)."""
+    from benchmarks.common import warm_runs
     from tests.helpers import run_page
 
     at = run_page("generation")
@@ -78,7 +67,7 @@ def main() -> None:
     model, n = ckpt.model.eval(), args.tokens
     prompt = ckpt.tokenizer.encode(example_prompt(ckpt))
     c = model.config
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), model {args.model} "
+    print(f"{machine()}\nmodel {args.model} "
           f"(|V| = {c.vocab_size}, N = {c.context_length}, d = {c.d_model}, "
           f"{c.n_layer} layers), prompt {len(prompt)} tokens, {n} new tokens")
     greedy = timed(lambda: generate(model, prompt, n, temperature=0), args.reps)

@@ -1,5 +1,6 @@
-"""The pure builders behind the model pages: the block flow, the math panels' live
-numbers, the cropped prompt chips, and the activation names the pages ask for."""
+"""The model pages' formulas (``formulas.py`` of Attention, Transformer block, Embeddings and
+Positional encoding) with their live numbers, and beside them the block flow, the cropped
+prompt chips, and the activation names the pages ask for."""
 
 from __future__ import annotations
 

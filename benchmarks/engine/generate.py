@@ -1,7 +1,7 @@
 """Generation speed (ms per token) of the baby GPT: nanoGPT's loop vs gptviz, with and
 without the KV cache.
 
-    python benchmarks/generate.py --ckpt /tmp/best-ckpt --threads 1
+    python -m benchmarks.engine.generate --ckpt /tmp/best-ckpt --threads 1
 
 Without --ckpt a freshly initialised model of the same shape is timed (speed does not
 depend on the weights). Sampling: temperature 0.8, top-k 200, as nanoGPT's sample.py.
@@ -14,32 +14,20 @@ path must recompute the window, as the no-cache path does.
 from __future__ import annotations
 
 import argparse
-import statistics
-import sys
-import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from nanogpt_ref import NanoGPT  # noqa: E402
-
-from gptviz.checkpoints.folder import load_checkpoint  # noqa: E402
-from gptviz.generation.sampling import generate  # noqa: E402
-from gptviz.model import GPT, GPTConfig  # noqa: E402
+from benchmarks.common import machine, median_seconds
+from benchmarks.engine.nanogpt_ref import NanoGPT
+from gptviz.checkpoints.folder import load_checkpoint
+from gptviz.generation.sampling import generate
+from gptviz.model import GPT, GPTConfig
 
 
 def timed(fn, n_tokens: int, reps: int) -> float:
     """Median ms per token over ``reps`` runs (after one warm-up run)."""
-    fn()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) / n_tokens * 1e3)
-    return statistics.median(times)
+    return median_seconds(fn, reps, warmup=1)[0] / n_tokens * 1e3
 
 
 def main() -> None:
@@ -56,9 +44,8 @@ def main() -> None:
         torch.manual_seed(0)
         model = GPT(GPTConfig(vocab_size=69, bias=False)).eval()
     c = model.config
-    torch.manual_seed(0)
-    ref = NanoGPT(c.vocab_size, c.context_length, c.n_layer, c.n_head, c.d_model).eval()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, model {c}")
+    ref = NanoGPT.like(c).eval()
+    print(f"{machine()}\nmodel {c}")
     kw = dict(temperature=0.8, top_k=200)
     for label, n_new in (("window", c.context_length - 1), ("long", 500)):
         prompt = torch.zeros(1, 1, dtype=torch.long)

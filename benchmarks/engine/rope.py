@@ -1,12 +1,12 @@
 """Generation past the context window: RoPE's rolling KV cache against learned positions,
 in one run, on models of the same size.
 
-    python benchmarks/rope.py --threads 1
+    python -m benchmarks.engine.rope --threads 1
 
 Both models are the baby GPT's shape (4 layers, 4 heads, d = 128, context 64, |V| = 69, no
 biases), freshly initialised with the same seed: speed does not depend on the weights, so
 untrained models time the same as trained ones. Sampling: temperature 0.8, top-k 200, as in
-benchmarks/generate.py. Rows:
+benchmarks/engine/generate.py. Rows:
 
 - learned, inside the window: 63 tokens from a 1-token prompt, so the whole sequence fits
   the 64-token context and each step feeds one token to the KV cache;
@@ -25,20 +25,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from nanogpt_ref import NanoGPT  # noqa: E402
-
-from gptviz.generation.sampling import generate  # noqa: E402
-from gptviz.model import GPT, GPTConfig  # noqa: E402
+from benchmarks.common import machine
+from benchmarks.engine.nanogpt_ref import NanoGPT
+from gptviz.generation.sampling import generate
+from gptviz.model import GPT, GPTConfig
 
 TARGET_MS = 0.5  # RoPE, 500 tokens, rolling cache (issue 14)
 
@@ -78,12 +73,9 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     learned, rope = model_of("learned"), model_of("rope")
-    c = learned.config
-    torch.manual_seed(0)
-    ref = NanoGPT(c.vocab_size, c.context_length, c.n_layer, c.n_head, c.d_model).eval()
+    ref = NanoGPT.like(learned.config).eval()
     n, inside = args.tokens, learned.config.context_length - 1
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), untrained models "
-          f"{learned.config}, median of {args.reps}")
+    print(f"{machine()}\nuntrained models {learned.config}, median of {args.reps}")
     kw = dict(temperature=0.8, top_k=200, seed=1)
     cached = generate(rope, [0], n, **kw)
     same = cached == generate(rope, [0], n, use_cache=False, **kw)

@@ -1,5 +1,6 @@
-"""The attention grid's layout (one title and one edge per head, the selected head's frame) and
-the margins that hold a chart's labels up front, so that plotly draws it once."""
+"""Heatmap layout: the attention grid's (``gptviz/app/attention/figures.py``: one title and one
+edge per head, the selected head's frame) and the margins that hold a chart's labels up front
+(``gptviz/app/shared/heatmaps.py``), so that plotly draws it once."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Training speed and quality on Tiny Shakespeare (characters), nanoGPT's CPU "baby GPT".
 
-    python benchmarks/train.py compare            # ms/iter of nanoGPT (reference) vs gptviz
-    python benchmarks/train.py full --impl nanogpt           # 2000 iterations, val loss curve
-    python benchmarks/train.py full --impl gptviz --dtype float32
-    python benchmarks/train.py best --out /tmp/best-ckpt     # the best recipe, 45 s budget
+    python -m benchmarks.engine.train compare       # ms/iter of nanoGPT (reference) vs gptviz
+    python -m benchmarks.engine.train full --impl nanogpt      # 2000 iterations, val loss curve
+    python -m benchmarks.engine.train full --impl gptviz --dtype float32
+    python -m benchmarks.engine.train best --out /tmp/best-ckpt  # the best recipe, 45 s budget
 
 Settings: 4 layers, 4 heads, 128 dims, context 64, batch 12, lr 1e-3 -> 1e-4 (cosine),
 warmup 100, dropout 0, AdamW(0.9, 0.99, wd 0.1), clip 1.0. Validation loss: the same 100
@@ -15,35 +15,28 @@ matmul peak measured at the start of the same run.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.common import SHAKESPEARE, machine, prose
+from benchmarks.engine.nanogpt_ref import NanoGPT, train_step
+from gptviz.data import SlidingWindowDataset
+from gptviz.model import GPTConfig, RunConfig, TrainConfig
+from gptviz.tokenizers.char import CharTokenizer
+from gptviz.train.trainer import Trainer
 
-from nanogpt_ref import NanoGPT, train_step  # noqa: E402
-
-from gptviz.data import SlidingWindowDataset  # noqa: E402
-from gptviz.model import GPTConfig, RunConfig, TrainConfig  # noqa: E402
-from gptviz.tokenizers.char import CharTokenizer  # noqa: E402
-from gptviz.train.trainer import Trainer  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
 BABY = dict(n_layer=4, n_head=4, d_model=128, context_length=64)
 BEST = dict(learning_rate=6e-3, steps=1300, warmup_steps=100, min_lr=1e-4, dtype="bfloat16")
 
 
 def load_text() -> str:
-    if CORPUS.is_file():
-        return CORPUS.read_text(encoding="utf-8")
-    bundled = sorted((ROOT / "assets" / "corpora").glob("*.txt"))
-    print(f"note: {CORPUS} is absent; using {bundled[0].name}")
-    return bundled[0].read_text(encoding="utf-8")
+    path = prose()
+    if path != SHAKESPEARE:
+        print(f"note: {SHAKESPEARE} is absent; using {path.name}")
+    return path.read_text(encoding="utf-8")
 
 
 def matmul_peak(dtype: torch.dtype = torch.float32, n: int = 1024, reps: int = 20) -> float:
@@ -174,7 +167,7 @@ def main() -> None:
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(machine())
     if args.mode == "compare":
         compare(args)
     elif args.mode == "full":

@@ -1,7 +1,7 @@
 """The Generation page's speed: one "Next token" rerun, and "Generate 200" end to end.
 
-    OMP_NUM_THREADS=1 python benchmarks/generation_page.py            # AppTest (server side)
-    OMP_NUM_THREADS=1 python benchmarks/generation_page.py --browser  # + Chromium, end to end
+    OMP_NUM_THREADS=1 python -m benchmarks.app.generation_page            # AppTest (server side)
+    OMP_NUM_THREADS=1 python -m benchmarks.app.generation_page --browser  # + Chromium
 
 AppTest runs the whole page script as the server does (widgets, the model step, the
 figures and their serialisation) without a browser. ``--browser`` starts
@@ -16,27 +16,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from gptviz.checkpoints.folder import (  # noqa: E402
-    DEFAULT_MODEL,
-    bundled_models,
-    load_checkpoint,
-)
-from gptviz.generation import sampling as gen  # noqa: E402
-from tests.helpers import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    app_test,
-    free_port,
-    start_streamlit,
-    wait_until_healthy,
-)
+from benchmarks.common import Server, chromium, machine
+from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint
+from gptviz.generation import sampling as gen
+from tests.helpers import app_test
 
 VIEWS = ["This step", "Three temperatures", "Sample N times", "Attention", "History"]
 
@@ -109,49 +94,41 @@ def browser(n: int, reps: int) -> tuple[list[float], list[float]]:
     """Click to settled page in Chromium: "Next token" and "Generate n"."""
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    server = start_streamlit(port)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        if not wait_until_healthy(url):
-            raise SystemExit("streamlit did not start")
-        with sync_playwright() as pw:
-            b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            page = b.new_page(viewport={"width": 1400, "height": 1000})
-            idle = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+    with Server() as server, sync_playwright() as pw:
+        url = server.url
+        b = chromium(pw)
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        idle = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
-            def settle() -> None:
-                page.wait_for_timeout(50)  # let the click's rerun start
-                page.wait_for_selector(idle, timeout=120_000)
+        def settle() -> None:
+            page.wait_for_timeout(50)  # let the click's rerun start
+            page.wait_for_selector(idle, timeout=120_000)
 
-            page.goto(url)
+        page.goto(url)
+        settle()
+        page.goto(f"{url}/generation")
+        settle()
+        step_times, gen_times = [], []
+        for i in range(reps + 2):
+            t = time.perf_counter()
+            page.get_by_role("button", name="Next token").click()
             settle()
-            page.goto(f"{url}/generation")
+            if i >= 2:
+                step_times.append(time.perf_counter() - t)
+        box = page.get_by_label("n", exact=True)
+        box.fill(str(n))
+        box.press("Enter")
+        settle()
+        for _ in range(reps):
+            page.get_by_role("button", name="Reset", exact=True).click()
             settle()
-            step_times, gen_times = [], []
-            for i in range(reps + 2):
-                t = time.perf_counter()
-                page.get_by_role("button", name="Next token").click()
-                settle()
-                if i >= 2:
-                    step_times.append(time.perf_counter() - t)
-            box = page.get_by_label("n", exact=True)
-            box.fill(str(n))
-            box.press("Enter")
+            t = time.perf_counter()
+            page.get_by_role("button", name="Generate n").click()
+            page.get_by_text(f"Generated {n} tokens").first.wait_for(timeout=120_000)
             settle()
-            for _ in range(reps):
-                page.get_by_role("button", name="Reset", exact=True).click()
-                settle()
-                t = time.perf_counter()
-                page.get_by_role("button", name="Generate n").click()
-                page.get_by_text(f"Generated {n} tokens").first.wait_for(timeout=120_000)
-                settle()
-                gen_times.append(time.perf_counter() - t)
-            b.close()
-        return step_times, gen_times
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+            gen_times.append(time.perf_counter() - t)
+        b.close()
+    return step_times, gen_times
 
 
 def main() -> None:
@@ -160,10 +137,7 @@ def main() -> None:
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--browser", action="store_true", help="also time it in headless Chromium")
     args = p.parse_args()
-    import torch
-
-    print(f"# Generation page, model {DEFAULT_MODEL}, torch threads {torch.get_num_threads()}, "
-          f"median of {args.reps}\n")
+    print(f"# Generation page, model {DEFAULT_MODEL}, median of {args.reps}\n\n{machine()}\n")
     one, steps, cached = library(args.n, args.reps)
     print("## Library alone")
     print(f"- one step (forward + P_T + choice): {ms(one)}")

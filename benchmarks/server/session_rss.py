@@ -33,10 +33,9 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[2]
 
-from benchmarks import streamlit_client as sc  # noqa: E402
+from benchmarks.server import streamlit_client as sc  # noqa: E402
 
 FIELDS = ("RssAnon", "RssFile", "RssShmem")
 BARE = 'import streamlit as st\n\nst.write("hello")\n'

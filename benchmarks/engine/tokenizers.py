@@ -1,7 +1,7 @@
 """Tokenizer benchmarks: BPE training time and GPT-2 encoding speed, ours beside
 references measured in the same run (these machines are noisy: read the ratios).
 
-    python benchmarks/tokenizers.py [--corpus PATH] [--repeat 3]
+    python -m benchmarks.engine.tokenizers [--corpus PATH] [--repeat 3]
 
 References: tiktoken (Rust) for encoding, tiktoken's pure-Python educational
 trainer (the recount-everything loop, as in minbpe) for training, and
@@ -11,33 +11,13 @@ HuggingFace ``tokenizers`` (Rust) when it is installed.
 from __future__ import annotations
 
 import argparse
-import statistics
-import sys
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-# This file's name would shadow HuggingFace's ``tokenizers`` package: drop its folder.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-sys.path.insert(0, str(ROOT))
-
-from gptviz.tokenizers import ByteLevelBPE  # noqa: E402
-from gptviz.tokenizers.bpe_train import GPT2_PATTERN  # noqa: E402
-from gptviz.tokenizers.openai import GPT2_FILE, load_encoding  # noqa: E402
-
-SHAKESPEARE = ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"
-FALLBACK = ROOT / "assets" / "corpora" / "mathematics.txt"
-
-
-def timed(fn, repeat: int) -> tuple[float, object]:
-    """Median wall time of ``repeat`` calls, and the last result."""
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+from benchmarks.common import machine, prose
+from benchmarks.common import median_seconds as timed
+from gptviz.tokenizers import ByteLevelBPE
+from gptviz.tokenizers.bpe_train import GPT2_PATTERN
+from gptviz.tokenizers.openai import GPT2_FILE, load_encoding
 
 
 def train_ours(text: str, vocab: int) -> ByteLevelBPE:
@@ -112,9 +92,9 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    path = args.corpus or (SHAKESPEARE if SHAKESPEARE.exists() else FALLBACK)
+    path = args.corpus or prose()
     text = path.read_text(encoding="utf-8")
-    print(f"# Tokenizer benchmarks on {path.name}, Python {sys.version.split()[0]}")
+    print(f"# Tokenizer benchmarks on {path.name}\n\n{machine()}")
     bench_training(text, args.repeat)
     bench_encoding(text, args.repeat)
 

@@ -1,6 +1,6 @@
 """A class on one server: N students at once, and what one more sees in Chromium.
 
-    python benchmarks/crowd.py --sessions 1 10 30 [--stagger 10] [--out crowd.json]
+    python -m benchmarks.server.crowd --sessions 1 10 30 [--stagger 10] [--out crowd.json]
 
 Each student opens Home, Attention, Generation (5 × "Next token") and Tokenizers with a
 prompt of its own (typed into a page's box when the page does not show it already), and
@@ -38,17 +38,14 @@ import json
 import math
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks import streamlit_client as sc  # noqa: E402
-from tests.helpers import CHROMIUM, CHROMIUM_ARGS, FOLD_IN_VIEW  # noqa: E402
+from benchmarks.common import HELLO, MATHEMATICS, Rss, Server, chromium, machine
+from benchmarks.server import streamlit_client as sc
+from tests.helpers import FOLD_IN_VIEW
 
 WALK = [("", "Home"), ("attention", "Attention"), ("generation", "Generation"),
         ("tokenizers", "Tokenizers")]
@@ -72,7 +69,7 @@ SETTLED = """([text, tex, tokens]) => {
 
 def prompts() -> list[str]:
     """253 prompts: the bundled corpus's sentences of 60 to 160 characters without TeX."""
-    text = " ".join((ROOT / "assets" / "corpora" / "mathematics.txt").read_text().split())
+    text = " ".join(MATHEMATICS.read_text().split())
     return list(dict.fromkeys(s for s in re.split(r"(?<=[.?!])\s+", text)
                               if 60 <= len(s) <= 160 and "$" not in s))
 
@@ -154,9 +151,8 @@ async def browser(app: str, bare: str, prompt: str, ready: asyncio.Event, done: 
          name if page else "gptviz", True, 0 if page == "generation" else None)
         for page, name in WALK]
     async with async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + [
-            "--proxy-server=http://127.0.0.1:9"])
-        tab = await chromium.new_page(viewport={"width": 1400, "height": 1000})
+        browser = await chromium(pw, "--proxy-server=http://127.0.0.1:9")
+        tab = await browser.new_page(viewport={"width": 1400, "height": 1000})
         tab.set_default_timeout(args.timeout * 1e3)
         tab.on("request", lambda r: None if r.url.startswith("data:") or urlsplit(
             r.url.removeprefix("blob:")).hostname in LOOPBACK else offsite.append(r.url))
@@ -186,7 +182,7 @@ async def browser(app: str, bare: str, prompt: str, ready: asyncio.Event, done: 
                     await timed("Next token", button.click(), text, tex, i + 1)
             if done.is_set():
                 break
-        await chromium.close()
+        await browser.close()
     return times, failures, offsite
 
 
@@ -206,11 +202,11 @@ def mixed(alone: list[Walk], crowded: list[Walk]) -> list[str]:
     return found
 
 
-def measure(n: int, texts: list[str], alone: list[Walk], bare: sc.Server, args,
+def measure(n: int, texts: list[str], alone: list[Walk], bare: Server, args,
             deadline: float) -> dict:
     """A new server, a warm-up walk, then N students and the browser: the figures for N."""
-    server, start, load = sc.Server(), time.monotonic(), os.getloadavg()[0]
-    rss = sc.Rss(server.proc.pid)
+    server, start, load = Server(log="crowd"), time.monotonic(), os.getloadavg()[0]
+    rss = Rss(server.proc.pid)
     try:
         asyncio.run(walk(server.ws, texts[-1], args.timeout, deadline))
         time.sleep(3)
@@ -281,12 +277,12 @@ def main() -> None:
     texts = prompts()
     if max(args.sessions) > len(texts) - 2:  # two more: the warm-up and Chromium
         p.error(f"at most {len(texts) - 2} sessions: there are {len(texts)} prompts")
-    server = sc.Server()  # every student alone, one after the other, after a warm-up walk
+    server = Server(log="crowd")  # every student alone, one after the other, after a warm-up walk
     alone = [asyncio.run(walk(server.ws, t, args.timeout, deadline))
              for t in texts[-1:] + texts[:max(args.sessions)]][1:]
     server.stop()
     print(f"alone: {len(alone)} walks, {sum(len(w.failures) for w in alone)} failures")
-    results, bare = [], sc.Server('import streamlit as st\n\nst.write("hello")\n')
+    results, bare = [], Server(HELLO, log="crowd-bare")
     try:
         for n in args.sessions:
             if time.monotonic() > deadline:
@@ -296,8 +292,8 @@ def main() -> None:
             print(f"N={n} done in {results[-1]['wall_s']:.0f} s", flush=True)
     finally:
         bare.stop()
-    print(f"\n# Crowd: {os.cpu_count()} CPUs, N students + 1 Chromium; 'alone' is each "
-          "student's walk on an idle server\n")
+    print(f"\n# Crowd: N students + 1 Chromium; 'alone' is each student's walk on an idle "
+          f"server\n\n{machine()}\n")
     print(table(results, run_times(alone)))
     if args.out:
         args.out.write_text(json.dumps({"alone": run_times(alone), "results": results}))

@@ -1,4 +1,6 @@
-"""The figure builders of the model-internals pages carry exactly the data they are given."""
+"""The figures of the model pages (``figures.py`` of Embeddings, Positional encoding, Attention
+and Transformer block, and ``gptviz/app/shared/heatmaps.py``) carry exactly the data they are
+given."""
 
 from __future__ import annotations
 

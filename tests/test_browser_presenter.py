@@ -148,3 +148,28 @@ def test_one_back_returns_to_the_previous_page(page, app_url):
     settle(page)
     assert eventually(lambda: page.get_by_role("tab", name="All heads").count() > 0)
     check_no_exception(page, "attention after Back")
+
+
+def test_trainings_choices_are_never_cut_in_a_narrow_window(page, app_url):
+    """A teacher at 1024 px (sidebar open) read "ro" for "rope": every option of Training's
+    segmented choices is drawn whole, inside the page."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    visit(page, f"{app_url}/training")
+    for key in ("tr_tokenizer", "tr_positional", "tr_activation"):
+        cut = page.evaluate("""(key) => {
+            const box = document.querySelector('.st-key-' + key);
+            const main = document.querySelector('[data-testid="stMainBlockContainer"]')
+                .getBoundingClientRect();
+            return [...box.querySelectorAll('button')].filter(b => {
+                const r = b.getBoundingClientRect();
+                let clip = false;
+                for (let e = b.parentElement; e && e !== box.parentElement; e = e.parentElement) {
+                    const c = e.getBoundingClientRect();
+                    if (getComputedStyle(e).overflow !== 'visible' && r.right > c.right + 1)
+                        clip = true;
+                }
+                return clip || r.right > main.right + 1 || b.scrollWidth > b.clientWidth + 1;
+            }).map(b => b.textContent);
+        }""", key)
+        assert not cut, f"{key}: {cut} cut"
+    screenshot(page, "training-1024")

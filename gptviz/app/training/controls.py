@@ -14,7 +14,6 @@ import numpy as np
 import streamlit as st
 
 from gptviz.app.shared.choice import select
-from gptviz.app.shared.trainers import trainer_slots
 from gptviz.app.tokenizers.controls import _train_private, _train_shared
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 from gptviz.model import RunConfig
@@ -28,10 +27,10 @@ from gptviz.train.plan import (
     TrainingSpec,
     check_caps,
     check_corpus_length,
-    estimate_seconds,
     run_config,
     synthetic_text,
 )
+from gptviz.train.timing import estimate_run_seconds
 
 CORPUS_UPLOAD_LIMIT = 2_000_000  # bytes of an uploaded .txt: a few minutes of training
 UPLOAD, SYNTHETIC = "upload", "synthetic:"
@@ -176,10 +175,6 @@ def _model_widgets(disabled: bool) -> None:
                      help="Must divide d_model: d_k = d_model / heads.")
     c2.select_slider("Context length N", [8, 16, 32, 64, 128, 256, 512, 1024],
                      **_kw("context_length", disabled))
-    c2.segmented_control("Positional encoding", sorted(POSITIONALS, key=lambda p: p != "learned"),
-                         required=True, **_kw("positional", disabled))
-    c2.segmented_control("Activation", list(ACTIVATIONS), required=True,
-                         **_kw("activation", disabled))
     c3.number_input("Steps", 1, 100_000, step=100, **_kw("steps", disabled))
     c3.number_input("Batch size B", 1, 1024, **_kw("batch_size", disabled))
     c3.select_slider("Peak learning rate", LEARNING_RATES, **_kw("learning_rate", disabled),
@@ -198,14 +193,22 @@ def setup(disabled: bool = False) -> Setup:
     for col, name in zip(cols[1:], PRESETS, strict=True):
         col.button(name, key=f"{K}preset-{name}", on_click=apply_preset, args=(name,),
                    disabled=disabled, width="stretch")
-    c1, c2, c3 = st.columns([2, 1, 1])
+    c1, c3 = st.columns([3, 1])
     with c1:
         corpus = _corpus(disabled)
-    kind = c2.segmented_control("Tokenizer", ["char", "word", "bpe"], required=True,
-                                on_change=_on_tokenizer_change, **_kw("tokenizer", disabled))
     c3.number_input("Vocabulary size (0 = every symbol)", 0, 50_000, step=64,
                     **_kw("vocab_size", disabled),
                     help="BPE needs at least 260 (256 bytes + 4 specials).")
+    # the choices in a row of their own that wraps: in a column, a narrow window cut them
+    # ("rope" read "ro", "bpe" was gone)
+    with st.container(horizontal=True, gap="large"):
+        kind = st.segmented_control("Tokenizer", ["char", "word", "bpe"], required=True,
+                                    on_change=_on_tokenizer_change, **_kw("tokenizer", disabled))
+        st.segmented_control("Positional encoding",
+                             sorted(POSITIONALS, key=lambda p: p != "learned"),
+                             required=True, **_kw("positional", disabled))
+        st.segmented_control("Activation", list(ACTIVATIONS), required=True,
+                             **_kw("activation", disabled))
     _model_widgets(disabled)
     spec = TrainingSpec(**{f.name: st.session_state[K + f.name] for f in fields(TrainingSpec)
                            if f.name != "corpus"}, corpus=st.session_state[K + "corpus"])
@@ -241,7 +244,7 @@ def _check(spec: TrainingSpec, name: str, text: str, key: str, uploaded: bool, k
     if (short := check_corpus_length(len(out.ids), spec.context_length)) is not None:
         problems.append(f"Corpus: {short}")
     if out.run is not None:
-        out.estimate_s = estimate_seconds(out.run, trainer_slots().flops_per_s)
+        out.estimate_s = estimate_run_seconds(out.run)  # timed on this server (timing.py)
         problems += [f"Over the caps: {m}" for m in check_caps(out.run, caps(), out.estimate_s)]
     out.problems, out.notes = tuple(problems), tuple(notes)
     return out

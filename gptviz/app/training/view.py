@@ -67,9 +67,9 @@ def plan(s: Setup, holder: SessionTrainer) -> str:
         c[1].metric("Tokens in the corpus", f"{len(s.ids):,}")
         c[2].metric("Tokens seen in training", f"{t.steps * t.batch_size * m.context_length:,}")
         c[3].metric("Estimated time", duration(s.estimate_s),
-                    help="From the speed of earlier runs on this server "
-                         f"({trainer_slots().flops_per_s / 1e9:.0f} GFLOP/s) and nanoGPT's "
-                         "6·N + 12·L·d·N_ctx FLOPs per token.")
+                    help="Timed on this server: a throwaway copy of this run takes a few "
+                         "steps, an evaluation and a sample, and the plan adds them up "
+                         "(steps, and an evaluation with a sample every eval interval).")
         with on_demand("Parameters per component", key="tr_param_counts") as shown:
             if shown:
                 counts = parameter_counts(m)

@@ -81,7 +81,7 @@ PLOTLY_PATH = "/?plotly=1"  # on the bare page's server
 NODELAY_FLOOR = "bare page, its server with the app's TCP_NODELAY fix (reference)"
 NODELAY_BARE = f"""import sys
 sys.path.insert(0, {str(ROOT)!r})
-from gptviz.app.shared.sockets import no_delay
+from gptviz.app.speedups.sockets import no_delay
 no_delay()
 """ + BARE  # the bare page on a server that gets what app.py does first (sockets.py)
 OTHER_FLOORS = {  # --floors: what a page with one chart would cost in another library

@@ -78,7 +78,7 @@ def app_test(page: str | None = None, *, timeout: float = 120, **query: str) -> 
     """
     from streamlit.testing.v1 import AppTest
 
-    from gptviz.app.shared import fold
+    from gptviz.app.speedups import fold
 
     script = ROOT / ("app.py" if page is None else f"app_pages/{page}.py")
     at = AppTest.from_file(str(script), default_timeout=timeout)
@@ -127,7 +127,7 @@ def metric(at: AppTest, label: str) -> str:
 def figures(at: AppTest) -> list[dict]:
     """Every plotly figure on the page, in page order, as its JSON dict (arrays still
     encoded): those plotly.js draws and those drawn on a canvas (``heatcanvas``)."""
-    from gptviz.app.shared.heatcanvas import NAME
+    from gptviz.app.speedups.heatcanvas import NAME
 
     out = []
     for e in at._tree:
@@ -140,8 +140,8 @@ def figures(at: AppTest) -> list[dict]:
 
 def svg_charts(at: AppTest) -> dict[str, list[dict]]:
     """The page's inline SVG charts (``svgplot``), by title: the marks each one draws."""
-    from gptviz.app.shared.svgbox import NAME
-    from gptviz.app.shared.svgplot import read_marks
+    from gptviz.app.speedups.svgbox import NAME
+    from gptviz.app.speedups.svgplot import read_marks
 
     charts = {}
     for e in at._tree:
@@ -158,7 +158,7 @@ class ChoiceBox:
     (the reader picks option ``i``; then rerun)."""
 
     def __init__(self, at: AppTest, key: str) -> None:
-        from gptviz.app.shared.choice import NAME
+        from gptviz.app.speedups.choice import NAME
 
         self.at, self.key = at, key
         found = [e for e in at._tree if e.type == "bidi_component"
@@ -193,7 +193,7 @@ def choice_box(at: AppTest, key: str) -> ChoiceBox:
 def downloads(at: AppTest) -> list[dict]:
     """Every download button on the page, in page order: ``{"label"}`` and, for a
     button that carries its file (``download.download_text``), ``"name"`` and ``"text"``."""
-    from gptviz.app.shared.download import NAME
+    from gptviz.app.speedups.download import NAME
 
     out = []
     for e in at._tree:

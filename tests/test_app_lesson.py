@@ -19,7 +19,7 @@ from gptviz.app.lesson.handout import lesson_handout
 from gptviz.app.lesson.presenter import PRESENTER_CSS
 from gptviz.app.lesson.run import SEED, build_lesson
 from gptviz.app.lesson.steps import STEPS, build_step
-from gptviz.app.shared.budget import Shelf
+from gptviz.app.serving.budget import Shelf
 from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.inputs import Prompt, example_prompt
 from gptviz.app.shared.picker import SESSION_MODELS, Picked

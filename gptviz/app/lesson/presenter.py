@@ -4,16 +4,17 @@
 1280 × 720 screen with no horizontal scrolling. → and ← are the Next and Previous
 buttons' own shortcuts (``st.button(shortcut=…)``). Streamlit keeps R for itself (rerun)
 and refuses it as a button shortcut, so a small component listens for R and presses the
-Reveal button; on a page without that button R keeps its usual meaning.
+Reveal button (``reveal_key.js``); on a page without that button R keeps its usual
+meaning.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any
+from pathlib import Path
 
 import streamlit as st
+
+from gptviz.app.speedups.component import component
 
 PRESENTER = "presenter"  # the toggle's key and URL parameter
 SPELLINGS = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false",
@@ -39,33 +40,6 @@ PRESENTER_CSS = f"""<style>
 .stMainBlockContainer h1{{font-size:1.6rem;padding:0}}
 </style>"""
 
-# Presses the Reveal button on R (r), unless the student is typing in a box; the listener is
-# installed once per browser tab and does nothing on pages without the button.
-_JS = """
-export default function() {
-  if (window.gvRevealKey) return;
-  window.gvRevealKey = true;
-  window.addEventListener("keydown", (event) => {
-    if (event.key !== "r" && event.key !== "R") return;
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const t = event.composedPath()[0] || {};
-    const typing = t.isContentEditable || t.tagName === "TEXTAREA" || (t.tagName === "INPUT"
-        && !["radio", "checkbox", "button", "range"].includes(t.type));
-    if (typing) return;
-    const button = document.querySelector(".st-key-REVEAL button");
-    if (!button) return;
-    event.preventDefault();
-    event.stopImmediatePropagation();
-    if (!button.disabled) button.click();
-  }, true);
-}
-""".replace("REVEAL", REVEAL)
-
-
-@functools.cache
-def _reveal_key() -> Callable[..., Any]:
-    return st.components.v2.component("gptviz.reveal_key", html="<span></span>", js=_JS)
-
 
 def presenter_toggle() -> bool:
     """The toggle (``?presenter=true``; 1, yes and on are read as true, 0, no and off as
@@ -84,7 +58,9 @@ def presenter_toggle() -> bool:
     else:
         st.query_params.pop(PRESENTER, None)  # off is the default: no parameter
     st.html(LESSON_CSS + (PRESENTER_CSS if on else ""))
-    _reveal_key()(key="gv_reveal_listener")
+    component("gptviz.reveal_key", js="reveal_key.js", folder=Path(__file__).parent,
+              isolate_styles=True)(key="gv_reveal_listener",
+                                   data={"button": f".st-key-{REVEAL} button"})
     return bool(on)
 
 

@@ -314,14 +314,14 @@ def free_port() -> int:
 
 
 def start_streamlit(port: int, log: IO | int = subprocess.DEVNULL, script: str = "app.py",
-                    cwd: Path = ROOT) -> subprocess.Popen:
+                    cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.Popen:
     """``streamlit run script`` (the app by default) in ``cwd`` on 127.0.0.1:``port``, its
-    output to ``log``."""
+    output to ``log``, with ``env`` added to this process's environment."""
     return subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false"],
-        cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+        cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
 
 
 def wait_until_healthy(url: str, timeout_s: float = 60) -> bool:
@@ -337,13 +337,14 @@ def wait_until_healthy(url: str, timeout_s: float = 60) -> bool:
 
 
 @contextlib.contextmanager
-def running_app() -> Iterator[str]:
-    """``streamlit run app.py`` on a free port; yields its base URL, stops it afterwards.
-    Its log is ``ARTIFACTS/streamlit-<port>.log``."""
+def running_app(env: dict[str, str] | None = None) -> Iterator[str]:
+    """``streamlit run app.py`` on a free port, ``env`` added to its environment (e.g.
+    ``{"GPTVIZ_STOCK": "1"}``); yields its base URL, stops it afterwards. Its log is
+    ``ARTIFACTS/streamlit-<port>.log``."""
     port = free_port()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = (ARTIFACTS / f"streamlit-{port}.log").open("w")  # noqa: SIM115
-    proc = start_streamlit(port, log)
+    proc = start_streamlit(port, log, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         if not wait_until_healthy(url):

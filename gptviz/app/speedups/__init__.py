@@ -42,7 +42,8 @@ pieces: ``component`` (the one ``st.components.v2`` factory; JavaScript and CSS 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 _installed = False
 _lock = threading.Lock()
@@ -59,12 +60,20 @@ def install(pages: Iterable[str]) -> None:
         if _installed:
             return
         _installed = True
-    from gptviz.app.speedups import base_url, fonts, sockets, stock, validators
+    from gptviz.app.speedups import base_url, fonts, guard, sockets, stock, validators
 
-    if not stock.off("validators"):
-        validators.lean_validators()
-    if not stock.off("sockets"):
-        sockets.no_delay()
-    names = () if stock.off("base_url") else tuple(pages)
-    heads = {} if stock.off("fonts") else fonts.preloads()
-    base_url.serve_base_url(names, heads)
+    def run(piece: str, patch: Callable[[], Any], otherwise: Any = None) -> Any:
+        if stock.off(piece):
+            return otherwise
+        try:
+            return patch()
+        except Exception as exc:  # a patch that fails is off, and the page goes on
+            guard.switch_off(piece, f"it failed: {exc!r}")
+            return otherwise
+
+    run("validators", validators.lean_validators)
+    run("sockets", sockets.no_delay)
+    heads = run("fonts", fonts.preloads, {})
+    run("base_url", lambda: base_url.serve_base_url(pages, heads))
+    if stock.off("base_url") and heads:  # the fonts alone, through the same insertion
+        run("fonts", lambda: base_url.serve_base_url((), heads))

@@ -1,30 +1,11 @@
-"""gptviz: the router. Run with `streamlit run app.py`."""
+"""gptviz: the router. Run with `streamlit run app.py` (`GPTVIZ_STOCK=1` for stock mode)."""
 
 import os
 from pathlib import Path
 
 import streamlit as st
 
-from gptviz.app.shared.base_url import serve_base_url
-from gptviz.app.shared.fonts import preloads
-from gptviz.app.shared.sockets import no_delay
-from gptviz.app.shared.validators import lean_validators
-
-# Streamlit's import parsed plotly's whole validator table (~11.6 MB kept for good): read
-# it per entry instead, before the imports below reuse the memory it frees.
-lean_validators()
-no_delay()  # every reply without a 40 ms wait (see sockets.py); once per process
-
-from gptviz.app.shared.widgets import PAGE, VISIT, page_style  # noqa: E402
-
-# pyarrow's default pool (jemalloc or mimalloc) keeps what the first st.dataframe allocated,
-# ~4 MB for the server's lifetime; the system pool (malloc) is shared with everything else.
-# Read when the pool is first used, after this line. (glibc's own thresholds were tried
-# too: fixing them returns freed blocks at once but made training steps 1.8x slower.)
-os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-
-ICON = Path(__file__).parent / "assets" / "icon.png"  # a local file: nothing is fetched
-st.set_page_config(page_title="gptviz", page_icon=str(ICON), layout="wide")
+from gptviz.app import speedups
 
 PAGES = {
     "": [st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
@@ -41,10 +22,20 @@ PAGES = {
     "Train": [st.Page("app_pages/training.py", title="Training", icon=":material/model_training:"),
               st.Page("app_pages/learning.py", title="Learning", icon=":material/insights:")],
 }
-# A page opened at its own address (/attention) connects without first probing for the app's
-# root, a 100 ms wait (see base_url.py), and every page asks for its fonts before it is
-# drawn (fonts.py); once per process.
-serve_base_url((p.url_path for group in PAGES.values() for p in group), preloads())
+# The server patches (gptviz/app/speedups/), once per process and before the imports below:
+# plotly's validator table read per entry frees memory those imports can then reuse.
+speedups.install(p.url_path for group in PAGES.values() for p in group)
+
+from gptviz.app.shared.widgets import PAGE, VISIT, page_style  # noqa: E402
+
+# pyarrow's default pool keeps what the first st.dataframe allocated for the server's
+# lifetime; the system pool (malloc) is shared with everything else. Read when the pool is
+# first used, after this line.
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+
+ICON = Path(__file__).parent / "assets" / "icon.png"  # a local file: nothing is fetched
+st.set_page_config(page_title="gptviz", page_icon=str(ICON), layout="wide")
+
 page = st.navigation(PAGES)
 page_style()
 if st.session_state.get(PAGE) != page.url_path:  # arrived from another page (or first run)

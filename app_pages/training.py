@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from gptviz.app.shared import fold
 from gptviz.app.shared.picker import describe, model_picker
 from gptviz.app.shared.presenter import page_top
+from gptviz.app.speedups import fold
 from gptviz.app.training import view as sections
 from gptviz.app.training.controls import session_trainer, setup
 

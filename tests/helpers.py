@@ -92,7 +92,7 @@ def app_test(page: str | None = None, *, timeout: float = 120, **query: str) -> 
     """
     from streamlit.testing.v1 import AppTest
 
-    from gptviz.app.shared import fold
+    from gptviz.app.speedups import fold
 
     script = ROOT / ("app.py" if page is None else f"app_pages/{page}.py")
     at = AppTest.from_file(str(script), default_timeout=timeout)
@@ -141,7 +141,7 @@ def metric(at: AppTest, label: str) -> str:
 def figures(at: AppTest) -> list[dict]:
     """Every plotly figure on the page, in page order, as its JSON dict (arrays still
     encoded): those plotly.js draws and those drawn on a canvas (``heatcanvas``)."""
-    from gptviz.app.shared.heatcanvas import NAME
+    from gptviz.app.speedups.heatcanvas import NAME
 
     out = []
     for e in at._tree:
@@ -154,8 +154,8 @@ def figures(at: AppTest) -> list[dict]:
 
 def svg_charts(at: AppTest) -> dict[str, list[dict]]:
     """The page's inline SVG charts (``svgplot``), by title: the marks each one draws."""
-    from gptviz.app.shared.svgbox import NAME
-    from gptviz.app.shared.svgplot import read_marks
+    from gptviz.app.speedups.svgbox import NAME
+    from gptviz.app.speedups.svgplot import read_marks
 
     charts = {}
     for e in at._tree:
@@ -172,7 +172,7 @@ class ChoiceBox:
     (the reader picks option ``i``; then rerun)."""
 
     def __init__(self, at: AppTest, key: str) -> None:
-        from gptviz.app.shared.choice import NAME
+        from gptviz.app.speedups.choice import NAME
 
         self.at, self.key = at, key
         found = [e for e in at._tree if e.type == "bidi_component"
@@ -207,7 +207,7 @@ def choice_box(at: AppTest, key: str) -> ChoiceBox:
 def downloads(at: AppTest) -> list[dict]:
     """Every download button on the page, in page order: ``{"label"}`` and, for a
     button that carries its file (``download.download_text``), ``"name"`` and ``"text"``."""
-    from gptviz.app.shared.download import NAME
+    from gptviz.app.speedups.download import NAME
 
     out = []
     for e in at._tree:
@@ -328,14 +328,14 @@ def free_port() -> int:
 
 
 def start_streamlit(port: int, log: IO | int = subprocess.DEVNULL, script: str = "app.py",
-                    cwd: Path = ROOT) -> subprocess.Popen:
+                    cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.Popen:
     """``streamlit run script`` (the app by default) in ``cwd`` on 127.0.0.1:``port``, its
-    output to ``log``."""
+    output to ``log``, with ``env`` added to this process's environment."""
     return subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false"],
-        cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+        cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
 
 
 def wait_until_healthy(url: str, timeout_s: float = 60) -> bool:
@@ -351,13 +351,14 @@ def wait_until_healthy(url: str, timeout_s: float = 60) -> bool:
 
 
 @contextlib.contextmanager
-def running_app() -> Iterator[str]:
-    """``streamlit run app.py`` on a free port; yields its base URL, stops it afterwards.
-    Its log is ``ARTIFACTS/streamlit-<port>.log``."""
+def running_app(env: dict[str, str] | None = None) -> Iterator[str]:
+    """``streamlit run app.py`` on a free port, ``env`` added to its environment (e.g.
+    ``{"GPTVIZ_STOCK": "1"}``); yields its base URL, stops it afterwards. Its log is
+    ``ARTIFACTS/streamlit-<port>.log``."""
     port = free_port()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = (ARTIFACTS / f"streamlit-{port}.log").open("w")  # noqa: SIM115
-    proc = start_streamlit(port, log)
+    proc = start_streamlit(port, log, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         if not wait_until_healthy(url):

@@ -252,7 +252,7 @@ def test_bad_beam_settings_are_explained():
 
 
 def test_a_beam_wider_than_the_vocabulary_is_explained():
-    from gptviz.app.shared.budget import Shelf
+    from gptviz.app.serving.budget import Shelf
 
     tok = CharTokenizer()
     tok.train("ab")  # |V| = 6: a, b and four specials

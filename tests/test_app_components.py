@@ -8,15 +8,15 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
-from gptviz.app.shared import heatcanvas, svgbox
+from gptviz.app.speedups import heatcanvas, svgbox
 
 
 def _twice() -> None:
     import plotly.graph_objects as go
     import streamlit as st
 
-    from gptviz.app.shared.svgplot import Series, line_chart
     from gptviz.app.shared.widgets import chart, plot
+    from gptviz.app.speedups.svgplot import Series, line_chart
 
     line = line_chart([Series("a", "line", [1, 2], [1.0, 2.0])], title="t", x_title="x",
                       y_title="y")
@@ -42,3 +42,20 @@ def test_the_same_chart_twice_is_two_elements_with_its_data():
           for e in mounted if e.proto.component_name == heatcanvas.NAME}
     assert len(zs) == 1
     assert at.markdown[-1].value == "drawn"
+
+
+def test_in_stock_mode_both_are_plotly_charts_with_the_same_data(monkeypatch):
+    monkeypatch.setenv("GPTVIZ_STOCK", "1")
+    at = AppTest.from_function(_twice, default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert not [e for e in at._tree if e.type == "bidi_component"]
+    specs = [json.loads(e.proto.spec) for e in at._tree if e.type == "plotly_chart"]
+    assert len(specs) == 9 and len({e.proto.id for e in at._tree
+                                    if e.type == "plotly_chart"}) == 9
+    lines = [s for s in specs if s["data"][0]["type"] == "scatter"]
+    heats = [s for s in specs if s["data"][0]["type"] == "heatmap"]
+    assert len(lines) == 5 and len(heats) == 4
+    assert {tuple(s["data"][0]["y"]) for s in lines} == {(1.0, 2.0)}
+    assert all(s["layout"]["title"]["text"] == "t" for s in lines)
+    assert {json.dumps(s["data"][0]["z"], sort_keys=True) for s in heats} == {
+        json.dumps(heats[0]["data"][0]["z"], sort_keys=True)}

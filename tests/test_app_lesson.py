@@ -18,7 +18,7 @@ from gptviz.analysis.circuits import kind_scores
 from gptviz.app.lesson.handout import lesson_handout
 from gptviz.app.lesson.run import SEED, build_lesson
 from gptviz.app.lesson.steps import STEPS, build_step
-from gptviz.app.shared.budget import Shelf
+from gptviz.app.serving.budget import Shelf
 from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.inputs import Prompt, example_prompt
 from gptviz.app.shared.picker import SESSION_MODELS, Picked
@@ -224,14 +224,24 @@ def test_a_presenter_link_typed_by_hand_is_understood(spelled, on):
     assert lesson_app(presenter=spelled).toggle(key="presenter").value is on
 
 
-def test_presenter_mode_styles_the_page_and_drops_the_secondary_text():
+def test_presenter_mode_styles_the_page_and_folds_the_secondary_text():
+    """Presenter mode: the projector's style, the introduction folded into the "?" popover,
+    and the step overview and the handout still reachable (each in a popover of the title
+    row)."""
     at = lesson_app(presenter="true")
     assert at.toggle(key="presenter").value is True
     assert any(PRESENTER_CSS in h.value for h in at.get("html"))
-    assert not any("download" in str(b.proto).lower() for b in at.get("download_button"))
+    labels = [p.proto.popover.label for p in at.get("popover")]
+    assert {"?", "Steps", "Handout", "Score"} <= set(labels), labels
+    assert at.get("download_button")  # the handout, in its popover
+    jump = at.button(key="lesson_jump_5")
+    jump.click()
+    rerun(at)
+    assert "Step 5 of 14" in texts(at, "subheader")
     at.toggle(key="presenter").set_value(False)
     rerun(at)
     assert not any(PRESENTER_CSS in h.value for h in at.get("html"))
+    assert "Steps" not in [p.proto.popover.label for p in at.get("popover")]
     assert at.get("download_button")
 
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import pytest
 import streamlit as st
 
+from gptviz.app.serving.trainers import trainer_slots
 from gptviz.app.shared.picker import SESSION_MODELS
-from gptviz.app.shared.trainers import trainer_slots
 from gptviz.app.training import controls as training_ui
 from gptviz.checkpoints.folder import checkpoint_to_zip, initial_model, load_checkpoint_zip
 from gptviz.model import GPTConfig

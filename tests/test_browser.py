@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gptviz.app.shared import fonts
+from gptviz.app.speedups import fonts
 from tests.helpers import (
     check_no_exception,
     eventually,

@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 import pytest
 from PIL import Image
 
-from gptviz.app.shared.formula_fit import FIT_MIN
+from gptviz.app.speedups.formula_fit import FIT_MIN
 from tests.conftest import LOCAL_HOSTS
 from tests.helpers import CHROMIUM, CHROMIUM_ARGS, MAIN, settle, visit
 

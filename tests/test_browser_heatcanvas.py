@@ -1,4 +1,4 @@
-"""Canvas heatmaps (``gptviz.app.shared.heatcanvas``) in a real browser: what is painted is
+"""Canvas heatmaps (``gptviz.app.speedups.heatcanvas``) in a real browser: what is painted is
 what the figure holds. Each checked cell's pixel is the figure's colour scale at that cell's
 value, interpolated by plotly's own ``sample_colorscale``, and the tooltip over it is the
 text ``heatmaps.hover_text`` writes for it; the pattern checked is the model's, recomputed

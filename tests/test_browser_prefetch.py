@@ -1,4 +1,4 @@
-"""plotly.js loaded while the tab is idle (``gptviz.app.shared.prefetch``), in Chromium.
+"""plotly.js loaded while the tab is idle (``gptviz.app.speedups.prefetch``), in Chromium.
 
 The Lesson's step 6 draws its first plotly chart on Reveal. The module must be fetched
 once, before the click, at the very address Streamlit's own import asks for: a second
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gptviz.app.shared.prefetch import AFTER_MS, plotly_chunk
+from gptviz.app.speedups.prefetch import AFTER_MS, plotly_chunk
 from tests.helpers import CHART, check_no_exception, eventually, settle, visit, wait_for_app
 
 pytestmark = pytest.mark.browser

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gptviz.app.shared.svgplot import read_marks
+from gptviz.app.speedups.svgplot import read_marks
 from tests.helpers import (
     MAIN,
     check_no_exception,

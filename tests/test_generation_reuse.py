@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from gptviz.app.generation.state import History, Sampling
-from gptviz.app.shared.threads import is_small, one_thread
+from gptviz.app.serving.threads import is_small, one_thread
 from gptviz.generation import sampling as gen
 from gptviz.generation.beam import next_logits
 from tests.helpers import tiny_gpt

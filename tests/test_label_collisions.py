@@ -21,7 +21,7 @@ import pytest
 from gptviz.app.block import prediction_figures as pf
 from gptviz.app.embeddings import figures as ve
 from gptviz.app.generation import search_figures as sf
-from gptviz.app.shared.svgaxes import text_width
+from gptviz.app.speedups.svgaxes import text_width
 
 
 def overlap(a, b) -> bool:

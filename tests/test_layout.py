@@ -84,10 +84,14 @@ def test_imports_point_down_from_the_pages_to_the_engine():
     edges = graph()
     up = [(m, d) for m in ENGINE for d in edges[m] if d.startswith("gptviz.app")]
     assert not up, f"engine modules import the app: {up}"
-    pages = [d for d in MODULES if d.startswith("gptviz.app.") and ".shared" not in d]
-    shared_up = [(m, d) for m, ds in edges.items() if m.startswith("gptviz.app.shared")
+    rooms = ("gptviz.app.shared", "gptviz.app.speedups", "gptviz.app.serving")
+    pages = [d for d in MODULES if d.startswith("gptviz.app.") and not d.startswith(rooms)]
+    shared_up = [(m, d) for m, ds in edges.items() if m.startswith(rooms)
                  for d in ds if d in pages]
-    assert not shared_up, f"app/shared imports a page's folder: {shared_up}"
+    assert not shared_up, f"app/shared, speedups or serving imports a page's folder: {shared_up}"
+    serving_up = [(m, d) for m, ds in edges.items() if m.startswith("gptviz.app.serving")
+                  for d in ds if d.startswith(rooms[:2])]
+    assert not serving_up, f"app/serving imports shared or the wing: {serving_up}"
 
 
 @pytest.mark.parametrize("module", ENGINE)

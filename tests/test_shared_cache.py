@@ -78,7 +78,7 @@ def test_the_untrained_twin_is_step_0_and_not_kept(picked):
 
 def test_a_computed_result_hands_freed_memory_back(monkeypatch):
     """then_give_back trims once per computation, after it, even when it raises."""
-    from gptviz.app.shared import memory
+    from gptviz.app.serving import memory
 
     calls = []
     monkeypatch.setattr(memory, "give_back", lambda: calls.append("trim") or True)
@@ -94,7 +94,7 @@ def test_a_computed_result_hands_freed_memory_back(monkeypatch):
 
 GIVE_BACK = """
 import ctypes
-from gptviz.app.shared import memory
+from gptviz.app.serving import memory
 
 def rss_anon_mb():
     with open("/proc/self/status") as f:
@@ -136,7 +136,7 @@ def test_keys_and_small_values_count_against_the_budget():
     typing 20,000-character prompts cannot grow the shared store past its budget."""
     from dataclasses import dataclass
 
-    from gptviz.app.shared.lru import ENTRY_BYTES, ByteLRU
+    from gptviz.app.serving.lru import ENTRY_BYTES, ByteLRU
 
     @dataclass(frozen=True)
     class Sample:

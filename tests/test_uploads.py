@@ -17,8 +17,8 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 import gptviz.checkpoints.folder
+from gptviz.app.serving.budget import ModelBudget, Shelf, model_bytes
 from gptviz.app.shared import picker
-from gptviz.app.shared.budget import ModelBudget, Shelf, model_bytes
 from gptviz.checkpoints.folder import (
     CheckpointError,
     checkpoint_files,

@@ -16,7 +16,7 @@ Target (issue 13): each step ≤ 1 s warm.
 First reveal (``--first-reveal N``): the Reveal of step 6 (the lesson's first plotly
 chart) in a new tab, N times each way, in alternating order: clicked as soon as the page has
 settled, and clicked after the tab has been idle ``IDLE_S`` seconds, by which time it has
-loaded plotly.js in the background (``gptviz.app.shared.prefetch``). The reference is a
+loaded plotly.js in the background (``gptviz.app.speedups.prefetch``). The reference is a
 click on the bare page's button in the same run.
 
 Handout: ``lesson_handout`` for the default prompt, cold (nothing cached: every figure built

@@ -15,7 +15,7 @@ A second reference, served by the bare page's server, adds one two-point plotly 
 Streamlit fetches and evaluates plotly.js (4.6 MB) only for a page that draws a chart,
 so this is the floor of every page with a figure; a column divides by it.
 A third floor is the bare page on a server that sets ``TCP_NODELAY`` on its sockets, as
-the app does first (``gptviz/app/shared/sockets.py``): the stock server makes each file
+the app does first (``gptviz/app/speedups/sockets.py``): the stock server makes each file
 asked for on a kept-open connection wait ~40 ms for a delayed ACK, which the app no longer
 pays, so its column is the app's pages against a bare page without that wait either.
 ``--floors`` adds the same chart drawn by Streamlit's two other chart libraries, ECharts
@@ -61,7 +61,7 @@ from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkp
 NODELAY_FLOOR = "bare page, its server with the app's TCP_NODELAY fix (reference)"
 NODELAY_BARE = f"""import sys
 sys.path.insert(0, {str(ROOT)!r})
-from gptviz.app.shared.sockets import no_delay
+from gptviz.app.speedups.sockets import no_delay
 no_delay()
 """ + BARE  # the bare page on a server that gets what app.py does first (sockets.py)
 OTHER_FLOORS = {  # --floors: what a page with one chart would cost in another library

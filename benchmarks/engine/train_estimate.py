@@ -43,8 +43,10 @@ def main() -> None:
         estimate = estimate_run_seconds(run)
         probe_s = time.perf_counter() - t0
         torch.set_num_threads(1)
-        trainer = Trainer(run, ids, on_eval=lambda _: generate(
-            trainer.model, [0], 80, temperature=0.8, seed=0))
+        held: list[Trainer] = []  # the sample is drawn from the model being trained
+        trainer = Trainer(run, ids, on_eval=lambda _, held=held: generate(
+            held[0].model, [0], 80, temperature=0.8, seed=0))
+        held.append(trainer)
         t0 = time.perf_counter()
         trainer.train()
         actual = time.perf_counter() - t0

@@ -18,9 +18,9 @@ import streamlit as st
 from gptviz.app.generation import link
 from gptviz.app.generation.figures import sequence_chips_html
 from gptviz.app.generation.state import MAX_TOKENS, History
-from gptviz.app.shared.click_button import click_total
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import cap_text, problem
+from gptviz.app.speedups.click_button import click_total
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.generation import sampling as gen
 from gptviz.generation.sampling import Sampling

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from torch import Tensor
 
 from gptviz.app.generation.turn import N_TOP, Turn
-from gptviz.app.shared.threads import one_thread
+from gptviz.app.serving.threads import one_thread
 from gptviz.generation import sampling as gen
 from gptviz.generation.beam import next_logits
 from gptviz.generation.sampling import Sampling

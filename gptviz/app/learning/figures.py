@@ -14,7 +14,7 @@ import numpy as np
 
 from gptviz.app.shared.chips import CHIP_CSS, PALETTE, chip
 from gptviz.app.shared.heatmaps import as_float32
-from gptviz.app.shared.svgplot import Series, SvgChart, bar_chart, line_chart
+from gptviz.app.speedups.svgplot import Series, SvgChart, bar_chart, line_chart
 
 TARGET, OTHER, FADED = "#d62728", "#1f77b4", "#9aa3b2"
 # The bar chart's order: outside the blocks first and last, a block's parts in forward order.

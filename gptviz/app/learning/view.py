@@ -27,12 +27,12 @@ from gptviz.app.learning import formulas as tex
 from gptviz.app.learning.controls import BIG_MODEL, median_position
 from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, step_section
-from gptviz.app.shared import fold
+from gptviz.app.serving.memory import then_give_back
+from gptviz.app.serving.threads import one_thread
 from gptviz.app.shared.cache import vocab_labels
-from gptviz.app.shared.memory import then_give_back
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.threads import one_thread
 from gptviz.app.shared.widgets import chart, csv_download, on_demand
+from gptviz.app.speedups import fold
 from gptviz.model import GPT
 
 DZ_TOLERANCE = 1e-5  # |(P − e_y) − autograd| above this would be a bug, not rounding

@@ -15,7 +15,7 @@ from gptviz.app.shared.heatmaps import (
     matrix_panels,
     title_room,
 )
-from gptviz.app.shared.svgplot import Series, SvgChart, line_chart
+from gptviz.app.speedups.svgplot import Series, SvgChart, line_chart
 
 CURVES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 

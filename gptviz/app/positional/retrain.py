@@ -8,7 +8,7 @@ import streamlit as st
 
 from gptviz.analysis.compare_positions import KINDS, CompareJob, Recipe
 from gptviz.app.positional.figures import kind_name
-from gptviz.app.shared.trainers import trainer_slots
+from gptviz.app.serving.trainers import trainer_slots
 from gptviz.checkpoints.folder import Checkpoint, freeze
 
 RUNS = "pc_runs"  # st.session_state key: this session's retrained runs, kind -> Checkpoint

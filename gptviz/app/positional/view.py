@@ -15,13 +15,13 @@ from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.positional.compare import compare_view
 from gptviz.app.positional.order import order_view
 from gptviz.app.positional.rope import rope_positions, rope_sum
-from gptviz.app.shared import fold
 from gptviz.app.shared.cache import activations, cached_figure
 from gptviz.app.shared.clipping import clip_note
 from gptviz.app.shared.heatmaps import title_room
 from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import SHOWN_DIMS, chart, csv_download, on_demand, plot
+from gptviz.app.speedups import fold
 from gptviz.model.names import act_name, embedding_names
 
 

@@ -21,11 +21,11 @@ import torch
 
 from gptviz.analysis import attention as am
 from gptviz.analysis import core as analysis
+from gptviz.app.serving.lru import ByteLRU
+from gptviz.app.serving.memory import then_give_back
+from gptviz.app.serving.threads import one_thread
 from gptviz.app.shared.chips import show_bytes
-from gptviz.app.shared.lru import ByteLRU
-from gptviz.app.shared.memory import then_give_back
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.threads import one_thread
 from gptviz.checkpoints.folder import Checkpoint, freeze, initial_model, training_seed
 from gptviz.model import GPT
 from gptviz.model.hooks import ActivationCache

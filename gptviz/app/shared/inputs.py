@@ -16,10 +16,10 @@ from typing import Any
 import streamlit as st
 
 from gptviz.app.shared.chips import prompt_chips_html, token_label
-from gptviz.app.shared.choice import choose
 from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.presenter import Top
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, set_linked_text
+from gptviz.app.speedups.choice import choose
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import TokenizerError

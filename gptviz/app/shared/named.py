@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from gptviz.app.shared.budget import Resident, named_model_budget
+from gptviz.app.serving.budget import Resident, named_model_budget
 from gptviz.checkpoints.folder import Checkpoint, CheckpointError, Limits, freeze, load_checkpoint
 from gptviz.checkpoints.model_dirs import FoundModel, find_models, hf_cache, named_dirs
 

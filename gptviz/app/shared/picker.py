@@ -17,8 +17,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from gptviz.app.shared.budget import ModelBudget, Shelf, model_bytes
-from gptviz.app.shared.memory import give_back
+from gptviz.app.serving.budget import ModelBudget, Shelf, model_bytes
+from gptviz.app.serving.memory import give_back
 from gptviz.app.shared.named import label, load_named, named_list, named_models
 from gptviz.app.shared.notes import held_out_line
 from gptviz.app.shared.presenter import presenting

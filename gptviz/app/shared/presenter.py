@@ -12,13 +12,15 @@ for the session and written into every page's link. The keyboard (``presenter_ke
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
+
+from gptviz.app.speedups.component import component
+from gptviz.app.speedups.history import one_entry_per_view
 
 PRESENTER = "presenter"  # the toggle's key and URL parameter
 SPELLINGS = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false",
@@ -67,10 +69,8 @@ def _help_texts() -> dict[str, Any]:
                      ["?", "show or hide this list"]]}
 
 
-@functools.cache
 def _keys() -> Callable[..., Any]:
-    js = (Path(__file__).with_name("presenter_keys.js")).read_text(encoding="utf-8")
-    return st.components.v2.component("gptviz.keys", html="<span></span>", js=js)
+    return component("gptviz.keys", js="presenter_keys.js", folder=Path(__file__).parent)
 
 
 def presenting() -> bool:
@@ -99,6 +99,7 @@ def presenter_toggle() -> bool:
         st.query_params.pop(PRESENTER, None)  # off is the default: no parameter
     st.html(BASE_CSS + (PRESENTER_CSS if on else ""))
     _keys()(key="gv_keys", data=dict(KEYS, presenter=bool(on), texts=_help_texts()))
+    one_entry_per_view()
     return bool(on)
 
 

@@ -14,14 +14,14 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from gptviz.app.shared import heatcanvas, svgbox
 from gptviz.app.shared.chips import visible
-from gptviz.app.shared.download import download_text
-from gptviz.app.shared.formula_fit import fit_formulas
 from gptviz.app.shared.heatmaps import thin_ticks
-from gptviz.app.shared.prefetch import prefetch_charts
 from gptviz.app.shared.presenter import legible, presenting
-from gptviz.app.shared.svgplot import SvgChart
+from gptviz.app.speedups import heatcanvas, svgbox, svgfigure
+from gptviz.app.speedups.download import download_text
+from gptviz.app.speedups.formula_fit import fit_formulas
+from gptviz.app.speedups.prefetch import prefetch_charts
+from gptviz.app.speedups.svgplot import SvgChart
 
 TEXT_LIMIT = 20_000  # characters a page analyses; longer input is cut, with a message
 LINK_LIMIT = 1_000  # characters of a text box kept in the page's link (?prompt=…)
@@ -189,12 +189,14 @@ def csv_download(df: pd.DataFrame, filename: str, label: str = "Download CSV") -
 
 def chart(fig: go.Figure | SvgChart, key: str | None = None, container=st) -> None:
     """A chart at full width: an inline SVG chart (``svgplot``), a figure of heatmaps on a
-    canvas (``heatcanvas``), both without a chart library to load, or any other plotly
-    figure with at most 32 token labels per axis.
+    canvas (``heatcanvas``), both without a chart library to load (in stock mode both by
+    ``st.plotly_chart``), or any other plotly figure with at most 32 token labels per axis.
 
     Do not pass a non-heatmap plotly figure shared through a cache: this changes its ticks.
     """
-    if isinstance(fig, SvgChart):
+    if isinstance(fig, SvgChart) and presenting():  # plotly lays out 16-px text for a room
+        plot(svgfigure.figure(fig), key=key, container=container)
+    elif isinstance(fig, SvgChart):
         svgbox.draw(fig, key=key, container=container)
     else:
         plot(fig if heatcanvas.drawable(fig) else thin_ticks(fig), key=key, container=container)
@@ -202,7 +204,8 @@ def chart(fig: go.Figure | SvgChart, key: str | None = None, container=st) -> No
 
 def plot(fig: go.Figure, key: str | None = None, container=st, **kwargs: Any) -> None:
     """A plotly figure as it is, at full width: on a canvas when its traces are all
-    heatmaps (``heatcanvas``: the page loads no chart library), else by plotly.js.
+    heatmaps (``heatcanvas``: the page loads no chart library; stock mode: plotly.js), else
+    by plotly.js.
     ``kwargs`` go to ``st.plotly_chart`` (e.g. ``on_select``)."""
     if presenting():
         fig = legible(fig)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import streamlit as st
 
-from gptviz.app.shared.choice import select
+from gptviz.app.speedups.choice import select
 from gptviz.app.tokenizers.controls import _train_private, _train_shared
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 from gptviz.model import RunConfig

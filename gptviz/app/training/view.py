@@ -11,12 +11,12 @@ import re
 import pandas as pd
 import streamlit as st
 
+from gptviz.app.serving.trainers import trainer_slots
 from gptviz.app.shared.cache import per_model, untrained_twin
 from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.notes import agree, counted, duration
 from gptviz.app.shared.picker import Picked, add_session_model
 from gptviz.app.shared.tex import grouped
-from gptviz.app.shared.trainers import trainer_slots
 from gptviz.app.shared.widgets import on_demand, plain_table, plot, text_block
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html

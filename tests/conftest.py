@@ -33,6 +33,13 @@ def _one_thread():
 
 
 @pytest.fixture(autouse=True)
+def _speedups_on(monkeypatch):
+    """Every speed-up on, whatever the shell says: a test that wants stock mode (or some
+    pieces off) sets GPTVIZ_STOCK itself (tests/test_app_stock.py)."""
+    monkeypatch.delenv("GPTVIZ_STOCK", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _clear_streamlit_caches():
     """AppTest runs share one session id, so session-scoped caches would leak between tests."""
     import streamlit as st

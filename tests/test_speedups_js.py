@@ -1,5 +1,6 @@
-"""The app's JavaScript: in ``.js`` files beside the modules that load them (none left in
-Python strings), each one valid ES module syntax by ``node --check``.
+"""The app's JavaScript and CSS: in ``.js`` and ``.css`` files beside the modules that load
+them (no JavaScript left in Python strings), each ``.js`` valid ES module syntax by
+``node --check``.
 
 Node comes from Debian's ``nodejs`` package (``.ci/run`` installs it). Without it these
 tests are skipped with the reason, and fail where GPTVIZ_REQUIRE_BROWSER=1 (CI). The file
@@ -19,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 JS = sorted((ROOT / "gptviz").rglob("*.js"))
+ASSETS = sorted([*JS, *(ROOT / "gptviz").rglob("*.css")])
 NODE = shutil.which("node") or shutil.which("nodejs")
 
 
@@ -42,8 +44,8 @@ def test_the_check_catches_a_syntax_error():
     assert node_check("export default function () { const a = ; }").returncode != 0
 
 
-@pytest.mark.parametrize("path", JS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_js_file_is_loaded_by_a_module_beside_it(path):
+@pytest.mark.parametrize("path", ASSETS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_js_and_css_file_is_loaded_by_a_module_beside_it(path):
     beside = " ".join(p.read_text("utf-8") for p in path.parent.glob("*.py"))
     assert f'"{path.name}"' in beside, f"nothing in {path.parent.name}/ loads {path.name}"
 

@@ -3,7 +3,7 @@
 Without a key, Streamlit names an element after its arguments, so the same chart drawn
 twice in one run would be refused as a duplicate (``st.markdown`` never was). Here the
 second and later copies get keys of their own. It catches Streamlit's duplicate-element
-errors, from ``streamlit.errors``.
+errors, from ``streamlit.errors`` (without them, a duplicate is refused as before).
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
-from streamlit.errors import StreamlitDuplicateElementId, StreamlitDuplicateElementKey
+
+try:
+    from streamlit.errors import StreamlitDuplicateElementId, StreamlitDuplicateElementKey
+except ImportError:  # another Streamlit: nothing is caught, a duplicate chart is an error
+    StreamlitDuplicateElementId = StreamlitDuplicateElementKey = ()
 
 
 def unique(place: Callable[[str | None], Any], key: str | None,

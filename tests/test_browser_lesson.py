@@ -63,7 +63,9 @@ def test_presenter_mode_by_keyboard_at_1280x720(page, app_url):
         if step < N:
             press(page, "ArrowRight")
     assert f"step={N}" in page.url and "presenter=true" in page.url
-    assert page.get_by_text("Your score").first.is_visible()
+    page.get_by_role("button", name="Score").click()  # presenter mode: in the title row
+    assert eventually(lambda: page.get_by_text("Your score").first.is_visible())
+    page.keyboard.press("Escape")
     press(page, "ArrowLeft")
     assert eventually(lambda: heading(page, N - 1).is_visible())
 

@@ -17,6 +17,7 @@ from gptviz.analysis import attention as am
 from gptviz.analysis.circuits import kind_scores
 from gptviz.app.lesson.handout import lesson_handout
 from gptviz.app.lesson.presenter import PRESENTER_CSS
+from gptviz.app.lesson.questions import MARGIN
 from gptviz.app.lesson.run import SEED, build_lesson
 from gptviz.app.lesson.steps import STEPS, build_step
 from gptviz.app.shared.budget import Shelf
@@ -126,8 +127,7 @@ def _model_answers(ckpt: Checkpoint, ls) -> dict[int, str]:
            for q in (torch.softmax(y / 0.2, 0), torch.softmax(y / 2.0, 0))]
     return {
         3: str(len(ids)),
-        5: ("about the same (within 10 %)" if 1 / 1.1 <= ratio <= 1.1 else
-            "the position p_i" if ratio > 1 else "the token's embedding E[t_i]"),
+        5: "the position p_i" if ratio > 1 else "the token's embedding E[t_i]",
         6: "about 1" if ln_in.var(unbiased=False) / (ln_in.var(unbiased=False) + eps) > 0.5
         else "about 0",
         7: f"{int(pattern[head, last].argmax())}: “{ls.labels[int(pattern[head, last].argmax())]}”",
@@ -164,7 +164,72 @@ def test_every_question_has_one_right_answer_the_models(name, ckpt, text):
             patterns = torch.from_numpy(np.asarray(am.all_patterns(ls.cache, ls.config.n_layer)))
             taxonomy = kind_scores(patterns)["previous-token"][ls.layer]  # (H,)
             assert all(f"head {h}: {float(v):.3f}" in q.why for h, v in enumerate(taxonomy))
-    assert asked >= 6, f"{name}: only {asked} questions"
+    # a random tiny model has few clear-cut answers; the bundled ones have many
+    assert asked >= (6 if name in MODELS else 2), f"{name}: only {asked} questions"
+
+
+PROMPTS = ["The Steenrod problem asks which homology classes of a space are images of "
+           "fundamental classes of closed manifolds.", "Let X be a compact Hausdorff space. Then",
+           "qzmfkwpxbt|qzmfkwpxbt\njdlrvnsyoa|jdlrv", "abcab|abcab\nqrs"]
+
+
+def _leads(ckpt: Checkpoint, ls) -> dict[int, tuple[float, float]]:
+    """Each margin-guarded question's deciding numbers, computed here with torch: (the model's
+    answer's, the runner-up's); for step 6 the distances of the two options nearest to
+    var(x̂), the runner-up's first."""
+    model, ids, c = ckpt.model, list(ls.prompt.ids), ckpt.config
+    last, layer, head = len(ids) - 1, ls.layer, ls.head
+    with torch.no_grad():
+        logits, cache = model.run_with_cache(ids)
+        e = model.embed.weight[ids].double()  # (N, d)
+        p = model.pos(0, len(ids)).double()  # (N, d)
+    ln_in = (e + p)[last] if layer == 0 else cache[f"blocks.{layer - 1}.hook_resid_post"][0, last]
+    var = float(ln_in.double().var(unbiased=False))
+    v_hat = var / (var + model.blocks[layer].ln1.eps)
+    options = [0.0, 1.0, float(c.d_model)] + (
+        [var] if abs(var - 1) > 0.5 and abs(var - c.d_model) > 0.5 * c.d_model and var > 0.5
+        else [])
+    gaps = sorted(abs(v_hat - o) for o in options)
+    pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0].double()  # (H, N, N)
+    w = pattern[head, last].sort(descending=True).values  # (N,)
+    prev = torch.stack([pattern[h].diagonal(-1)[1:].mean() for h in range(c.n_head)]).sort(
+        descending=True).values  # (H,)
+    norms = [float(cache[f"blocks.{layer}.hook_resid_{s}"][0, last].double().norm())
+             for s in ("mid", "post")]
+    y = logits[0, -1].double()
+    probs = torch.softmax(y, 0).sort(descending=True).values  # (|V|,)
+    ent = sorted(float(-(q * q.clamp_min(1e-300).log()).sum())
+                 for q in (torch.softmax(y / 0.2, 0), torch.softmax(y / 2.0, 0)))
+    pe = sorted([float(e.norm(dim=-1).mean()), float(p.norm(dim=-1).mean())])
+    return {5: (pe[1], pe[0]), 6: (gaps[1], gaps[0]), 7: (float(w[0]), float(w[1])),
+            8: (float(prev[0]), float(prev[1])), 9: (max(norms), min(norms)),
+            11: (float(probs[0]), float(probs[1])), 12: (ent[1], ent[0])}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_question_asked_has_a_clear_answer_and_choices_that_read_apart(name):
+    """A question is asked only when the model's answer leads the runner-up by MARGIN
+    (relative), and its choices never read the same nor read <|UNK|>: the review found ten
+    under 10 % on these models and prompts, and step 7 offering “<|UNK|>” thrice."""
+    ckpt = load_checkpoint(bundled_models()[name])
+    skipped = 0
+    for text in [example_prompt(ckpt), *PROMPTS]:
+        for layer, head in {(0, 0), (ckpt.config.n_layer - 1, ckpt.config.n_head - 1),
+                            (ckpt.config.n_layer - 1, 0)}:
+            ls = _lesson(ckpt, text, layer, head, name=name)
+            leads = _leads(ckpt, ls)
+            for step in range(1, N + 1):
+                q = build_step(ls, step).question
+                skipped += q is None and step in leads
+                if q is None:
+                    continue
+                assert not any("UNK" in c for c in q.choices), (step, q.choices)
+                read = [c.split(": ", 1)[-1].strip() for c in q.choices]  # "3: “a”" reads “a”
+                assert len(set(read)) == len(read), (step, q.choices)
+                if step in leads:
+                    best, runner_up = leads[step]
+                    assert best >= (1 + MARGIN) * runner_up, (name, text[:12], step, q.why)
+    assert skipped, "no coin flip was turned down: the margin is not exercised"
 
 
 def test_the_drawn_token_is_the_generation_pages_next_token():

@@ -174,6 +174,24 @@ def test_bad_layer_or_head_in_the_url_gets_a_message(layer, head):
     assert figures(at)  # the page still draws
 
 
+@pytest.mark.parametrize("page", ["attention", "block", "lesson"])
+def test_a_layer_the_page_chose_itself_is_not_called_the_links(page):
+    """Layer 3 and head 3 picked on a 4-layer model, then a switch to the 2-layer one: the
+    URL still holds what the bound widgets wrote there, and the page said "The link asks for
+    layer 3" though no link asked. A link that does ask still gets the message."""
+    at = run_page(page, model="mathematics-bpe")
+    for key in ("layer", "head"):
+        at.segmented_control(key=key).set_value(3)
+        at.query_params[key] = "3"  # what the bound widget writes (AppTest does not)
+    rerun(at)
+    at.pills(key="model").set_value("induction-2layer")
+    rerun(at)
+    assert at.segmented_control(key="layer").value == 0
+    assert "The link asks for" not in texts(at, "warning")
+    asked = run_page(page, model="induction-2layer", layer="3")
+    assert "The link asks for layer “3”" in texts(asked, "warning")
+
+
 def test_uploads_malformed_then_good_checkpoint():
     """A broken zip is named in the sidebar; a good one becomes this session's model on
     every page (the session-scoped cache path)."""

@@ -21,12 +21,12 @@ if not presenter:
         "reveals.")
 
 picked = picked_or_stop()
-prompt, layer, head, temperature, step = view.settings(picked)
+prompt, layer, head, temperature, step, seed = view.settings(picked)
 if prompt is None:
     view.no_prompt(presenter)
     st.stop()
 
-lesson = build_lesson(picked, prompt, layer, head, temperature, big=presenter)
+lesson = build_lesson(picked, prompt, layer, head, temperature, big=presenter, seed=seed)
 view.draw_step(lesson, step, build_step(lesson, step))
 if step == view.N_STEPS:
     view.score(lesson)

@@ -15,9 +15,9 @@ from plotly.offline import get_plotlyjs
 
 from gptviz.analysis import attention as am
 from gptviz.analysis.circuits import kind_scores
+from gptviz.app.lesson.fairness import MARGIN
 from gptviz.app.lesson.handout import lesson_handout
 from gptviz.app.lesson.presenter import PRESENTER_CSS
-from gptviz.app.lesson.questions import MARGIN
 from gptviz.app.lesson.run import SEED, TOP_P, build_lesson
 from gptviz.app.lesson.steps import STEPS, build_step
 from gptviz.app.shared.budget import Shelf

@@ -1,11 +1,11 @@
 """Predict-then-reveal questions, built from the live model's numbers.
 
 Each builder takes the numbers a step draws and returns a ``Question`` whose one right
-answer is what the model computed, or None when the data allow no fair question: one
-token, one head, an answer that leads the runner-up by less than ``MARGIN`` (a coin flip),
-or choices that read the same or read ``<|UNK|>``. Pure functions, no Streamlit: the tests
-rebuild every answer with torch and compare.
+answer is what the model computed, or None when the data allow no fair question (one
+token, one head, or what ``fairness`` turns down: coin flips, choices that read alike).
+Pure functions, no Streamlit: the tests rebuild every answer with torch and compare.
 """
+
 
 from __future__ import annotations
 
@@ -18,34 +18,12 @@ import numpy as np
 import torch
 
 from gptviz.analysis.circuits import kind_scores
+from gptviz.app.lesson.fairness import fair, leads
 from gptviz.app.shared.chips import token_label
 from gptviz.tokenizers.base import TokenInfo
 from gptviz.tokenizers.specials import UNK
 
-# The model's answer must beat the runner-up by this much, relatively (0.246 against 0.236
-# is a coin flip that no student can be asked to predict): no question is asked otherwise.
-MARGIN = 0.10
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]<>#$~|])")
-
-
-def leads(best: float, runner_up: float) -> bool:
-    """Whether ``best`` beats ``runner_up`` by at least ``MARGIN`` of it (both ≥ 0).
-
-    >>> leads(0.246, 0.236), leads(0.30, 0.236), leads(0.1, 0.0), leads(0.0, 0.0)
-    (False, True, True, False)
-    """
-    return best > 0 and best >= (1 + MARGIN) * runner_up
-
-
-def fair(choices: Sequence[str]) -> bool:
-    """Whether a student can tell the choices apart: two or more, no two that read the same
-    (blanks aside), none that reads ``<|UNK|>``.
-
-    >>> fair(["a", "b"]), fair(["a", " a"]), fair(["x", "1: “<|UNK|>”"]), fair(["a"])
-    (True, False, False, False)
-    """
-    seen = {c.strip() for c in choices}
-    return len(choices) >= 2 and len(seen) == len(choices) and not any(UNK in c for c in choices)
 
 
 def md(s: str) -> str:

@@ -152,7 +152,7 @@ class Lesson:
     def link(self, page: str, label: str, view: str | None = None, **extra: Any) -> Link:
         """A link to ``page`` in this lesson's state: model, prompt (while it fits in a
         link; the session keeps longer ones), ``view`` (the page's tab) and ``extra``."""
-        params = {"model": self.picked.name}
+        params: dict[str, str | list[str]] = {"model": self.picked.link_value}
         if len(self.prompt.text) <= LINK_LIMIT:
             params["prompt"] = self.prompt.text
         if view:

@@ -65,6 +65,11 @@ class Picked:
         session's model adds its identity (two sessions may each train a "trained-x")."""
         return self.name if self.bundled else f"{self.name}#{id(self.checkpoint.model)}"
 
+    @property
+    def link_value(self) -> str:
+        """What ``?model=`` holds for it: the picker's label (a session's model is tagged)."""
+        return self.name if self.bundled else f"{self.name}{SESSION_TAG}"
+
 
 def _freeze(ckpt: Checkpoint) -> Checkpoint:
     freeze(ckpt.model)
@@ -186,7 +191,10 @@ def model_picker() -> Picked | None:
     def shown_as(n: str) -> str:  # the pills' label, which is what the URL holds too
         return n if n in good or n in listed else f"{n}{SESSION_TAG}"
 
-    if (raw := st.query_params.get("model")) and raw not in map(shown_as, options):
+    raw = st.query_params.get("model")
+    if raw in mine:  # a session's model named without its tag: the pills know only the label
+        st.session_state["model"] = raw
+    elif raw and raw not in map(shown_as, options):
         st.session_state[MISSING] = asked_name(raw)  # said once a model is shown instead
     if st.session_state.get("model") not in options:
         st.session_state.pop("model", None)

@@ -296,8 +296,9 @@ def test_formulas_follow_the_model_biases_positions_and_layers():
     full = _lesson(_tiny(bias=True), text)
     assert "b_Q" in build_step(full, 7).formulas[0] and "b_O" in build_step(full, 8).formulas[0]
     assert r"\hat x + b" in " ".join(build_step(full, 6).formulas)
-    stages = build_step(full, 10).formulas[0]
-    assert stages.count(r"\xrightarrow") == 2  # one layer: embed → 0.mid → 0.post
+    chain = build_step(full, 10).figures[-1]
+    assert list(chain.data[1].text) == ["0.mid", "0.post"]  # one layer: embed → 0.mid → 0.post
+    assert len(chain.layout.annotations) == 2
     greedy = _lesson(_tiny(bias=True), text, t=0.0)
     assert r"\arg\max" in build_step(greedy, 12).formulas[0]
     assert r"\arg\max" in build_step(greedy, 13).formulas[0]

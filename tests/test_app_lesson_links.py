@@ -97,7 +97,13 @@ def _same_key_numbers(step: int, lesson, page, model: str) -> None:
         assert [t for t in (x.value for x in lesson.latex) if t in page_tex]  # H, or ↦ line
     else:  # the same builders: the page holds every array the step draws
         theirs = set(_arrays(page_figs))
-        mine = _arrays(lesson_figs)
+        chains = [f for f in lesson_figs if "along the residual stream" in str(
+            f["layout"].get("title"))]  # the lesson's own chain: one token's line on the page
+        for chain in chains:
+            lines = [[f"{v:.3f}" for v in array_of(t["y"])] for f in page_figs
+                     for t in f["data"] if "y" in t and t.get("mode") == "lines+markers"]
+            assert list(chain["data"][0]["text"]) in lines
+        mine = _arrays([f for f in lesson_figs if f not in chains])
         assert mine and all(a in theirs for a in mine), f"step {step}: another state"
     if step in (4, 5, 6):  # and the same worked formula
         assert [t for t in (x.value for x in lesson.latex) if t in page_tex]

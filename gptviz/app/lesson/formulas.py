@@ -95,22 +95,17 @@ def ffn_formula(i: int, label: str, d: int, d_ff: int, activation: str, bias: bo
     )
 
 
-def residual_formula(i: int, stages: Sequence[str], norms: Sequence[float]) -> str:
-    r"""The pre-LN residual sums, and the length of token i's vector at every stage.
+def residual_formula() -> str:
+    r"""The pre-LN residual sums of one block (the chain of lengths is a figure:
+    ``figures.residual_chain``).
 
-    >>> tex = residual_formula(2, ["embed", "0.mid", "0.post"], [1.0, 2.0, 3.0])
-    >>> r"\xrightarrow{\text{0.post}} 3.000" in tex
+    >>> r"\mathrm{FFN}_\ell" in residual_formula()
     True
     """
-    chain = num(norms[0]) + "".join(rf" \xrightarrow{{\text{{{s}}}}} {num(v)}"
-                                    for s, v in zip(stages[1:], norms[1:], strict=True))
     return (  # MHA and FFN as steps 7–9 define them, each with its LayerNorm inside
-        r"\begin{aligned}"
-        r"y^{(\ell)} &= x^{(\ell)} + \mathrm{MHA}_\ell\big(x^{(\ell)}\big),\qquad "
+        r"y^{(\ell)} = x^{(\ell)} + \mathrm{MHA}_\ell\big(x^{(\ell)}\big),\qquad "
         r"x^{(\ell+1)} = y^{(\ell)} + \mathrm{FFN}_\ell\big(y^{(\ell)}\big)\qquad "
-        r"(\mathrm{LN}_1 \text{ inside MHA},\ \mathrm{LN}_2 \text{ inside FFN}) \\"
-        rf"\lVert x_{{{i}}}\rVert:\quad &{chain}"
-        r"\end{aligned}"
+        r"(\mathrm{LN}_1 \text{ inside MHA},\ \mathrm{LN}_2 \text{ inside FFN})"
     )
 
 

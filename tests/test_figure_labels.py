@@ -16,21 +16,26 @@ import itertools
 import numpy as np
 import pytest
 
+from gptviz.analysis.core import block_stages
+from gptviz.app.block.figures import FLOW_PX, block_flow
 from gptviz.app.generation import search_figures as sf
 from gptviz.app.generation import tree
 from gptviz.app.generation.branch_figure import LABELS_UP_TO, branch_tree
 from gptviz.app.lesson.figures import residual_chain
 from gptviz.app.shared import labels as lb
+from tests.helpers import tiny_gpt
 
 WORDS = ["·whose", "·homology", "·classes", "·are", "·images", "·of", "·fundamental", "·the",
          "·manifolds", ".", "↵", "·is", "·a", "·space", "·X", "·closed", "·орбифолд",
          "·同调群", "·🙂", "e\u0301"]
 
 
-def legible(fig, tokens: set[str] | None = None) -> list[tuple[str, lb.Box, float]]:
-    """The figure's labels, after checking the rule on them."""
+def legible(fig, tokens: set[str] | None = None, top: float = 0.0
+            ) -> list[tuple[str, lb.Box, float]]:
+    """The figure's labels, after checking the rule on them (``top``: px of the top margin
+    the labels may use, as titles over a grid's panels do)."""
     g = fig.layout.meta["labels"]
-    area = (0, 0, g["plot_w"], g["plot_h"])
+    area = (0, -top, g["plot_w"], g["plot_h"])
     found = lb.label_boxes(fig)
     tokens = None if tokens is None else {*tokens, "prompt"}  # the trees' root
     for (ta, a, _), (tb, b, _) in itertools.combinations(found, 2):
@@ -123,3 +128,19 @@ def test_the_residual_chain_follows_the_rule_and_its_arrows_hold_their_labels(n_
     for (label, b, _), (x0, x1, y) in zip(found[len(stages):], arrows, strict=True):
         assert x0 - 0.5 <= b[0] and b[2] <= x1 + 0.5 and b[3] <= y, label  # over its arrow
         assert not any(lb.crosses(v, (x0, y), (x1, y)) for v in values.values()), label
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("plot_px, half", [(FLOW_PX, slice(None)), (440, slice(6, None))])
+def test_the_block_flows_titles_follow_the_rule(bias, plot_px, half):
+    """The Block page's flow (12 panels at its width) and the Lesson's step 9 (the FFN half
+    in its figure column): "attention out Z W_O + b_O" ran into its neighbours' titles."""
+    model = tiny_gpt(12, bias=bias, d_model=128, n_head=4, context_length=64)
+    _, cache = model.run_with_cache(list(range(12)) * 2)
+    stages = block_stages(cache, 0, 1, "gelu", bias)[half]
+    fig = block_flow(stages, [str(i) for i in range(24)], 320 if half.start else 560, plot_px)
+    found = legible(fig, top=fig.layout.margin.t)
+    titles = [t for t, _, size in found if size == lb.MIN_FONT]
+    assert len(titles) == len(stages)
+    for title, stage in zip(titles, stages, strict=True):  # each keeps the start of its name
+        assert stage.name.startswith(title.split("\n")[0].removesuffix(lb.ELLIPSIS)), title

@@ -21,6 +21,7 @@ from gptviz.model.config import ACTIVATION_TEXT
 from gptviz.model.names import act_name
 
 GRID_PX = 560  # the height of the grid of every head, at most (a projector's screen)
+FIGURE_PX = 450  # the figure column's plot area at a 1280-px window (456 px, measured)
 
 
 def _block_link(ls: Lesson, view: str):
@@ -113,7 +114,8 @@ def all_heads(ls: Lesson) -> StepView:
 def ffn(ls: Lesson) -> StepView:
     c, layer, last = ls.config, ls.layer, ls.n - 1
     stages = analysis.block_stages(ls.cache, layer, ls.head, c.activation, c.bias)
-    fig = ls.figure("ffn", lambda: vb.block_flow(stages[6:], ls.labels, height=300))
+    fig = ls.figure("ffn", lambda: vb.block_flow(stages[6:], ls.labels, height=320,
+                                                 plot_px=FIGURE_PX))
     y = analysis.to_numpy(ls.cache[act_name("resid_mid", layer)][0, last])  # (d,)
     f = analysis.to_numpy(ls.cache[act_name("mlp_out", layer)][0, last])  # (d,)
     x = analysis.to_numpy(ls.cache[act_name("resid_post", layer)][0, last])  # (d,)

@@ -15,6 +15,7 @@ Boxes are (left, top, right, bottom) in px, y down, as in an SVG.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -82,6 +83,28 @@ def shorter(text: str, room: float, size: float, min_chars: int = MIN_CHARS) -> 
         kept = kept[:-1]
         out.append(kept + ELLIPSIS)
     return out
+
+
+def wrap(text: str, room: float, size: float, max_lines: int = 2) -> list[str]:
+    """``text`` broken at its spaces into lines of at most ``room`` px, at most ``max_lines``
+    of them; a word too long for a line, or what does not fit the last one, is cut with "…"
+    (never below ``MIN_CHARS``; a line that cannot keep them is left out).
+
+    >>> wrap("attention out Z W_O + b_O", 80, 10), wrap("ab", 80, 10)
+    (['attention', 'out Z W_O +…'], ['ab'])
+    >>> wrap("x = extraordinarily long", 60, 10, 1)
+    ['x = extr…']
+    """
+    lines: list[str] = []
+    for word in text.split():
+        if lines and text_px(f"{lines[-1]} {word}", size) <= room:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    if len(lines) > max_lines:
+        lines = lines[:max_lines - 1] + [" ".join(lines[max_lines - 1:])]
+    out = [fit(line, room, size) for line in lines]
+    return [line for line in out if line]
 
 
 def box(text: str, x: float, y: float, size: float, place: str = "middle center",
@@ -236,7 +259,8 @@ def to_px(x: float, y: float, g: dict) -> tuple[float, float]:
 
 def label_boxes(fig: Any) -> list[tuple[str, Box, float]]:
     """(text, box, font size) of every label a figure built here draws: the text of its
-    traces with text, placed as plotly places it, in the px of ``layout.meta["labels"]``.
+    traces with text, placed as plotly places it, and its annotations in paper units (the
+    titles over a grid's panels), in the px of ``layout.meta["labels"]``.
 
     >>> import plotly.graph_objects as go
     >>> fig = go.Figure(go.Scatter(x=[1], y=[1], mode="text", text=["ab"],
@@ -263,4 +287,16 @@ def label_boxes(fig: Any) -> list[tuple[str, Box, float]]:
                                         strict=True):
             if text:
                 out.append((text, box(text, *to_px(x, y, g), size, where, m / 2), size))
+    for note in spec["layout"].get("annotations", []):  # titles over panels, in paper units
+        lines = [re.sub(r"<[^>]+>", "", line) for line in str(note.get("text") or "").split(
+            "<br>")]
+        if note.get("xref") != "paper" or note.get("yref") != "paper" or not any(lines):
+            continue
+        size = (note.get("font") or {}).get("size") or spec["layout"].get("font", {}).get(
+            "size", 12)
+        w, h = max(text_px(line, size) for line in lines), LINE_EM * size * len(lines)
+        x, y = note["x"] * g["plot_w"], (1 - note["y"]) * g["plot_h"]
+        left = {"left": x, "right": x - w}.get(note.get("xanchor"), x - w / 2)
+        top = {"bottom": y - h, "top": y}.get(note.get("yanchor"), y - h / 2)
+        out.append(("\n".join(lines), (left, top, left + w, top + h), size))
     return out

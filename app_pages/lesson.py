@@ -21,12 +21,12 @@ if presenter:
     st.html(HIDE_CONTROLS_CSS)
 
 picked = picked_or_stop()
-prompt, layer, head, temperature, step = view.settings(picked)
+prompt, layer, head, temperature, step, seed = view.settings(picked)
 if prompt is None:
     view.no_prompt(presenter)
     st.stop()
 
-lesson = build_lesson(picked, prompt, layer, head, temperature, big=presenter)
+lesson = build_lesson(picked, prompt, layer, head, temperature, big=presenter, seed=seed)
 if presenter:
     with top.row.popover("Steps", icon=":material/list:"):
         view.step_overview(step)

@@ -24,7 +24,7 @@ and Vega-Lite: what a page with one figure would cost if its figures moved there
 temporary worktree), and loads each page there too, interleaved with the rest: a change's
 effect measured in one run, beside the same bare page.
 
-A load does not scroll: what a view draws below its fold (``gptviz/app/shared/fold.py``)
+A load does not scroll: what a view draws below its fold (``gptviz/app/speedups/fold.py``)
 waits for the reader, and a marker in view keeps the page unsettled until it is drawn. How
 long a reader who scrolls there waits is timed after the loads, per page.
 

@@ -281,6 +281,20 @@ def test_a_model_without_biases_positions_or_a_second_layer_adapts():
     assert at.dataframe[0].value["induction"].isna().all()
 
 
+def test_the_taxonomy_states_the_rule_its_labels_follow(monkeypatch):
+    from gptviz.analysis import circuits as C
+
+    monkeypatch.setattr(C, "THRESHOLD", 0.35)
+    monkeypatch.setattr(C, "MARGIN", 0.15)
+    at = run_page("attention", model=MODELS[0], view="Head taxonomy")
+    labels = next(m.value for m in at.markdown if m.value.startswith("**Labels.**"))
+    assert labels == f"**Labels.** {C.label_rule()}" and "at least 0.35 and beats" in labels
+    table = at.dataframe[0].value
+    kinds = ["previous-token", "induction", "first token", "self"]
+    for _, row in table.iterrows():
+        assert row["label"] == C.label({k: float(row[k]) for k in kinds})
+
+
 def test_a_two_token_prompt_gets_a_message_in_the_taxonomy():
     at = run_page("attention", model="mathematics-char", view="Head taxonomy", prompt="ab")
     assert "need at least 3" in texts(at, "info")

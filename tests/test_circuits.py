@@ -144,6 +144,50 @@ def test_constructed_patterns_get_their_kind():
     assert entropy[3] == pytest.approx(C.uniform_entropy(10))
 
 
+@pytest.mark.parametrize("threshold, margin", [(C.THRESHOLD, C.MARGIN), (0.3, 0.25)])
+def test_the_label_rule_the_page_states_is_the_rule_applied(monkeypatch, threshold, margin):
+    """Issue 39: the page said "≥ 0.4 and beats every other kind by ≥ 0.1" while the code
+    gave a head at 0.45 its kind beside another at 0.38, and called 0.5 against 0.4 mixed
+    (0.5 − 0.4 < 0.1 in floats). One pair of constants now makes both the sentence and the
+    labels, and cases on each boundary get the label the sentence gives them."""
+    monkeypatch.setattr(C, "THRESHOLD", threshold)
+    monkeypatch.setattr(C, "MARGIN", margin)
+    rule = C.label_rule()
+    assert (f"at least {threshold} and beats every other kind by at least {margin}" in rule
+            and f"another kind comes within {margin} of it" in rule
+            and f"*none* when no score reaches {threshold}" in rule)
+    t, m = threshold, margin
+    cases = {  # scores: the label the sentence gives
+        (t, t - m): "previous-token",  # at least t, beats the other by exactly m
+        (t + 2 * m, t + m): "previous-token",  # both above t, m apart
+        (t + m / 2, t - m / 4): "mixed",  # within m of a kind below t
+        (t + m / 2, t + m / 4): "mixed",
+        (t - 1e-9, 0.0): "none",
+    }
+    for (prev, self_), want in cases.items():
+        scores = {"previous-token": prev, "induction": math.nan, "first token": 0.0,
+                  "self": self_}
+        assert C.label(scores) == want, (prev, self_)
+
+
+def test_a_pattern_on_the_labels_boundary_gets_the_label_the_page_states():
+    """From row 2 on, weight 0.5 on the previous key and 0.4 on the key itself, the rest on
+    the keys between (row 2 has none: on key 0): previous-token beats self by exactly 0.1
+    (0.0999… in floats), self being at least 0.4 too."""
+    t, m = C.THRESHOLD, C.MARGIN
+    assert f"at least {t} and beats every other kind by at least {m}" in C.label_rule()
+    rows = 10
+    p = torch.zeros(rows, rows, dtype=torch.float64)
+    p[0, 0] = 1.0
+    p[1, 0], p[1, 1] = 0.5, 0.5
+    for i in range(2, rows):
+        p[i, i - 1], p[i, i] = t + m, t
+        rest = range(1, i - 1) if i > 2 else [0]
+        p[i, list(rest)] = (1 - (t + m) - t) / len(rest)
+    tax = C.taxonomy(p[None, None], None)
+    assert tax.labels == [["previous-token"]]
+
+
 def test_scores_need_three_tokens():
     with pytest.raises(ValueError, match="at least 3 tokens"):
         C.kind_scores(constructed(2))

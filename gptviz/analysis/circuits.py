@@ -28,7 +28,7 @@ from gptviz.tokenizers.base import Tokenizer
 
 KINDS = ("previous-token", "induction", "first token", "self")
 THRESHOLD = 0.4  # a head is of a kind when that kind's score is at least this
-MARGIN = 0.1  # ... and beats every other kind by at least this; two close kinds: "mixed"
+MARGIN = 0.1  # ... and beats every other kind by at least this; another within it: "mixed"
 TOLERANCE = 1e-5  # |Δ| allowed between the four terms and the page's scores ...
 RELATIVE = 1e-6  # ... or this times the largest |s_ij|: float32 keeps ~7 digits of a score
 
@@ -239,22 +239,42 @@ def induction_scores(model: GPT, tokenizer: Tokenizer) -> Tensor | None:
     return torch.stack([r.scores.double() for r in results]).mean(0)  # (L, H)
 
 
-def label(scores: dict[str, float], threshold: float = THRESHOLD,
-          margin: float = MARGIN) -> str:
-    """A head's strongest kind; "mixed" when another is within ``margin`` of it (and both at
-    least ``threshold``); "none" when no kind reaches ``threshold``. Missing kinds are NaN.
+def label(scores: dict[str, float], threshold: float | None = None,
+          margin: float | None = None) -> str:
+    """A head's label, by the rule ``label_rule`` states (THRESHOLD and MARGIN unless given):
+    "none" when no kind reaches the threshold; else its strongest kind when that beats every
+    other kind by at least the margin, "mixed" when another kind comes within it. Missing
+    kinds are NaN. A gap is compared to 9 decimals (0.5 − 0.4 is 0.0999… in floats).
 
     >>> label({"self": 0.9, "first token": 0.1}), label({"self": 0.5, "first token": 0.45})
     ('self', 'mixed')
+    >>> label({"self": 0.45, "first token": 0.38}), label({"self": 0.5, "first token": 0.4})
+    ('mixed', 'self')
     >>> label({"self": 0.2, "induction": float("nan")})
     'none'
     """
+    threshold = THRESHOLD if threshold is None else threshold
+    margin = MARGIN if margin is None else margin
     ranked = sorted(((v, k) for k, v in scores.items() if not math.isnan(v)), reverse=True)
     if not ranked or ranked[0][0] < threshold:
         return "none"
-    if len(ranked) > 1 and ranked[1][0] >= threshold and ranked[0][0] - ranked[1][0] < margin:
+    if len(ranked) > 1 and round(ranked[0][0] - ranked[1][0], 9) < margin:
         return "mixed"
     return ranked[0][1]
+
+
+def label_rule(threshold: float | None = None, margin: float | None = None) -> str:
+    """The rule ``label`` applies, as the page states it (Markdown), from the same numbers.
+
+    >>> print(label_rule(0.4, 0.1))  # doctest: +ELLIPSIS
+    A head gets its strongest kind when that score is at least 0.4 and beats every ...
+    """
+    threshold = THRESHOLD if threshold is None else threshold
+    margin = MARGIN if margin is None else margin
+    return (f"A head gets its strongest kind when that score is at least {threshold} and "
+            f"beats every other kind by at least {margin}; *mixed* when it is at least "
+            f"{threshold} but another kind comes within {margin} of it (whatever that "
+            f"kind's own score); *none* when no score reaches {threshold}.")
 
 
 @dataclass(frozen=True)

@@ -109,11 +109,7 @@ def _how_measured(tax: C.Taxonomy, t: int) -> None:
         f"i = 2 … {t - 1} (rows 0 and 1 have no choice to make; from row 2 on, the three keys "
         f"differ). Induction: on the **standard repeated random sequence**, not on the "
         f"prompt: {PROTOCOL}; the mean over the lengths that fit the context.")
-    st.markdown(
-        f"**Labels.** A head gets its strongest kind when that score is at least "
-        f"{C.THRESHOLD} and beats every other kind by at least {C.MARGIN}; "
-        f"*mixed* when a second kind is also at least {C.THRESHOLD} and within {C.MARGIN} "
-        f"of it; *none* when no score reaches {C.THRESHOLD}.")
+    st.markdown(f"**Labels.** {C.label_rule()}")
     if not tax.induction_measured:
         st.info(f"Induction was not measured: the standard test repeats {STANDARD_LENGTHS[0]} "
                 f"tokens (2 × {STANDARD_LENGTHS[0]} must fit the model's context) drawn from "

@@ -25,7 +25,7 @@ page_top(
     "from a vocabulary $V$ and numbers them. Compare a character, a word and a byte-level BPE "
     "tokenizer trained on the corpus in the sidebar with OpenAI's encodings: GPT-2's, "
     "GPT-4's cl100k and GPT-4o's o200k, and with the tokenizer of the model the other pages "
-    "show (*This model's*).")
+    "show (“This model's”).")
 
 corpus = corpus_picker()
 settings = train_settings()

@@ -176,9 +176,8 @@ class Candidate:
 
 
 class _Index:
-    """Boxes (or segments, by their bounding box) filed by the columns of ``COLUMN_PX`` px
-    they span, so a check reads only its neighbours: a tree of 90 nodes tries ~2,000
-    candidates against up to ~300 boxes."""
+    """Boxes (or segments) filed by the ``COLUMN_PX``-px columns they span: a check reads
+    only its neighbours (a tree of 90 nodes tries ~2,000 candidates on ~300 boxes)."""
 
     COLUMN_PX = 48
 
@@ -288,8 +287,7 @@ def label_boxes(fig: Any) -> list[tuple[str, Box, float]]:
             if text:
                 out.append((text, box(text, *to_px(x, y, g), size, where, m / 2), size))
     for note in spec["layout"].get("annotations", []):  # titles over panels, in paper units
-        lines = [re.sub(r"<[^>]+>", "", line) for line in str(note.get("text") or "").split(
-            "<br>")]
+        lines = [re.sub(r"<[^>]+>", "", t) for t in str(note.get("text") or "").split("<br>")]
         if note.get("xref") != "paper" or note.get("yref") != "paper" or not any(lines):
             continue
         size = (note.get("font") or {}).get("size") or spec["layout"].get("font", {}).get(

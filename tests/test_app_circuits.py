@@ -282,17 +282,17 @@ def test_a_model_without_biases_positions_or_a_second_layer_adapts():
 
 
 def test_the_taxonomy_states_the_rule_its_labels_follow(monkeypatch):
-    from gptviz.analysis import circuits as C
+    from gptviz.analysis import taxonomy as TX
 
-    monkeypatch.setattr(C, "THRESHOLD", 0.35)
-    monkeypatch.setattr(C, "MARGIN", 0.15)
+    monkeypatch.setattr(TX, "THRESHOLD", 0.35)
+    monkeypatch.setattr(TX, "MARGIN", 0.15)
     at = run_page("attention", model=MODELS[0], view="Head taxonomy")
     labels = next(m.value for m in at.markdown if m.value.startswith("**Labels.**"))
-    assert labels == f"**Labels.** {C.label_rule()}" and "at least 0.35 and beats" in labels
+    assert labels == f"**Labels.** {TX.label_rule()}" and "at least 0.35 and beats" in labels
     table = at.dataframe[0].value
     kinds = ["previous-token", "induction", "first token", "self"]
     for _, row in table.iterrows():
-        assert row["label"] == C.label({k: float(row[k]) for k in kinds})
+        assert row["label"] == TX.label({k: float(row[k]) for k in kinds})
 
 
 def test_a_two_token_prompt_gets_a_message_in_the_taxonomy():

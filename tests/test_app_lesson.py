@@ -14,7 +14,7 @@ import torch
 from plotly.offline import get_plotlyjs
 
 from gptviz.analysis import attention as am
-from gptviz.analysis.circuits import kind_scores
+from gptviz.analysis.taxonomy import kind_scores
 from gptviz.app.lesson.fairness import MARGIN
 from gptviz.app.lesson.handout import lesson_handout
 from gptviz.app.lesson.run import SEED, TOP_P, build_lesson

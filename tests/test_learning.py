@@ -23,11 +23,10 @@ from gptviz.analysis.learning import (
     check_position,
     microscope,
     parameter_groups,
-    private_twin,
-    swapped,
     take_window,
     window_losses,
 )
+from gptviz.analysis.twin import private_twin, swapped
 from gptviz.app.learning.controls import median_position
 from gptviz.checkpoints.folder import bundled_models, freeze, load_checkpoint
 from tests.helpers import MODELS, tiny_gpt

@@ -10,18 +10,17 @@ the other pages show), in eval mode (no dropout).
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from gptviz.analysis.curvature import curvature, dot64
+from gptviz.analysis.twin import private_twin, swapped, units
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
 from gptviz.words import counted
@@ -180,42 +179,6 @@ class Microscope:
 
 
 PRECISE = 1e-2  # a |ΔL| below this × max(L, 1) is computed again in float64 (see sgd_steps)
-
-
-def private_twin(model: GPT) -> GPT:
-    """A twin of ``model`` in eval mode whose parameters take gradients: its own modules and
-    ``nn.Parameter``s over the model's storage (nothing copied; never write them in place)."""
-    memo: dict[int, object] = {id(b): b for b in model.buffers()}
-    memo |= {id(p): nn.Parameter(p.detach()) for p in model.parameters()}
-    return copy.deepcopy(model, memo).eval()
-
-
-def units(twin: GPT) -> list[nn.Module]:
-    """The parts the forward pass runs in turn: E, P, each block, LN_f, W_U, hook points."""
-    return [m for m in (*twin.children(), *twin.blocks) if m is not twin.blocks]
-
-
-@contextlib.contextmanager
-def swapped(twin: GPT, new: Callable[[list[Tensor]], list[Tensor]]) -> Iterator[None]:
-    """Run ``twin`` with ``new(ps)`` in place of each part's parameters ps, made when the
-    part starts and put back when it ends: one part's new tensors are needed at a time,
-    not a second model. (P's part returns a view of P, added to E[ids] at once.)"""
-    def put(slots: list, tensors: Sequence[Tensor]) -> None:
-        for (m, k, _), q in zip(slots, tensors, strict=True):
-            m._parameters[k] = q
-
-    every = [(u, [(m, k, p) for m in u.modules() for k, p in m._parameters.items()
-                  if p is not None]) for u in units(twin)]
-    handles = [h for unit, slots in every if slots for h in (
-        unit.register_forward_pre_hook(lambda *_, s=slots: put(s, new([p for *_, p in s]))),
-        unit.register_forward_hook(lambda *_, s=slots: put(s, [p for *_, p in s])))]
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
-        for _, slots in every:
-            put(slots, [p for *_, p in slots])
 
 
 def position_losses(model: GPT, x: Sequence[int], y: Sequence[int]) -> tuple[Tensor, Tensor]:

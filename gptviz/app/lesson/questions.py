@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from gptviz.analysis.circuits import kind_scores
+from gptviz.analysis.taxonomy import kind_scores
 from gptviz.app.lesson.fairness import fair, leads
 from gptviz.app.shared.chips import token_label
 from gptviz.tokenizers.base import TokenInfo
@@ -210,7 +210,7 @@ def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: 
 def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
     """Which head of a layer puts the most weight on the previous token, on average?
 
-    Scored as the Attention page's head taxonomy scores it (``circuits.kind_scores``): the
+    Scored as the Attention page's head taxonomy scores it (``taxonomy.kind_scores``): the
     mean weight on key i−1 over the queries i = 2 … T−1, so both pages give the same numbers.
     Asked when the best head leads the next by ``MARGIN``.
 

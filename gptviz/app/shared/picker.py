@@ -281,10 +281,8 @@ def induction_line(card: dict) -> str:
                          f"{float(r['copy_accuracy']):.0%} of the repeat".replace("%", " %"))
         except (KeyError, TypeError, ValueError):
             return ""
-    if not parts:
-        return ""
     return ("Standard induction test (random letter and digit tokens repeated once, no "
-            "separator): " + "; ".join(parts) + ".")
+            "separator): " + "; ".join(parts) + ".") if parts else ""
 
 
 def picked_or_stop() -> Picked:

@@ -2,6 +2,7 @@
 uploaded checkpoint zip.
 
     python benchmarks/upload_memory.py [--mb 4.8] [--vocab 512] [--only NAME ...]
+    python -m benchmarks.upload_memory --attacks     # the loader's budget under attack
 
 Every case runs in a fresh Python process (one thread) that first imports everything and
 builds its input, then measures: **before** is its resident memory (VmRSS) just before
@@ -14,6 +15,15 @@ file took 1.87 GB), random lowercase words (many short distinct chunks), and pro
 (Tiny Shakespeare, or the bundled corpus). References: tiktoken's pure-Python
 educational trainer (on a slice: it recounts everything per merge) and HuggingFace
 ``tokenizers`` (Rust) when installed.
+
+``--attacks``: what loading any upload the limits allow costs (``UPLOAD_LIMITS``; the
+budget of issue 37: at most +150 MB above the process's baseline, and at most 3x the time
+of loading the largest valid upload, measured in the same run). The reference is a valid
+zip at the upload limit (20 MB: a 2.7M-parameter model, a BPE tokenizer, one snapshot);
+the attacks are every crafted file we could build within the limits: bombs of every
+method (deflate within the limits and lying about its size, stored, bzip2, LZMA), maximal
+JSON (the issue's escapes, the most objects, strings, merges and symbols 2 MB parse to,
+100,000 levels deep), maximal safetensors headers, the most layers, NaN weights.
 """
 
 from __future__ import annotations
@@ -21,7 +31,10 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
+import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -86,6 +99,221 @@ def real_zip(d_model: int, n_layer: int) -> bytes:
     config = GPTConfig(vocab_size=tok.vocab_size, context_length=256, d_model=d_model,
                        n_layer=n_layer, n_head=8)
     return checkpoint_to_zip(initial_model(config, 0), tok, {"steps": 0})
+
+
+# ---- uploads under attack (--attacks) ---------------------------------------------------
+
+def _prose_bpe(vocab: int):
+    from gptviz.tokenizers import train_tokenizer
+
+    return train_tokenizer("bpe", PROSE.read_text(encoding="utf-8")[:200_000], vocab)
+
+
+def _zip(files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _files(config, tok, card: dict | None = None, snapshots: int = 0) -> dict[str, bytes]:
+    """The checkpoint's files for ``config`` (seeded weights) and ``tok``."""
+    from gptviz.checkpoints.folder import checkpoint_files, initial_model
+    from gptviz.checkpoints.snapshots import Snapshots
+
+    model = initial_model(config, 0)
+    snaps = Snapshots()
+    for step in range(1, snapshots + 1):
+        snaps.add(step, model)
+    return checkpoint_files(model, tok, card or {"steps": snapshots}, snaps or None)
+
+
+def _merges_json(most: int, limit: int) -> tuple[bytes, int]:
+    """A BPE tokenizer.json of at most ``most`` merges and ``limit`` bytes, each merge new
+    (pairs of bytes, then of those and a byte): (its text, its number of merges)."""
+    head, merges = b'{"type": "bpe", "pattern": "gpt2", "special_ids": {}, "merges": [', []
+    size = len(head) + 2
+    while len(merges) < most:
+        k = len(merges)
+        a, b = (k % 256, k // 256 % 256) if k < 65_536 else (256 + k % 65_536, k // 65_536)
+        merges.append(b"[%d,%d,%d]" % (a, b, 256 + k))
+        if (size := size + len(merges[-1]) + 1) > limit:
+            merges.pop()
+            break
+    return head + b",".join(merges) + b"]}", len(merges)
+
+
+def _over(config) -> dict[str, bytes]:
+    """Files whose config.json is ``config`` and whose weights are a small model's: for
+    uploads refused at their tokenizer, before the weights are read."""
+    from dataclasses import replace
+
+    files = _files(replace(config, vocab_size=260), _prose_bpe(260))
+    return files | {"config.json": json.dumps(config.to_dict()).encode()}
+
+
+def _safetensors_of_zeros(config, dtypes: list[str], metadata: dict | None = None) -> bytes:
+    """A safetensors file naming every tensor of ``config``, once per dtype in ``dtypes``
+    (as the snapshots file names them, "k/name", when there are several), its numbers zeros:
+    built without allocating a tensor."""
+    from gptviz.checkpoints.snapshots import stored_shapes
+
+    size = {"F64": 8, "F32": 4, "F16": 2}
+    header, at = {"__metadata__": metadata or {"format": "pt"}}, 0
+    for k, dtype in enumerate(dtypes):
+        for name, shape in stored_shapes(config).items():
+            n = size[dtype] * math.prod(shape)
+            header[name if metadata is None else f"{k}/{name}"] = {
+                "dtype": dtype, "shape": list(shape), "data_offsets": [at, at + n]}
+            at += n
+    text = json.dumps(header).encode()
+    return len(text).to_bytes(8, "little") + text + bytes(at)
+
+
+def _streamed(name: str, method: int, unpacked: int, declared: int, others: dict) -> bytes:
+    """A zip of ``others`` and a member ``name`` of ``unpacked`` zero bytes, written a
+    megabyte at a time with ``method``, whose listing then declares ``declared`` bytes."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for other, data in others.items():
+            zf.writestr(other, data)
+        info = zipfile.ZipInfo(name)
+        info.compress_type = method
+        with zf.open(info, "w", force_zip64=False) as f:
+            for _ in range(unpacked >> 20):
+                f.write(bytes(1 << 20))
+    data = bytearray(buffer.getvalue())
+    at = data.rfind(b"PK\x01\x02")  # the listing's entry of the last member written
+    assert data[at + 46:at + 46 + len(name)] == name.encode()
+    data[at + 24:at + 28] = declared.to_bytes(4, "little")
+    return bytes(data)
+
+
+def attack_zip(name: str) -> tuple[str, bytes]:
+    """(what it is, the zip's bytes) of one case of --attacks."""
+    from gptviz.app.shared.picker import UPLOAD_LIMITS as LIMITS
+    from gptviz.model import GPTConfig
+    from gptviz.tokenizers import Tokenizer
+
+    tok = _prose_bpe(1028)
+    big = GPTConfig(vocab_size=1028, context_length=256, d_model=256, n_layer=3, n_head=8)
+    small = GPTConfig(vocab_size=1028, context_length=64, d_model=32, n_layer=1, n_head=2)
+    base = _files(small, tok)
+    limit = LIMITS.json_bytes
+
+    def fill(head: bytes, unit: bytes, tail: bytes) -> bytes:  # the most units under limit
+        return head + unit * ((limit - len(head) - len(tail)) // len(unit)) + tail
+
+    if name in ("valid-largest", "valid-stored"):
+        from gptviz.tokenizers.base import UNTRUSTED_IDS
+
+        text, n = _merges_json(UNTRUSTED_IDS - 260, limit)
+        widest = GPTConfig(vocab_size=260 + n, context_length=256, d_model=40, n_layer=1,
+                           n_head=4)
+        files = _files(widest, Tokenizer.from_json_dict(json.loads(text)), {"steps": 1}, 1)
+        method = zipfile.ZIP_STORED if name == "valid-stored" else zipfile.ZIP_DEFLATED
+        return (f"valid, the most of everything: |V| = {260 + n:,} (BPE), 2.6M params, one "
+                f"snapshot{', stored' if name == 'valid-stored' else ''}"), _zip(
+                    files | {"tokenizer.json": text}, method)
+    if name == "valid-prose":
+        files = _files(big, tok, {"steps": 1}, snapshots=1)
+        return "valid: 2.7M params, BPE |V| = 1,028 from prose, one snapshot", _zip(files)
+    if name == "valid-48-layers":
+        deep = GPTConfig(vocab_size=1028, context_length=256, d_model=64, n_layer=48, n_head=4)
+        return "valid: the most layers (48, d = 64)", _zip(_files(deep, tok))
+    if name == "deflate-within-limits":
+        files = _files(big, tok) | {"model.safetensors": _safetensors_of_zeros(big, ["F64"])}
+        room, snaps = LIMITS.bytes - sum(map(len, files.values())) - 100_000, []
+        for dtype, size in [("F64", 8), ("F32", 4), ("F16", 2)] * 4:
+            if (cost := size * len(files["model.safetensors"]) // 8) <= room:
+                snaps, room = snaps + [dtype], room - cost
+        meta = {"format": "gptviz-snapshots-1", "steps": json.dumps(
+            list(range(1, len(snaps) + 1))), "thinned": "0"}
+        files["snapshots.safetensors"] = _safetensors_of_zeros(big, snaps, meta)
+        total = sum(map(len, files.values()))
+        return (f"deflate bomb within the limits: {total / 1e6:.0f} MB of zeros "
+                f"(float64 weights, snapshots {'+'.join(snaps)})"), _zip(files)
+    if name in ("deflate-lying", "bzip2-lying", "lzma-lying"):
+        method = {"deflate": zipfile.ZIP_DEFLATED, "bzip2": zipfile.ZIP_BZIP2,
+                  "lzma": zipfile.ZIP_LZMA}[name.split("-")[0]]
+        size = 1 << 30 if method != zipfile.ZIP_LZMA else 1 << 28
+        return (f"{name.split('-')[0]}: card.json declares 1,000 bytes, unpacks to "
+                f"{size >> 20:,} MB"), _streamed("card.json", method, size, 1000,
+                                                 {k: v for k, v in base.items()
+                                                  if k != "card.json"})
+    if name == "json-escapes":
+        return "the issue's config.json: '\"' then '\\\"' (2 MB)", _zip(base | {
+            "config.json": fill(b'"', b'\\"', b"")})
+    if name == "json-deep":
+        return "card.json 2 MB of '[': nested 2M deep", _zip(base | {
+            "card.json": fill(b"", b"[", b"")})
+    if name == "json-objects":
+        return "card.json: 2 MB of {} (666k objects, kept)", _zip(base | {
+            "card.json": fill(b'{"x": [', b"{},", b"{}]}")})
+    if name == "json-strings":
+        return "card.json: 2 MB of \"\" (666k strings, kept)", _zip(base | {
+            "card.json": fill(b'{"x": [', b'"",', b'""]}')})
+    if name == "json-config-keys":
+        keys = b", ".join(b'"k%d": 0' % i for i in range(limit // 12))
+        text = b'{"n_layer": 1, ' + keys[:keys.rfind(b",", 0, limit - 40)] + b"}"
+        return "config.json: 2 MB of unknown keys", _zip(base | {"config.json": text})
+    if name == "json-merges-2mb":
+        text, n = _merges_json(limit, limit)
+        config = GPTConfig(vocab_size=260 + n, context_length=8, d_model=16, n_layer=1, n_head=1)
+        return (f"tokenizer.json: {len(text) / 1e6:.1f} MB of BPE merges ({n:,}, |V| = "
+                f"{260 + n:,})", _zip(_over(config) | {"tokenizer.json": text}))
+    if name in ("json-symbols", "json-symbols-2mb"):
+        from gptviz.tokenizers.base import UNTRUSTED_IDS
+
+        most = UNTRUSTED_IDS - 4 if name == "json-symbols" else limit
+        symbols = (chr(c) for c in range(0x4E00, 0x110000) if not 0xD800 <= c < 0xE000)
+        text, n = b'{"type": "char", "symbols": [', 0
+        while len(text) + 10 < limit and n < most:
+            text += json.dumps(next(symbols), ensure_ascii=False).encode() + b","
+            n += 1
+        text = text[:-1] + b"]}"
+        config = GPTConfig(vocab_size=n + 4, context_length=8, d_model=4, n_layer=1, n_head=1)
+        files = _over(config) if n + 4 > UNTRUSTED_IDS else _files(
+            config, Tokenizer.from_json_dict(json.loads(text)))
+        return (f"tokenizer.json: {len(text) / 1e6:.1f} MB of symbols ({n:,}, |V| = {n + 4:,})",
+                _zip(files | {"tokenizer.json": text}))
+    if name == "header-max":
+        from gptviz.checkpoints.tensors import header_limit
+
+        deep = GPTConfig(vocab_size=1028, context_length=256, d_model=64, n_layer=48, n_head=4)
+        cap, entries, text = header_limit(48 * 12 + 5), {}, b"{}"
+        while len(text) < cap - 100:
+            entries[f"t{len(entries)}"] = {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}
+            if len(entries) % 1000 == 0 or len(text) > cap - 20_000:
+                text = json.dumps(entries).encode()
+        text = json.dumps(entries).encode()
+        while len(text) > cap:
+            entries.popitem()
+            text = json.dumps(entries).encode()
+        return (f"a header at its limit for 48 layers: {len(entries):,} empty tensors",
+                _zip(_files(deep, tok) | {"model.safetensors":
+                                          len(text).to_bytes(8, "little") + text}))
+    if name == "header-381k":
+        near = GPTConfig(vocab_size=1028, context_length=512, d_model=264, n_layer=3, n_head=8)
+        text = json.dumps({f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}
+                           for i in range(381_005)}, separators=(",", ":")).encode()
+        return ("the issue's header: 381,005 empty tensors (22.9 MB), within the weights' "
+                "allowance of a 2.9M-parameter config", _zip(_files(near, tok) | {
+                    "model.safetensors": len(text).to_bytes(8, "little") + text}))
+    if name == "nan-weights":
+        weights = bytearray(_safetensors_of_zeros(big, ["F32"]))
+        weights[-4:] = b"\x00\x00\xc0\x7f"  # the last number: NaN
+        return "every weight read, the last one NaN", _zip(_files(big, tok) | {
+            "model.safetensors": bytes(weights)})
+    raise SystemExit(f"unknown attack {name!r}")
+
+
+ATTACKS = ["valid-largest", "valid-stored", "valid-prose", "valid-48-layers",
+           "deflate-within-limits", "deflate-lying", "bzip2-lying", "lzma-lying",
+           "json-escapes", "json-deep", "json-objects", "json-strings", "json-config-keys",
+           "json-merges-2mb", "json-symbols", "json-symbols-2mb", "header-max", "header-381k",
+           "nan-weights"]
 
 
 def rss_mb() -> tuple[float, float]:
@@ -155,6 +383,21 @@ def case_work(name: str, mb: float, vocab: int):
                 initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
             return f"|V| = {tok.get_vocab_size():,}"
         return f"unicode ({mb} MB), vocab {vocab}", hf
+    if name in ATTACKS:
+        from gptviz.app.shared.picker import CHECKPOINT_UPLOAD_LIMIT, UPLOAD_LIMITS
+        from gptviz.checkpoints.folder import CheckpointError, load_checkpoint_zip
+
+        what, data = attack_zip(name)
+        if len(data) > CHECKPOINT_UPLOAD_LIMIT:
+            raise SystemExit(f"{name}: a {len(data) / 1e6:.1f} MB zip is over the upload limit")
+
+        def attack() -> str:
+            try:
+                ckpt = load_checkpoint_zip(data, UPLOAD_LIMITS)
+            except CheckpointError as exc:
+                return f"refused: {str(exc)[:80]}…"
+            return f"loaded: {sum(p.numel() for p in ckpt.model.parameters()):,} parameters"
+        return f"{what}; a {len(data) / 1e6:.2f} MB zip", attack
     if name.startswith("zip-"):
         from gptviz.app.shared.picker import UPLOAD_LIMITS
         from gptviz.checkpoints.folder import CheckpointError, load_checkpoint_zip
@@ -189,32 +432,71 @@ def child(name: str, mb: float, vocab: int) -> None:
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # VmHWM := VmRSS
     before, _ = rss_mb()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     result = work()
-    seconds = time.perf_counter() - t0
-    print(json.dumps(dict(what=what, result=result, seconds=seconds, before=before,
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    print(json.dumps(dict(what=what, result=result, seconds=seconds, cpu=cpu, before=before,
                           extra=rss_mb()[1] - before)))
+
+
+def run_child(name: str, mb: float, vocab: int) -> dict | str:
+    """One case in a fresh process: its JSON line, or the last line of its error."""
+    out = subprocess.run([sys.executable, "-m", "benchmarks.upload_memory", "--child", name,
+                          "--mb", str(mb), "--vocab", str(vocab)], capture_output=True,
+                         text=True, cwd=ROOT)
+    if out.returncode:
+        return f"failed: {(out.stderr.strip().splitlines() or ['?'])[-1]}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def attacks(repeat: int) -> None:
+    """The loader's budget: every case beside the largest valid upload, in the same run."""
+    budget_mb, budget_x = 150, 3.0
+    print(f"# Uploads under attack: load_checkpoint_zip(data, UPLOAD_LIMITS), one process per "
+          f"load, {repeat} loads per case (median times, largest peak); Python "
+          f"{sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}\n")
+    print("| case | upload | result | CPU s | × reference | wall s | before (MB) | "
+          f"peak extra (MB) | within +{budget_mb} MB and {budget_x:g}× |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    reference = None
+    for name in ATTACKS:
+        runs = [run_child(name, 0, 0) for _ in range(repeat)]
+        if failed := next((r for r in runs if isinstance(r, str)), None):
+            print(f"| {name} | | {failed} | | | | | | no |", flush=True)
+            continue
+        cpu = statistics.median(r["cpu"] for r in runs)
+        wall = statistics.median(r["seconds"] for r in runs)
+        extra = max(r["extra"] for r in runs)
+        reference = reference or cpu  # the first case: the largest valid upload
+        ok = "yes" if extra <= budget_mb and cpu <= budget_x * reference else "**no**"
+        print(f"| {name} | {runs[0]['what']} | {runs[0]['result']} | {cpu:.2f} | "
+              f"{cpu / reference:.2f} | {wall:.2f} | {runs[0]['before']:.0f} | {extra:.0f} | "
+              f"{ok} |", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=4.8, help="size of the generated corpora")
     parser.add_argument("--vocab", type=int, default=512, help="the Tokenizers page's default")
-    parser.add_argument("--only", nargs="*", default=CASES, choices=CASES)
+    parser.add_argument("--only", nargs="*", default=CASES, choices=CASES + ATTACKS)
+    parser.add_argument("--attacks", action="store_true",
+                        help="the loader's time and memory on every crafted upload")
+    parser.add_argument("--repeat", type=int, default=3, help="loads per attack case")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args.child, args.mb, args.vocab)
+    if args.attacks:
+        return attacks(args.repeat)
     print(f"# Upload memory, Python {sys.version.split()[0]}, one process per case\n")
     print("| case | input | result | s | before (MB) | peak extra (MB) |")
     print("|---|---|---|---|---|---|")
     for name in args.only:
-        out = subprocess.run([sys.executable, __file__, "--child", name, "--mb", str(args.mb),
-                              "--vocab", str(args.vocab)], capture_output=True, text=True)
-        if out.returncode:
-            print(f"| {name} | | failed: {out.stderr.strip().splitlines()[-1]} | | | |")
+        r = run_child(name, args.mb, args.vocab)
+        if isinstance(r, str):
+            print(f"| {name} | | {r} | | | |")
             continue
-        r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"| {name} | {r['what']} | {r['result']} | {r['seconds']:.1f} | "
               f"{r['before']:.0f} | {r['extra']:.0f} |", flush=True)
 

@@ -30,8 +30,9 @@ from safetensors.torch import save as save_safetensors
 
 import gptviz.tokenizers  # noqa: F401  (registers every tokenizer type)
 from gptviz.checkpoints.card import CARD, check_card
-from gptviz.checkpoints.errors import CheckpointError
+from gptviz.checkpoints.errors import CheckpointError, brief
 from gptviz.checkpoints.external import ExternalError, load_external, model_format
+from gptviz.checkpoints.gpt2_weights import NoInit
 from gptviz.checkpoints.snapshots import SNAPSHOTS, Snapshots, stored_shapes
 from gptviz.checkpoints.tensors import FLOATS, finite, header_limit, match, read_header, view
 from gptviz.checkpoints.zipread import ZipMembers, zip_members
@@ -110,7 +111,7 @@ def load_checkpoint(folder: str | Path, device: str | torch.device = "cpu",
         files = {name: _read_file(folder / name) for name in FILES + OPTIONAL
                  if (folder / name).is_file()}
     except (ExternalError, TokenizerError) as exc:  # GPT-2's rank file may be missing
-        raise CheckpointError(str(exc)) from None
+        raise CheckpointError(brief(exc)) from None
     except OSError as exc:  # a file gone, unreadable, or a folder it may not list
         raise CheckpointError(f"{folder} cannot be read ({exc.strerror or exc}).") from None
     return checkpoint_from_files(files, str(folder), device, limits or Limits())
@@ -159,22 +160,23 @@ def checkpoint_from_files(files: Mapping[str, bytes], source: str = "checkpoint"
     try:
         config = GPTConfig.from_dict(data)
     except (TypeError, ValueError) as exc:
-        raise CheckpointError(f"{CONFIG} is not a valid model config: {exc}") from None
+        raise CheckpointError(f"{CONFIG} is not a valid model config: {brief(exc)}") from None
     n_params = _check_size(config, limits)
     try:
         tokenizer = Tokenizer.from_json_dict(_read_json(files, TOKENIZER, limits), TOKENIZER,
                                              trusted)
     except TokenizerError as exc:
-        raise CheckpointError(str(exc)) from None
+        raise CheckpointError(brief(exc)) from None
     if tokenizer.vocab_size != config.vocab_size:
         raise CheckpointError(f"{TOKENIZER} has {tokenizer.vocab_size} ids but {CONFIG} says "
                               f"vocab_size {config.vocab_size}: they come from different models.")
     card = check_card(_read_json(files, CARD, limits) if CARD in files else {})
-    shapes = stored_shapes(config)  # names and shapes, from a model on the meta device
+    shapes = stored_shapes(config)  # the names and shapes the weights must have
     most = 8 + header_limit(len(shapes)) + n_params * max(t.itemsize for t in FLOATS.values())
     data = _member(files, WEIGHTS, most, f" for the {n_params:,} parameters of {CONFIG}")
     tensors = _read_weights(data, shapes)  # views of the checked entries, nothing copied
-    model = GPT(config)  # at most limits.params numbers, checked above
+    with NoInit():  # every tensor it stores is overwritten below: no random fill
+        model = GPT(config)  # at most limits.params numbers, checked above
     with torch.no_grad():
         state = model.state_dict()  # the parameters' own memory (a tied W_U follows E)
         for name, t in tensors.items():
@@ -226,7 +228,7 @@ def _read_json(files: Mapping[str, bytes], name: str, limits: Limits) -> Any:
     try:
         return read_json(_member(files, name, limits.json_bytes), name)
     except TokenizerError as exc:
-        raise CheckpointError(str(exc)) from None
+        raise CheckpointError(brief(exc)) from None
 
 
 def initial_model(config: GPTConfig, seed: int) -> GPT:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from gptviz.checkpoints.errors import CheckpointError
+from gptviz.checkpoints.errors import CheckpointError, brief
 from gptviz.tokenizers.base import TokenizerError, read_json
 from gptviz.work import add
 
@@ -80,7 +80,7 @@ def read_header(data: bytes, file: str, max_header: int) -> tuple[dict[str, Entr
     try:
         header = read_json(bytes(data[8:8 + n]), f"{file}'s header", max_depth=3)
     except TokenizerError as exc:
-        raise CheckpointError(str(exc)) from None
+        raise CheckpointError(brief(exc)) from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{file}'s header is {_JSON[type(header)]}, not a JSON object.")
     meta = header.pop("__metadata__", {})

@@ -13,7 +13,7 @@ import zipfile
 from collections.abc import Collection
 from pathlib import PurePosixPath
 
-from gptviz.checkpoints.errors import CheckpointError
+from gptviz.checkpoints.errors import CheckpointError, brief
 from gptviz.work import add
 
 CHUNK = 1 << 20  # bytes unpacked per step
@@ -98,7 +98,7 @@ class ZipMembers(dict):
             raise
         except Exception as exc:  # zipfile on a damaged member: BadZipFile (its CRC), EOFError,
             # zlib.error, NotImplementedError, struct.error, ...; every step bounded by CHUNK
-            raise ZipReadError(f"{name} in the zip cannot be unpacked ({exc}); zip the "
+            raise ZipReadError(f"{name} in the zip cannot be unpacked ({brief(exc)}); zip the "
                                "folder again.") from None
         if size < info.file_size:
             raise ZipReadError(f"{name} in the zip unpacks to {size:,} bytes but declares "

@@ -29,6 +29,9 @@ class TokenizerError(ValueError):
 
 
 JSON_DEPTH = 32  # nesting of arrays and objects accepted in a JSON file (ours use 3)
+# Ids an uploaded tokenizer may have: the Training page's largest vocabulary (50,000) and
+# GPT-2's (50,257) fit; past it a tokenizer.json of 2 MB takes ~1 s to build.
+UNTRUSTED_IDS = 65_536
 _SCAN_CHUNK = 1 << 18  # bytes per step of the nesting scan: it holds ~4 MB whatever the size
 _STEP = np.zeros(256, np.int8)  # what a byte does to the nesting: "[" "{" +1, "]" "}" -1
 _STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
@@ -55,6 +58,13 @@ def json_depth(data: bytes) -> int:
         deepest, depth, quotes = max(deepest, int(levels.max())), int(levels[-1]), int(seen[-1])
         add(json_chars=len(chunk))
     return deepest
+
+
+def check_untrusted_ids(n_ids: int, source: str) -> None:
+    """TokenizerError when a tokenizer from an upload would have over UNTRUSTED_IDS ids."""
+    if n_ids > UNTRUSTED_IDS:
+        raise TokenizerError(f"{source} describes {n_ids:,} ids; an uploaded model's "
+                             f"vocabulary may have {UNTRUSTED_IDS:,} at most.")
 
 
 def read_json(data: bytes, source: str, max_bytes: int | None = None,
@@ -227,7 +237,8 @@ class Tokenizer(ABC):
     @classmethod
     def check_untrusted(cls, data: dict[str, Any], source: str) -> None:
         """Raise TokenizerError if ``data`` from an upload could cost the server more than its
-        size says (e.g. a regex that backtracks for minutes); nothing to check by default."""
+        size says (e.g. a regex that backtracks for minutes, or over UNTRUSTED_IDS ids);
+        nothing to check by default."""
         return None
 
     def __repr__(self) -> str:

@@ -2,12 +2,13 @@
 uploaded checkpoint zip.
 
     python benchmarks/upload_memory.py [--mb 4.8] [--vocab 512] [--only NAME ...]
-    python -m benchmarks.upload_memory --attacks     # the loader's budget under attack
+    python -m benchmarks.upload_memory --attacks [--repeat 3] [--before OLD]
 
 Every case runs in a fresh Python process (one thread) that first imports everything and
 builds its input, then measures: **before** is its resident memory (VmRSS) just before
-the work, **peak extra** is the high-water mark during the work (VmHWM, reset first)
-minus before. The ``bare`` case does no work: it shows what the measurement itself reads.
+the work (the heap its input's building freed given back first, ``malloc_trim``), **peak
+extra** is the high-water mark during the work (VmHWM, reset first) minus before. The
+``bare`` case does no work: it shows what the measurement itself reads.
 
 Corpora are generated with a fixed seed, never stored: random Unicode (code points drawn
 uniformly from U+0020..U+10FFFF, nearly every regex chunk distinct: the issue's 4.8 MB
@@ -23,7 +24,11 @@ zip at the upload limit (20 MB: a 2.7M-parameter model, a BPE tokenizer, one sna
 the attacks are every crafted file we could build within the limits: bombs of every
 method (deflate within the limits and lying about its size, stored, bzip2, LZMA), maximal
 JSON (the issue's escapes, the most objects, strings, merges and symbols 2 MB parse to,
-100,000 levels deep), maximal safetensors headers, the most layers, NaN weights.
+100,000 levels deep), maximal safetensors headers, the most layers, NaN weights. Each zip
+is built once; each load runs in a fresh process given CPU_LIMIT seconds of CPU, the time
+figure is its CPU time (one thread; the machine's other load stays out of it).
+``--before OLD`` also loads every zip with an older loader (``git archive <commit> gptviz
+| tar -x -C OLD``), what the page met before.
 """
 
 from __future__ import annotations
@@ -383,21 +388,6 @@ def case_work(name: str, mb: float, vocab: int):
                 initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
             return f"|V| = {tok.get_vocab_size():,}"
         return f"unicode ({mb} MB), vocab {vocab}", hf
-    if name in ATTACKS:
-        from gptviz.app.shared.picker import CHECKPOINT_UPLOAD_LIMIT, UPLOAD_LIMITS
-        from gptviz.checkpoints.folder import CheckpointError, load_checkpoint_zip
-
-        what, data = attack_zip(name)
-        if len(data) > CHECKPOINT_UPLOAD_LIMIT:
-            raise SystemExit(f"{name}: a {len(data) / 1e6:.1f} MB zip is over the upload limit")
-
-        def attack() -> str:
-            try:
-                ckpt = load_checkpoint_zip(data, UPLOAD_LIMITS)
-            except CheckpointError as exc:
-                return f"refused: {str(exc)[:80]}…"
-            return f"loaded: {sum(p.numel() for p in ckpt.model.parameters()):,} parameters"
-        return f"{what}; a {len(data) / 1e6:.2f} MB zip", attack
     if name.startswith("zip-"):
         from gptviz.app.shared.picker import UPLOAD_LIMITS
         from gptviz.checkpoints.folder import CheckpointError, load_checkpoint_zip
@@ -429,6 +419,9 @@ def child(name: str, mb: float, vocab: int) -> None:
     torch.set_num_threads(1)
     what, work = case_work(name, mb, vocab)
     gc.collect()
+    from gptviz.app.shared.memory import give_back
+
+    give_back()  # the heap freed by building the input goes back: the peak is the work's own
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # VmHWM := VmRSS
     before, _ = rss_mb()
@@ -449,46 +442,121 @@ def run_child(name: str, mb: float, vocab: int) -> dict | str:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def attacks(repeat: int) -> None:
-    """The loader's budget: every case beside the largest valid upload, in the same run."""
+CPU_LIMIT = 120  # CPU seconds a load may take here (the issue's JSON took ~3.7 hours)
+
+
+def load_child(path: str) -> None:
+    """Load the zip at ``path`` with the ``gptviz`` first on sys.path (this tree's, or an
+    older one's, ``--before``), in this fresh process, and print what it cost."""
+    import gc
+    import resource
+
+    import torch
+
+    from gptviz.app.shared.memory import give_back
+    from gptviz.app.shared.picker import UPLOAD_LIMITS
+    from gptviz.checkpoints.folder import CheckpointError, load_checkpoint_zip
+
+    torch.set_num_threads(1)
+    data = Path(path).read_bytes()
+    gc.collect()
+    give_back()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # VmHWM := VmRSS
+    before, _ = rss_mb()
+    resource.setrlimit(resource.RLIMIT_CPU, (int(time.process_time()) + CPU_LIMIT,) * 2)
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    try:
+        ckpt = load_checkpoint_zip(data, UPLOAD_LIMITS)
+        result = f"loaded: {sum(p.numel() for p in ckpt.model.parameters()):,} parameters"
+    except CheckpointError as exc:
+        result = f"refused: {str(exc)[:80]}…"
+    except Exception as exc:  # what the page did not catch (an older loader's)
+        result = f"**raised {type(exc).__name__}**: {str(exc)[:60]}"
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    print(json.dumps(dict(result=result, seconds=seconds, cpu=cpu, before=before,
+                          extra=rss_mb()[1] - before)))
+
+
+def load_in(tree: Path, path: Path) -> dict:
+    """``load_child(path)`` in a fresh process whose ``gptviz`` is ``tree``'s."""
+    code = (f"import sys; sys.path[:0] = [{str(tree)!r}, {str(ROOT)!r}]; "
+            f"from benchmarks.upload_memory import load_child; load_child({str(path)!r})")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tree)
+    if out.returncode:  # killed at CPU_LIMIT, or out of memory
+        return dict(result=f"**killed** ({out.returncode}): "
+                    f"{(out.stderr.strip().splitlines() or ['over the CPU limit'])[-1][:60]}",
+                    seconds=float("nan"), cpu=float(CPU_LIMIT), before=0.0, extra=float("nan"))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def attacks(repeat: int, before: Path | None) -> None:
+    """The loader's budget: every case beside the largest valid upload, in the same run;
+    with ``before`` (a folder holding an older ``gptviz``), that loader on the same zips."""
+    import tempfile
+
     budget_mb, budget_x = 150, 3.0
     print(f"# Uploads under attack: load_checkpoint_zip(data, UPLOAD_LIMITS), one process per "
           f"load, {repeat} loads per case (median times, largest peak); Python "
           f"{sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}\n")
-    print("| case | upload | result | CPU s | × reference | wall s | before (MB) | "
-          f"peak extra (MB) | within +{budget_mb} MB and {budget_x:g}× |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    head = ("| case | upload | result | CPU s | × reference | wall s | peak extra (MB) | "
+            f"within +{budget_mb} MB and {budget_x:g}× |")
+    print(head + (" before: result | before: CPU s | before: peak extra (MB) |"
+                  if before else ""))
+    print("|---" * (8 + 3 * bool(before)) + "|")
     reference = None
-    for name in ATTACKS:
-        runs = [run_child(name, 0, 0) for _ in range(repeat)]
-        if failed := next((r for r in runs if isinstance(r, str)), None):
-            print(f"| {name} | | {failed} | | | | | | no |", flush=True)
-            continue
-        cpu = statistics.median(r["cpu"] for r in runs)
-        wall = statistics.median(r["seconds"] for r in runs)
-        extra = max(r["extra"] for r in runs)
-        reference = reference or cpu  # the first case: the largest valid upload
-        ok = "yes" if extra <= budget_mb and cpu <= budget_x * reference else "**no**"
-        print(f"| {name} | {runs[0]['what']} | {runs[0]['result']} | {cpu:.2f} | "
-              f"{cpu / reference:.2f} | {wall:.2f} | {runs[0]['before']:.0f} | {extra:.0f} | "
-              f"{ok} |", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ATTACKS:
+            path = Path(tmp) / f"{name}.zip"
+            made = subprocess.run([sys.executable, "-m", "benchmarks.upload_memory", "--build",
+                                   name, str(path)], capture_output=True, text=True, cwd=ROOT)
+            if made.returncode:
+                print(f"| {name} | not built: {made.stderr.strip().splitlines()[-1]} |")
+                continue
+            what = made.stdout.strip().splitlines()[-1]
+            runs = [load_in(ROOT, path) for _ in range(repeat)]
+            cpu = statistics.median(r["cpu"] for r in runs)
+            wall = statistics.median(r["seconds"] for r in runs)
+            extra = max(r["extra"] for r in runs)
+            reference = reference or cpu  # the first case: the largest valid upload
+            ok = "yes" if extra <= budget_mb and cpu <= budget_x * reference else "**no**"
+            line = (f"| {name} | {what}; {path.stat().st_size / 1e6:.2f} MB zip | "
+                    f"{runs[0]['result']} | {cpu:.2f} | {cpu / reference:.2f} | {wall:.2f} | "
+                    f"{extra:.0f} | {ok} |")
+            if before:
+                old = load_in(before, path)
+                line += f" {old['result']} | {old['cpu']:.2f} | {old['extra']:.0f} |"
+            print(line, flush=True)
+
+
+def build(name: str, path: str) -> None:
+    """Write case ``name``'s zip to ``path``; print what it is."""
+    what, data = attack_zip(name)
+    Path(path).write_bytes(data)
+    print(what)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=4.8, help="size of the generated corpora")
     parser.add_argument("--vocab", type=int, default=512, help="the Tokenizers page's default")
-    parser.add_argument("--only", nargs="*", default=CASES, choices=CASES + ATTACKS)
+    parser.add_argument("--only", nargs="*", default=CASES, choices=CASES)
     parser.add_argument("--attacks", action="store_true",
                         help="the loader's time and memory on every crafted upload")
     parser.add_argument("--repeat", type=int, default=3, help="loads per attack case")
+    parser.add_argument("--before", type=Path, help="with --attacks: also load each zip with "
+                        "the gptviz in this folder (git archive <commit> gptviz | tar -x -C it)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--build", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args.child, args.mb, args.vocab)
+    if args.build:
+        return build(*args.build)
     if args.attacks:
-        return attacks(args.repeat)
+        return attacks(args.repeat, args.before)
     print(f"# Upload memory, Python {sys.version.split()[0]}, one process per case\n")
     print("| case | input | result | s | before (MB) | peak extra (MB) |")
     print("|---|---|---|---|---|---|")

@@ -111,7 +111,7 @@ def load_checkpoint(folder: str | Path, device: str | torch.device = "cpu",
         files = {name: _read_file(folder / name) for name in FILES + OPTIONAL
                  if (folder / name).is_file()}
     except (ExternalError, TokenizerError) as exc:  # GPT-2's rank file may be missing
-        raise CheckpointError(brief(exc)) from None
+        raise CheckpointError(str(exc)) from None
     except OSError as exc:  # a file gone, unreadable, or a folder it may not list
         raise CheckpointError(f"{folder} cannot be read ({exc.strerror or exc}).") from None
     return checkpoint_from_files(files, str(folder), device, limits or Limits())

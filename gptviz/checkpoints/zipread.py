@@ -85,17 +85,13 @@ class ZipMembers(dict):
     def __getitem__(self, name: str) -> bytearray:
         info = dict.__getitem__(self, name)
         out, size = bytearray(info.file_size), 0
-        try:
+        try:  # zipfile stops at the declared size, and checks the CRC of what it unpacked
             with self.zf.open(info) as f:
-                while chunk := f.read(min(CHUNK, info.file_size + 1 - size)):
+                while size < info.file_size and (chunk := f.read(min(CHUNK,
+                                                                     info.file_size - size))):
                     add(bytes_unpacked=len(chunk))
-                    if size + len(chunk) > info.file_size:
-                        raise ZipReadError(f"{name} in the zip unpacks to more than the "
-                                           f"{info.file_size:,} bytes it declares.")
                     out[size:size + len(chunk)] = chunk
                     size += len(chunk)
-        except ZipReadError:
-            raise
         except Exception as exc:  # zipfile on a damaged member: BadZipFile (its CRC), EOFError,
             # zlib.error, NotImplementedError, struct.error, ...; every step bounded by CHUNK
             raise ZipReadError(f"{name} in the zip cannot be unpacked ({brief(exc)}); zip the "

@@ -299,6 +299,23 @@ def attack_zip(name: str) -> tuple[str, bytes]:
         return (f"a header at its limit for 48 layers: {len(entries):,} empty tensors",
                 _zip(_files(deep, tok) | {"model.safetensors":
                                           len(text).to_bytes(8, "little") + text}))
+    if name == "snapshots-header-max":
+        from gptviz.checkpoints.snapshots import FORMAT, MAX_COUNT, stored_shapes
+        from gptviz.checkpoints.tensors import header_limit
+
+        deep = GPTConfig(vocab_size=1028, context_length=256, d_model=64, n_layer=48, n_head=4)
+        names = [f"{k}/{n}" for k in range(MAX_COUNT) for n in stored_shapes(deep)]
+        cap = header_limit(len(names))
+        meta = {"format": FORMAT, "steps": json.dumps(list(range(1, MAX_COUNT + 1))),
+                "thinned": "0"}
+        entries = {"__metadata__": meta} | {
+            n: {"dtype": "F16", "shape": [0], "data_offsets": [0, 0]} for n in names}
+        pad = cap - len(json.dumps(entries).encode())  # the rest: one more, unknown, entry
+        entries["x" * max(1, pad - 60)] = {"dtype": "F16", "shape": [0], "data_offsets": [0, 0]}
+        text = json.dumps(entries).encode()[:cap]
+        return (f"snapshots whose header is at its limit for 48 layers ({len(names):,} "
+                "entries, the right names, empty shapes)", _zip(_files(deep, tok) | {
+                    "snapshots.safetensors": len(text).to_bytes(8, "little") + text}))
     if name == "header-381k":
         near = GPTConfig(vocab_size=1028, context_length=512, d_model=264, n_layer=3, n_head=8)
         text = json.dumps({f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}
@@ -317,7 +334,8 @@ def attack_zip(name: str) -> tuple[str, bytes]:
 ATTACKS = ["valid-largest", "valid-stored", "valid-prose", "valid-48-layers",
            "deflate-within-limits", "deflate-lying", "bzip2-lying", "lzma-lying",
            "json-escapes", "json-deep", "json-objects", "json-strings", "json-config-keys",
-           "json-merges-2mb", "json-symbols", "json-symbols-2mb", "header-max", "header-381k",
+           "json-merges-2mb", "json-symbols", "json-symbols-2mb", "header-max",
+           "snapshots-header-max", "header-381k",
            "nan-weights"]
 
 
@@ -491,6 +509,11 @@ def load_in(tree: Path, path: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def cell(text: str) -> str:
+    """``text`` for a cell of a markdown table."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def attacks(repeat: int, before: Path | None) -> None:
     """The loader's budget: every case beside the largest valid upload, in the same run;
     with ``before`` (a folder holding an older ``gptviz``), that loader on the same zips."""
@@ -515,7 +538,7 @@ def attacks(repeat: int, before: Path | None) -> None:
             if made.returncode:
                 print(f"| {name} | not built: {made.stderr.strip().splitlines()[-1]} |")
                 continue
-            what = made.stdout.strip().splitlines()[-1]
+            what = made.stdout.strip().splitlines()[-1].replace("|", "\\|")
             runs = [load_in(ROOT, path) for _ in range(repeat)]
             cpu = statistics.median(r["cpu"] for r in runs)
             wall = statistics.median(r["seconds"] for r in runs)
@@ -523,11 +546,11 @@ def attacks(repeat: int, before: Path | None) -> None:
             reference = reference or cpu  # the first case: the largest valid upload
             ok = "yes" if extra <= budget_mb and cpu <= budget_x * reference else "**no**"
             line = (f"| {name} | {what}; {path.stat().st_size / 1e6:.2f} MB zip | "
-                    f"{runs[0]['result']} | {cpu:.2f} | {cpu / reference:.2f} | {wall:.2f} | "
+                    f"{cell(runs[0]['result'])} | {cpu:.2f} | {cpu / reference:.2f} | {wall:.2f} | "
                     f"{extra:.0f} | {ok} |")
             if before:
                 old = load_in(before, path)
-                line += f" {old['result']} | {old['cpu']:.2f} | {old['extra']:.0f} |"
+                line += f" {cell(old['result'])} | {old['cpu']:.2f} | {old['extra']:.0f} |"
             print(line, flush=True)
 
 

@@ -1,7 +1,7 @@
 """The memory of one server after one session has visited every page (issue 11: ≤ 400 MB).
 
-    python benchmarks/session_rss.py [--timeout 60] [--top 12] [--views] [--out rss.json]
-                                     [--pages "" learning]
+    python -m benchmarks.server.session_rss [--timeout 60] [--top 12] [--views] [--out rss.json]
+                                     [--pages "" learning] [--gpt2]
 
 Starts ``streamlit run app.py`` (headless, loopback, a free port, the sources unwatched),
 reads its RSS idle, then has ONE session (a websocket session, ``streamlit_client.py``: what
@@ -16,7 +16,15 @@ files: shared libraries and the like, shared with other processes, but still res
 ``--views`` also opens, on the pages whose views are lazy tabs (``?view=``), every other
 view once, after the walk: the worst case of one session, not the issue's measure.
 ``--top N`` lists the N largest file mappings of the server at the end
-(``/proc/PID/smaps``, by Rss), to see which libraries the walk brought in."""
+(``/proc/PID/smaps``, by Rss), to see which libraries the walk brought in.
+
+``--gpt2`` then measures the Positional encoding page with a GPT-2-shaped model (random
+weights, GPT-2 small's shapes: context 1,024, d = 768, saved as a Hugging Face folder the
+server names with GPTVIZ_MODELS) on a server of its own: one session opens the page on
+the default model and scrolls to "The similarity depends only on i − j" (the fold's
+marker reached), then the same on the GPT-2-shaped model; the RSS after each step and
+its peak during it (sampled every 100 ms). That view once took the server from 0.85 GB
+to 7.3 GB (issue 37)."""
 
 from __future__ import annotations
 
@@ -174,6 +182,8 @@ def measure(args) -> dict:
         top = top_mappings(server.proc.pid, args.top) if args.top else []
     finally:
         server.stop()
+    if args.gpt2:
+        rows += gpt2_positional(args.timeout)
     return {"rows": rows, "top": top, "wall_s": time.monotonic() - start}
 
 
@@ -187,12 +197,73 @@ async def _one_visit(ws: str, timeout_s: float) -> str:
         await s.close()
 
 
+SECTION = "The similarity depends only on i − j"
+
+
+def gpt2_positional(timeout_s: float) -> list[tuple[str, dict, str]]:
+    """The Positional page scrolled to its i − j identity, on the default model and on a
+    GPT-2-shaped one, in one session of a server that names the latter (``--gpt2``)."""
+    import tempfile
+
+    import torch
+
+    from gptviz.checkpoints.folder import DEFAULT_MODEL
+    from gptviz.checkpoints.gpt2_weights import save_hf_gpt2
+    from gptviz.model import GPT, GPT_CONFIG_124M, GPTConfig
+
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.manual_seed(0)
+        config = GPTConfig(**{**GPT_CONFIG_124M, "dropout": 0.0, "activation": "gelu_tanh"})
+        save_hf_gpt2(Path(tmp) / "gpt2-shaped", GPT(config))
+        saved = {k: os.environ.get(k) for k in ("GPTVIZ_MODELS", "GPTVIZ_HF_CACHE")}
+        os.environ.update(GPTVIZ_MODELS=tmp, GPTVIZ_HF_CACHE="0")
+        try:
+            server = sc.Server()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        try:
+            time.sleep(2)
+            rows = [("GPT-2 server, idle", rss(server.proc.pid), "")]
+            rows += asyncio.run(_scroll(server, (DEFAULT_MODEL, "gpt2-shaped"), timeout_s))
+        finally:
+            server.stop()
+    return rows
+
+
+async def _scroll(server: sc.Server, models: tuple[str, ...], timeout_s: float
+                  ) -> list[tuple[str, dict, str]]:
+    s, rows = sc.ProtocolSession(server.ws, timeout_s), []
+    await s.connect()
+    try:
+        for model in models:
+            for step in ("opened", "scrolled to the i − j identity"):
+                peak = sc.Rss(server.proc.pid)
+                if step == "opened":
+                    run = await s.open("positional", urlencode({"model": model}))
+                else:
+                    run = await s.send_state(run, "fold", {"reached": True}) or run
+                    if not any(SECTION in t for t in run.texts("markdown")):
+                        run.status = f"{SECTION!r} not drawn"
+                peak.stop()
+                now = rss(server.proc.pid)
+                rows.append((f"positional, {model}, {step}", now | {"peak": max(
+                    peak.peak, now["total"])}, problems(run)))
+    finally:
+        await s.close()
+    return rows
+
+
 def table(result: dict) -> str:
-    lines = ["| process, moment | RSS (MB) | RssAnon | RssFile | problems |",
-             "|---|---|---|---|---|"]
+    lines = ["| process, moment | RSS (MB) | RssAnon | RssFile | peak during (MB) | problems |",
+             "|---|---|---|---|---|---|"]
     for label, m, wrong in result["rows"]:
+        peak = f"{m['peak']:.0f}" if "peak" in m else ""
         lines.append(f"| {label} | {m['total']:.0f} | {m['RssAnon']:.0f} | "
-                     f"{m['RssFile']:.0f} | {wrong or ''} |")
+                     f"{m['RssFile']:.0f} | {peak} | {wrong or ''} |")
     if result["top"]:
         lines += ["", "| largest mappings of the app server at the end | RSS (MB) |", "|---|---|"]
         lines += [f"| {Path(name).name if name.startswith('/') else name} | {mb:.1f} |"
@@ -208,6 +279,8 @@ def main() -> None:
     p.add_argument("--pages", nargs="+", help="only these pages (URL paths, '' for Home), "
                    "in this order: to see what one page costs")
     p.add_argument("--out", type=Path, help="also write the figures to this JSON file")
+    p.add_argument("--gpt2", action="store_true", help="also the Positional page's i − j "
+                   "identity with a GPT-2-shaped model, on a server of its own")
     args = p.parse_args()
     result = measure(args)
     print(f"\n# One session, every page: {os.cpu_count()} CPUs, load average "

@@ -21,7 +21,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
+from gptviz.tokenizers.base import (
+    UNTRUSTED_IDS,
+    AllowedSpecial,
+    TokenInfo,
+    Tokenizer,
+    TokenizerError,
+)
 from gptviz.tokenizers.byte_tokens import byte_token_infos
 from gptviz.tokenizers.ranks import MissingEncoding, check_rank_file, read_ranks
 from gptviz.tokenizers.specials import ENDOFTEXT
@@ -242,6 +248,14 @@ class TiktokenTokenizer(Tokenizer):
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.kind, "name": self.name}
+
+    @classmethod
+    def check_untrusted(cls, data: dict[str, Any], source: str) -> None:
+        """GPT-2's encoding only: cl100k and o200k hold 100,277 and 200,019 ids."""
+        if data.get("name") != "gpt2":
+            raise TokenizerError(f"{source}: an uploaded model may use GPT-2's encoding (50,257 "
+                                 f"ids), not {str(data.get('name'))[:40]!r}: cl100k and o200k "
+                                 f"have more than the {UNTRUSTED_IDS:,} ids an upload may have.")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TiktokenTokenizer:

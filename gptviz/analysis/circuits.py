@@ -241,10 +241,8 @@ def induction_scores(model: GPT, tokenizer: Tokenizer) -> Tensor | None:
 
 def label(scores: dict[str, float], threshold: float | None = None,
           margin: float | None = None) -> str:
-    """A head's label, by the rule ``label_rule`` states (THRESHOLD and MARGIN unless given):
-    "none" when no kind reaches the threshold; else its strongest kind when that beats every
-    other kind by at least the margin, "mixed" when another kind comes within it. Missing
-    kinds are NaN. A gap is compared to 9 decimals (0.5 − 0.4 is 0.0999… in floats).
+    """A head's label, by the rule ``label_rule`` states (THRESHOLD and MARGIN unless given).
+    Missing kinds are NaN. A gap is compared to 9 decimals (0.5 − 0.4 is 0.0999… in floats).
 
     >>> label({"self": 0.9, "first token": 0.1}), label({"self": 0.5, "first token": 0.45})
     ('self', 'mixed')

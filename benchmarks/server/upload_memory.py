@@ -530,8 +530,9 @@ def attacks(repeat: int, before: Path | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in ATTACKS:
             path = Path(tmp) / f"{name}.zip"
-            made = subprocess.run([sys.executable, "-m", "benchmarks.server.upload_memory", "--build",
-                                   name, str(path)], capture_output=True, text=True, cwd=ROOT)
+            made = subprocess.run([sys.executable, "-m", "benchmarks.server.upload_memory",
+                                   "--build", name, str(path)],
+                                  capture_output=True, text=True, cwd=ROOT)
             if made.returncode:
                 print(f"| {name} | not built: {made.stderr.strip().splitlines()[-1]} |")
                 continue

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gptviz.analysis.curvature import curvature, dot64
-from gptviz.analysis.twin import private_twin, swapped, units
+from gptviz.analysis.twin import private_twin, stepper, swapped, units
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
 from gptviz.words import counted
@@ -231,52 +231,34 @@ def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor],
     """The window after θ − η g, for each η. Each part's θ − η g is written in one scratch
     buffer (the largest part's size) just before the part runs; the twin is never written.
 
-    The real ΔL at the position is L(θ − ηg) − L(θ) with ``before`` = L(θ). The model runs
-    in float32, whose rounding of L (about 1e-7 × L, more after many layers) would read as
-    an error of the first-order prediction when ΔL is small (a 5 % "error" at η = 1e-4 that
-    float64 shows to be 0.006 %): when |ΔL| < PRECISE × max(L, 1), both losses are computed
-    again in float64, θ − ηg formed in float64 from the float32 weights (a scratch buffer
-    of the largest part in float64 while it runs: GPT-2 small's E, 310 MB).
+    The real ΔL is L(θ − ηg) − L(θ), ``before`` = L(θ). In float32 the rounding of L (about
+    1e-7 × L) would read as the first-order prediction's error when ΔL is small (5 % at
+    η = 1e-4 where float64 shows 0.006 %): below PRECISE × max(L, 1), both losses at the
+    position are computed again in float64, θ − ηg formed in float64 (a float64 scratch of
+    the largest part, made when first needed: 310 MB for GPT-2 small's E).
     """
     step = {id(p): g for p, g in zip(twin.parameters(), grads, strict=True)}
     size = max(sum(p.numel() for p in u.parameters()) for u in units(twin))
-    scratch, out = torch.empty(size, dtype=grads[0].dtype), []
-    wide: list[Tensor] = []  # the float64 scratch, made when first needed
-    base: list[float] = []  # L(θ) in float64, computed when first needed
-    x = window.x[:position + 1]  # the loss at t reads x_0 … x_t only (the causal mask)
+    scratch, out, wide = torch.empty(size, dtype=grads[0].dtype), [], {}
 
-    def precise_loss(eta: float) -> float:
-        if not wide:
-            wide.append(torch.empty(size, dtype=torch.float64))
-
-        def stepped64(ps: list[Tensor]) -> list[Tensor]:
-            qs = wide[0][:sum(p.numel() for p in ps)].split([p.numel() for p in ps])
-            qs = [q.view(p.shape) for q, p in zip(qs, ps, strict=True)]
-            for p, q in zip(ps, qs, strict=True):  # q = θ − η g, every operation in float64
-                q.copy_(step[id(p)]).mul_(-eta).add_(p)
-            return qs
-
-        with swapped(twin, stepped64):
-            return float(position_losses(twin, x, window.y[:position + 1])[1][position])
+    def loss64(eta: float) -> float:  # x_0 … x_t: the loss at t reads no more (causal mask)
+        if "scratch" not in wide:
+            wide["scratch"] = torch.empty(size, dtype=torch.float64)
+        with swapped(twin, stepper(step, wide["scratch"], eta)):
+            losses = position_losses(twin, window.x[:position + 1], window.y[:position + 1])[1]
+        return float(losses[position])
 
     for eta in etas:
-        def stepped(ps: list[Tensor], eta: float = eta) -> list[Tensor]:
-            qs = scratch[:sum(p.numel() for p in ps)].split([p.numel() for p in ps])
-            qs = [q.view_as(p) for q, p in zip(qs, ps, strict=True)]
-            for p, q in zip(ps, qs, strict=True):  # q = θ − η g, rounded as θ − (η g)
-                torch.sub(p, torch.mul(step[id(p)], eta, out=q), out=q)
-            return qs
-
-        with swapped(twin, stepped):
+        with swapped(twin, stepper(step, scratch, eta)):
             logits, losses = position_losses(twin, window.x, window.y)
         loss, row = float(losses[position]), logits[position]
         top = int(row.argmax()) if bool(torch.isfinite(row).all()) else -1
         change = loss - before if before is not None else math.nan
         precise = before is not None and abs(change) < PRECISE * max(abs(before), 1.0)
         if precise:
-            if not base:
-                base.append(precise_loss(0.0))
-            change = precise_loss(eta) - base[0]
+            if "before" not in wide:
+                wide["before"] = loss64(0.0)
+            change = loss64(eta) - wide["before"]
         out.append(Step(float(eta), loss, math.exp(-loss) if math.isfinite(loss) else math.nan,
                         _rest(losses, position), top, change, precise))
     return out

@@ -1,5 +1,9 @@
-"""A private twin of a shared model: its own modules over the model's storage, so a view can
-take gradients or try other weights without touching the model every session reads."""
+"""A private twin of a model, and parameters swapped into it one part at a time.
+
+The Learning page steps a model that other sessions share: ``private_twin`` gives it its
+own modules over the model's storage, and ``swapped`` runs the twin with other tensors in
+place of each part's parameters (``stepper``: θ − η g), made only while that part runs.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import contextlib
 import copy
 from collections.abc import Callable, Iterator, Sequence
 
+import torch
 from torch import Tensor, nn
 
 from gptviz.model import GPT
@@ -46,3 +51,20 @@ def swapped(twin: GPT, new: Callable[[list[Tensor]], list[Tensor]]) -> Iterator[
             h.remove()
         for _, slots in every:
             put(slots, [p for *_, p in slots])
+
+
+def stepper(step: dict[int, Tensor], scratch: Tensor, eta: float
+             ) -> Callable[[list[Tensor]], list[Tensor]]:
+    """``swapped``'s ``new``: each part's θ − η g written in ``scratch`` (its dtype: float32
+    rounds it as θ − (η g), as the model's own step would; float64 rounds nothing)."""
+    def new(ps: list[Tensor]) -> list[Tensor]:
+        qs = scratch[:sum(p.numel() for p in ps)].split([p.numel() for p in ps])
+        qs = [q.view(p.shape) for q, p in zip(qs, ps, strict=True)]
+        for p, q in zip(ps, qs, strict=True):
+            if q.dtype == p.dtype:
+                torch.sub(p, torch.mul(step[id(p)], eta, out=q), out=q)
+            else:
+                q.copy_(step[id(p)]).mul_(-eta).add_(p)
+        return qs
+
+    return new

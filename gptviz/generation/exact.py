@@ -16,14 +16,16 @@ the bound, nothing left can win and the bound's text is y*.
 
 The search is capped in nodes, two ways: it keeps at most ``MAX_NODES`` prefixes above the
 bound (the memory of the search), and it extends at most as many as ``MAX_WORK``
-multiply-adds of the model allow (its time: a few thousand prefixes for the bundled models
-while the text fits their window, a few dozen for GPT-2). At either cap it stops and says
-that it could not check.
+multiply-adds of the model allow (its time: about ten thousand prefixes for the bundled
+models while the text fits their window, a few dozen for GPT-2 small). At either cap it
+stops and says that it could not check.
 
-The prompt's keys and values are computed once and every prefix runs on top of them while
-the text fits the context window; past it, a model with learned or sinusoidal positions
-runs each prefix's last window afresh (as beam search and generation do), and a RoPE model,
-whose rolling cache keeps keys computed in earlier windows, is not checked.
+While the text fits the context window, the prompt's keys and values are computed once,
+and so are those of a prefix's last token when the prefix is extended: a prefix then runs
+its last token alone, on top of the prompt's and its ancestors' keys and values. Past the
+window, a model with learned or sinusoidal positions runs each prefix's last window afresh
+(as beam search and generation do), and a RoPE model, whose rolling cache keeps keys
+computed in earlier windows, is not checked.
 
 The log-probabilities are computed as ``beam.beam_search`` computes them (float32 logits of
 the last position, log-softmax in float64), so the two scores compare.
@@ -42,9 +44,9 @@ from gptviz.generation.sampling import _context
 from gptviz.model import GPT, KVCache
 
 MAX_NODES = 20_000  # prefixes the search may keep above the bound before it gives up
-MAX_WORK = 40 * 10**9  # multiply-adds of the model the prefixes it extends may cost
+MAX_WORK = 10**10  # multiply-adds of the model the prefixes it extends may cost
 FLOOR = 10**6  # ... counting a position as at least this many (a tiny model's overheads)
-MAX_BATCH = 64  # prefixes one forward pass extends
+MAX_BATCH = 256  # prefixes one forward pass extends (fewer with a large model: KV_BYTES)
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ def most_probable(model: GPT, ids: Sequence[int], n: int, known: Sequence[int],
             if work > max_work:
                 return _capped(f"{expanded:,} prefixes extended (as many as a model of "
                                "this size may run here)", expanded)
-            rows = runner.logprobs([p for _, p in items])  # (B, |V|)
+            rows = runner.logprobs([p for _, p in items], keep=depth < n - 1)  # (B, |V|)
             expanded += len(items)
             scores = rows + torch.tensor([-neg for neg, _ in items],
                                          dtype=torch.float64)[:, None]  # (B, |V|)
@@ -140,9 +142,11 @@ def _capped(cap: str, expanded: int) -> Exact:
 
 class _Runner:
     """log P(· | x, prefix) for prefixes of one length at a time, as generation computes
-    it. While the text fits the window, the prompt's keys and values are computed once and
-    every prefix runs on top of a copy; past it (learned or sinusoidal positions), each
-    prefix's last window runs afresh. ``refused`` says why a text cannot be checked."""
+    it. While the text fits the window, the prompt's keys and values are computed once, and
+    so are those of each prefix's last token when the prefix is extended: a prefix runs its
+    last token alone on top of the prompt's and its ancestors' (one position a prefix).
+    Past the window (learned or sinusoidal positions), each prefix's last window runs
+    afresh. ``refused`` says why a text cannot be checked."""
 
     def __init__(self, model: GPT, ids: Sequence[int], n: int) -> None:
         c = model.config
@@ -162,6 +166,7 @@ class _Runner:
                              rolling=c.rope)
         x = torch.tensor([context], dtype=torch.long, device=model.device)  # (1, P)
         self.root = model._forward(x, self.cache, last_only=True)[:, -1].double().cpu()
+        self.last: dict[tuple[int, ...], torch.Tensor] = {}  # prefix -> (L, 2, h, d_head)
         row = self.cache.kv.nbytes * (self.length + n) // self.length  # a row's keys, values
         fresh = 4 * self.n_ctx * c.vocab_size  # as beam.prefix_rows bounds a window's pass
         self.batch = max(1, min(MAX_BATCH, KV_BYTES // row, LOGIT_BYTES // fresh)
@@ -169,11 +174,12 @@ class _Runner:
 
     def cost(self, depth: int) -> int:
         """Multiply-adds (about) of extending one prefix of ``depth`` tokens."""
-        positions = (self.n_ctx if self.slides and depth else depth) or self.length
+        positions = self.n_ctx if self.slides and depth else (1 if depth else self.length)
         return positions * self.per_position + self.per_row
 
-    def logprobs(self, prefixes: list[tuple[int, ...]]) -> torch.Tensor:
-        """log P(· | x, prefix) (B, |V|) float64 for prefixes all of one length."""
+    def logprobs(self, prefixes: list[tuple[int, ...]], keep: bool = False) -> torch.Tensor:
+        """log P(· | x, prefix) (B, |V|) float64 for prefixes all of one length; with
+        ``keep``, each prefix's last keys and values are kept for its children."""
         if prefixes == [()]:
             return torch.log_softmax(self.root, dim=-1)  # (1, |V|)
         device = self.model.device
@@ -181,13 +187,20 @@ class _Runner:
             windows = [(self.ids + list(p))[-self.n_ctx:] for p in prefixes]
             x = torch.tensor(windows, dtype=torch.long, device=device)  # (B, N)
             logits = self.model._forward(x, None, last_only=True)[:, -1]
-        else:
-            kv = self.cache.kv  # (L, 2, 1, h, P, d_head)
-            b, d = len(prefixes), len(prefixes[0])
-            cache = KVCache(kv.shape[0], b, kv.shape[3], self.length + d, kv.shape[5],
-                            device=kv.device, dtype=kv.dtype, rolling=self.cache.rolling)
-            cache.kv[:, :, :, :, : self.length] = kv
-            cache.length = cache.position = self.length
-            x = torch.tensor(prefixes, dtype=torch.long, device=device)  # (B, d)
-            logits = self.model._forward(x, cache, last_only=True)[:, -1]
+            return torch.log_softmax(logits.double().cpu(), dim=-1)  # (B, |V|)
+        kv, p_len = self.cache.kv, self.length  # (L, 2, 1, h, P, d_head)
+        b, d = len(prefixes), len(prefixes[0])
+        cache = KVCache(kv.shape[0], b, kv.shape[3], p_len + d, kv.shape[5],
+                        device=kv.device, dtype=kv.dtype, rolling=self.cache.rolling)
+        cache.kv[:, :, :, :, :p_len] = kv
+        for j in range(d - 1):  # the ancestors' last tokens, kept when they were extended
+            cache.kv[:, :, :, :, p_len + j] = torch.stack(
+                [self.last[p[:j + 1]] for p in prefixes], dim=2)  # (L, 2, B, h, d_head)
+        cache.length = cache.position = p_len + d - 1
+        x = torch.tensor([[p[-1]] for p in prefixes], dtype=torch.long, device=device)
+        logits = self.model._forward(x, cache, last_only=True)[:, -1]  # (B, |V|)
+        if keep:
+            new = cache.kv[:, :, :, :, p_len + d - 1]  # (L, 2, B, h, d_head)
+            for i, p in enumerate(prefixes):
+                self.last[p] = new[:, :, i].clone()
         return torch.log_softmax(logits.double().cpu(), dim=-1)  # (B, |V|)

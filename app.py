@@ -40,6 +40,8 @@ PAGES = {
     ],
     "Train": [st.Page("app_pages/training.py", title="Training", icon=":material/model_training:"),
               st.Page("app_pages/learning.py", title="Learning", icon=":material/insights:")],
+    "Class": [st.Page("app_pages/join.py", title="Join a class", icon=":material/login:",
+                      url_path="join")],
 }
 # A page opened at its own address (/attention) connects without first probing for the app's
 # root, a 100 ms wait (see base_url.py), and every page asks for its fonts before it is

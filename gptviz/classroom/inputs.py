@@ -101,12 +101,21 @@ def _finite(value: object, what: str) -> float:
     return float(value)
 
 
+def check_step(step: object, title: object) -> tuple[int, str]:
+    """A step's number (1 to 1000) and title, bounded.
+
+    >>> check_step(3, "Ids")
+    (3, 'Ids')
+    """
+    if isinstance(step, bool) or not isinstance(step, int) or not 1 <= step <= 1000:
+        raise BadInput("A step is a whole number from 1 to 1000.")
+    return step, _text(title, "A step's title", TITLE_CHARS, empty_ok=True)
+
+
 def check_snapshot(s: Snapshot) -> Snapshot:
     """A question as the store may keep it: bounded texts, a choice's answer among its
     choices, a number's value inside its range."""
-    if not isinstance(s.step, int) or not 1 <= s.step <= 1000:
-        raise BadInput("A step is a whole number from 1 to 1000.")
-    _text(s.title, "A step's title", TITLE_CHARS)
+    check_step(s.step, s.title)
     _text(s.text, "A question", TEXT_CHARS)
     _text(s.why, "A question's explanation", TEXT_CHARS, empty_ok=True)
     _text(s.unit, "A number's unit", 20, empty_ok=True)

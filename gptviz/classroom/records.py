@@ -112,6 +112,7 @@ class ClassInfo:
     created: float  # seconds since the epoch
     expires: float
     version: int  # grows with every change the teacher makes: pages redraw when it moves
+    title: str = ""  # the current step's title
 
     @property
     def phase(self) -> Phase:

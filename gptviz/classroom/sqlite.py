@@ -18,9 +18,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from gptviz.classroom import codes, records
+from gptviz.classroom import inputs as check
 from gptviz.classroom.errors import BadInput, ClassEnded, Forbidden, Full, NotFound, RateLimited
 from gptviz.classroom.errors import wait_text as _wait
-from gptviz.classroom.inputs import answer_value, check_pinned, check_snapshot, clean_nickname
 from gptviz.classroom.records import ClassInfo, Pinned, Question, Results, Snapshot, Student, Tally
 from gptviz.classroom.sqlite_schema import CLASS_ROW, STATEMENTS
 from gptviz.classroom.store import ClassStore, Limits
@@ -74,13 +74,13 @@ class SQLiteStore(ClassStore):
 
     @staticmethod
     def _info(row: tuple) -> ClassInfo:
-        code, pinned, step, question, ended, created, expires, version, revealed = row[:9]
+        code, pinned, step, question, ended, created, expires, version, revealed, title = row[:10]
         return ClassInfo(code, Pinned(**json.loads(pinned)), step, question, bool(ended),
-                         bool(revealed), created, expires, version)
+                         bool(revealed), created, expires, version, title)
 
     def _teacher(self, db: sqlite3.Connection, code: str, token: str) -> tuple:
         row = self._row(db, code)
-        if not codes.same_token(token, row[9]):
+        if not codes.same_token(token, row[10]):
             raise Forbidden("Only the teacher's session can move, reveal or end this class.")
         return row
 
@@ -99,7 +99,7 @@ class SQLiteStore(ClassStore):
 
     # ---- the teacher ----
     def create(self, pinned: Pinned, client: str) -> tuple[ClassInfo, str]:
-        pinned, lim = check_pinned(pinned), self.limits
+        pinned, lim = check.check_pinned(pinned), self.limits
         self.purge()
         with self._tx() as db:
             if wait := self._wait_s(db, f"create:{client}", lim.classes_per_client, 3600):
@@ -112,7 +112,7 @@ class SQLiteStore(ClassStore):
             while db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone():
                 code = codes.new_code()  # (taken: ~1e-6 per live class)
             token, now = codes.new_token(), self.clock()
-            db.execute("INSERT INTO classes VALUES (?, ?, ?, 1, NULL, 0, ?, ?, 0)",
+            db.execute("INSERT INTO classes VALUES (?, ?, ?, 1, NULL, 0, ?, ?, 0, '')",
                        (code, codes.token_hash(token), json.dumps(asdict(pinned)), now,
                         now + lim.ttl_s))
             return self._info(self._row(db, code)), token
@@ -122,11 +122,10 @@ class SQLiteStore(ClassStore):
             return self._info(self._teacher(self._db, code, token))
 
     def open_step(self, code: str, token: str, step: int, snapshot: Snapshot | None,
-                  pinned: Pinned | None = None) -> ClassInfo:
-        if not isinstance(step, int) or not 1 <= step <= 1000:
-            raise BadInput("A step is a whole number from 1 to 1000.")
-        snapshot = None if snapshot is None else check_snapshot(snapshot)
-        pinned = None if pinned is None else check_pinned(pinned)
+                  pinned: Pinned | None = None, title: str = "") -> ClassInfo:
+        step, title = check.check_step(step, title if snapshot is None else snapshot.title)
+        snapshot = None if snapshot is None else check.check_snapshot(snapshot)
+        pinned = None if pinned is None else check.check_pinned(pinned)
         with self._tx() as db:
             row = self._teacher(db, code, token)
             code = row[0]
@@ -145,9 +144,10 @@ class SQLiteStore(ClassStore):
                     db.execute("INSERT INTO questions VALUES (?, ?, ?, ?, 0)",
                                (code, qid, key, records.snapshot_json(snapshot)))
             new_pin = json.dumps(asdict(pinned)) if pinned is not None else row[1]
-            if (row[2], row[3], row[1]) != (step, qid, new_pin):
-                db.execute("UPDATE classes SET step = ?, question = ?, pinned = ?, "
-                           "version = version + 1 WHERE code = ?", (step, qid, new_pin, code))
+            if (row[2], row[3], row[1], row[9]) != (step, qid, new_pin, title):
+                db.execute("UPDATE classes SET step = ?, question = ?, pinned = ?, title = ?, "
+                           "version = version + 1 WHERE code = ?",
+                           (step, qid, new_pin, title, code))
             return self._info(self._row(db, code))
 
     def reveal(self, code: str, token: str) -> ClassInfo:
@@ -206,15 +206,18 @@ class SQLiteStore(ClassStore):
             raise NotFound("This class has no such question.")
         return Question(question, records.snapshot_from_json(found[0]), bool(found[1]))
 
+    def joined(self, code: str) -> int:
+        with self._lock:
+            row = self._row(self._db, code)
+            return self._db.execute("SELECT count(*) FROM students WHERE code = ?",
+                                    (row[0],)).fetchone()[0]
+
     def tally(self, code: str, question: int) -> Tally:
         with self._lock:
-            q = self.question(code, question)
-            code = codes.normalize_code(code)
-            joined = self._db.execute("SELECT count(*) FROM students WHERE code = ?",
-                                      (code,)).fetchone()[0]
+            q, joined = self.question(code, question), self.joined(code)
             values = [v for (v,) in self._db.execute(
-                "SELECT value FROM answers WHERE code = ? AND question = ? ORDER BY value",
-                (code, question))]
+                "SELECT value FROM answers WHERE code = ? AND question = ?",
+                (codes.normalize_code(code), question))]
         return records.tally_of(q, joined, values)
 
     # ---- a student ----
@@ -222,7 +225,7 @@ class SQLiteStore(ClassStore):
         lim = self.limits
         if not codes.valid_id(student):
             raise BadInput("This browser's student id is malformed: reload the page.")
-        nickname = clean_nickname(nickname)
+        nickname = check.clean_nickname(nickname)
         with self._tx() as db:
             key = f"join:{client}"
             if wait := self._wait_s(db, key, lim.join_failures, lim.join_window_s, count=False):
@@ -257,7 +260,7 @@ class SQLiteStore(ClassStore):
                ) -> float:
         lim = self.limits
         q = self.question(code, question)
-        value = answer_value(q.snapshot, value)
+        value = check.answer_value(q.snapshot, value)
         with self._tx() as db:
             row = self._row(db, code)
             if row[4]:

@@ -10,7 +10,7 @@ Deleting a class deletes its questions, students and answers (foreign keys).
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes(code TEXT PRIMARY KEY, teacher TEXT NOT NULL,
   pinned TEXT NOT NULL, step INTEGER NOT NULL, question INTEGER, ended INTEGER NOT NULL,
-  created REAL NOT NULL, expires REAL NOT NULL, version INTEGER NOT NULL);
+  created REAL NOT NULL, expires REAL NOT NULL, version INTEGER NOT NULL, title TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS classes_expire ON classes(expires);
 CREATE TABLE IF NOT EXISTS questions(code TEXT NOT NULL REFERENCES classes ON DELETE CASCADE,
   id INTEGER NOT NULL, key TEXT NOT NULL, snapshot TEXT NOT NULL, revealed INTEGER NOT NULL,
@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS hits(key TEXT PRIMARY KEY, start REAL NOT NULL,
   count INTEGER NOT NULL);
 """
 CLASS_ROW = ("SELECT c.code, c.pinned, c.step, c.question, c.ended, c.created, c.expires, "
-             "c.version, coalesce(q.revealed, 0), c.teacher FROM classes c LEFT JOIN questions q "
-             "ON q.code = c.code AND q.id = c.question WHERE c.code = ? AND c.expires > ?")
+             "c.version, coalesce(q.revealed, 0), c.title, c.teacher FROM classes c "
+             "LEFT JOIN questions q ON q.code = c.code AND q.id = c.question "
+             "WHERE c.code = ? AND c.expires > ?")
 STATEMENTS = [s for s in SCHEMA.split(";") if s.strip()]

@@ -51,10 +51,11 @@ class ClassStore(abc.ABC):
 
     @abc.abstractmethod
     def open_step(self, code: str, token: str, step: int, snapshot: Snapshot | None,
-                  pinned: Pinned | None = None) -> ClassInfo:
-        """Move the class to ``step`` and its question (the same question opened again, by
-        ``snapshot.key``, keeps its answers and whether it was revealed); ``pinned`` records
-        new settings when the teacher changed them."""
+                  pinned: Pinned | None = None, title: str = "") -> ClassInfo:
+        """Move the class to ``step`` (titled ``title``, or its question's title) and its
+        question (the same question opened again, by ``snapshot.key``, keeps its answers and
+        whether it was revealed); ``pinned`` records new settings when the teacher changed
+        them. Nothing changes when the class is there already."""
 
     @abc.abstractmethod
     def reveal(self, code: str, token: str) -> ClassInfo:
@@ -86,6 +87,10 @@ class ClassStore(abc.ABC):
     @abc.abstractmethod
     def question(self, code: str, question: int) -> Question:
         """One question of the class, as it was asked."""
+
+    @abc.abstractmethod
+    def joined(self, code: str) -> int:
+        """How many students have joined the class."""
 
     @abc.abstractmethod
     def tally(self, code: str, question: int) -> Tally:

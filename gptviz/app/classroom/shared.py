@@ -1,0 +1,32 @@
+"""What the teacher's and the students' pages share: the one store of this server process,
+who is asking (for the rate limits), and the refresh interval of live views."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from gptviz.classroom.paths import DATA_ENV
+from gptviz.classroom.store import STORE_ENV, ClassStore, open_store
+
+POLL_S = 1.0  # live views (the projector's count, a student's step) ask the store this often
+
+
+@st.cache_resource(show_spinner=False)
+def _store(url: str, data: str) -> ClassStore:
+    return open_store(url)
+
+
+def class_store() -> ClassStore:
+    """The server's class store (one per process, shared by every session; thread-safe)."""
+    return _store(os.environ.get(STORE_ENV, ""), os.environ.get(DATA_ENV, ""))
+
+
+def client() -> str:
+    """Who is asking, for the rate limits: the connection's address ("local" on this
+    machine, where Streamlit gives none)."""
+    try:
+        return st.context.ip_address or "local"
+    except Exception:  # no browser (a bare script run)
+        return "local"

@@ -1,0 +1,167 @@
+"""The students' Join page, made for a phone: type the code (or arrive from the QR code's
+link), an optional nickname, then the teacher's current step and its question, "Send",
+and after the reveal their answer beside the model's. The page follows the teacher's step
+by asking the store every ``POLL_S`` seconds; it never shows another student's answer.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from gptviz.app.classroom import browser
+from gptviz.app.classroom.shared import POLL_S, class_store, client
+from gptviz.app.lesson.questions import md
+from gptviz.classroom.codes import normalize_code
+from gptviz.classroom.errors import ClassError, NotFound
+from gptviz.classroom.inputs import NICKNAME_CHARS
+from gptviz.classroom.records import Question
+
+JOINED = "class_joined"  # st.session_state: the code this session joined
+NOTE = "class_note"  # st.session_state: what the last Send said, by question
+PHONE_CSS = """<style>
+[data-testid="stSidebar"],[data-testid="stSidebarCollapsedControl"],
+[data-testid="stExpandSidebarButton"],[data-testid="stSidebarNav"]{display:none !important}
+.stMainBlockContainer{max-width:34rem;padding:2.5rem 1rem 3rem}
+.stMainBlockContainer [data-testid="stMarkdownContainer"] p{font-size:1.08rem;line-height:1.5}
+.st-key-class_question [role="radiogroup"] label{padding:.35rem 0}
+.st-key-class_question [role="radiogroup"] p{font-size:1.15rem}
+.gv-class-step{font-size:.95rem;opacity:.75;margin:0}
+</style>"""
+
+
+def join_page() -> None:
+    """The whole page: the join form, or the class this browser joined."""
+    st.html(PHONE_CSS)
+    sid = browser.student_id()
+    code = st.session_state.get(JOINED)
+    raw = st.query_params.get("code")
+    if code is None and raw and (found := normalize_code(raw)) \
+            and class_store().is_member(found, sid):
+        code = st.session_state[JOINED] = found  # a reload, or a phone that slept
+    if code is None:
+        _form(raw, sid)
+    else:
+        _follow(code, sid)
+
+
+def _join(sid: str) -> None:
+    state = st.session_state
+    try:
+        info = class_store().join(state.get("class_code_typed", ""), sid,
+                                  state.get("class_nickname") or None, client())
+    except ClassError as e:
+        state[NOTE] = ("error", str(e))
+        return
+    state[JOINED] = info.code
+    st.query_params["code"] = info.code  # a reload comes back to the class
+
+
+def _form(raw: str | None, sid: str) -> None:
+    st.title("Join the class", anchor=False)
+    if "class_code_typed" not in st.session_state and raw:
+        st.session_state["class_code_typed"] = str(raw)[:64]
+    st.text_input("The code on the projector", key="class_code_typed", max_chars=64,
+                  placeholder="e.g. ACD3FG")
+    st.text_input("A nickname (optional)", key="class_nickname", max_chars=NICKNAME_CHARS,
+                  placeholder="none", help="Only your teacher sees it. No real name needed.")
+    st.button("Join", key="class_join", type="primary", width="stretch", on_click=_join,
+              args=(sid,), icon=":material/login:")
+    kind, text = st.session_state.pop(NOTE, (None, None))
+    if kind == "error":
+        st.error(text, icon=":material/error:")
+    st.caption("You answer the teacher's questions from here; nobody sees your answers but "
+               "you. Your nickname is shown to the teacher only.")
+
+
+def _send(code: str, sid: str, q: Question, key: str) -> None:
+    value = st.session_state.get(key)
+    notes = st.session_state.setdefault(NOTE + "s", {})
+    if value is None:
+        notes[q.id] = ("error", "Choose an answer first." if q.snapshot.kind == "choice" else
+                       "Type a number first.")
+        return
+    try:
+        stored = class_store().answer(code, sid, q.id, value, client())
+    except ClassError as e:
+        notes[q.id] = ("error", str(e))
+        return
+    notes[q.id] = ("ok", f"Sent: **{md(q.snapshot.answer_text(stored))}**. You can change it "
+                         "until the teacher reveals the answer.")
+
+
+@st.fragment(run_every=POLL_S)
+def _follow(code: str, sid: str) -> None:
+    """The teacher's current step, asked of the store at every tick."""
+    store = class_store()
+    try:
+        info = store.get(code)
+    except NotFound:
+        st.warning(f"Class {code} has ended or expired. Thank you for taking part!",
+                   icon=":material/event_busy:")
+        if st.button("Join another class", key="class_again"):
+            st.session_state[JOINED] = None
+            st.query_params.pop("code", None)
+            st.rerun(scope="app")  # the join form is outside this fragment
+        return
+    steps = info.pinned.settings.get("steps")
+    st.html(f'<p class="gv-class-step" data-step="{info.step}">Class {code} · step '
+            f'{info.step}{f" of {steps}" if steps else ""}</p>')
+    st.subheader(info.title or f"Step {info.step}", anchor=False)
+    if info.ended:
+        st.success("The teacher has ended the class. Thank you for taking part!",
+                   icon=":material/celebration:")
+        return
+    if info.question is None:
+        st.info("No question at this step: watch the projector.", icon=":material/tv:")
+        return
+    q = store.question(code, info.question)
+    mine = store.my_answer(code, sid, q.id)
+    if q.revealed:
+        _outcome(q, mine)
+    else:
+        _ask(code, sid, q, mine)
+
+
+def _ask(code: str, sid: str, q: Question, mine: float | None) -> None:
+    s = q.snapshot
+    with st.container(key="class_question"):
+        st.markdown(s.text)
+        key = f"class_answer_{code}_{q.id}"
+        if s.kind == "choice":
+            st.radio("Your answer", list(range(len(s.choices))), key=key,
+                     index=None if mine is None else int(mine),
+                     format_func=lambda i: md(s.choices[i]), label_visibility="collapsed")
+        else:
+            whole = s.value is not None and float(s.value).is_integer() and s.high > 1000
+            st.number_input(f"Your guess{f' ({s.unit})' if s.unit else ''}", key=key,
+                            min_value=int(s.low) if whole else s.low,
+                            max_value=int(s.high) if whole else s.high,
+                            value=None if mine is None else (int(mine) if whole else mine),
+                            step=1 if whole else 0.1, placeholder="a number")
+        st.button("Send", key=f"class_send_{q.id}", type="primary", width="stretch",
+                  icon=":material/send:", on_click=_send, args=(code, sid, q, key))
+    kind, text = st.session_state.get(NOTE + "s", {}).get(q.id, (None, None))
+    if kind == "error":
+        st.error(text, icon=":material/error:")
+    elif mine is not None:
+        st.success(text or f"Sent: **{md(s.answer_text(mine))}**.",
+                   icon=":material/check:")
+
+
+def _outcome(q: Question, mine: float | None) -> None:
+    """Their answer beside the model's, and the short why."""
+    s = q.snapshot
+    model = md(s.model_text())
+    st.markdown(s.text)
+    if mine is None:
+        st.info(f"You did not answer. The model's answer: **{model}**.",
+                icon=":material/visibility:")
+    elif s.kind == "number":
+        st.info(f"Your guess: **{md(s.answer_text(mine))}** · the model's: **{model}**.",
+                icon=":material/straighten:")
+    elif s.right(mine):
+        st.success(f"Your answer, **{model}**, is the model's.", icon=":material/check_circle:")
+    else:
+        st.error(f"You said **{md(s.answer_text(mine))}**; the model's answer is **{model}**.",
+                 icon=":material/cancel:")
+    st.caption(s.why)

@@ -42,9 +42,10 @@ def _setting() -> str | None:
 
 def _request_url() -> str | None:
     try:
-        return st.context.url
+        url = st.context.url
     except Exception:  # no browser (a bare script run)
         return None
+    return url if isinstance(url, str) else None
 
 
 def join_address(code: str) -> JoinAddress:

@@ -46,9 +46,10 @@ def keep(key: str, set_: list[tuple[str, str, int]] = (), clear: list[str] = (),
 def cookie(name: str) -> str | None:
     """A cookie the browser sent when the page connected, or None."""
     try:
-        return st.context.cookies.get(name)
+        value = st.context.cookies.get(name)
     except Exception:  # no browser (a bare script run)
         return None
+    return value if isinstance(value, str) else None
 
 
 def student_id() -> str:

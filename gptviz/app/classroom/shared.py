@@ -27,6 +27,7 @@ def client() -> str:
     """Who is asking, for the rate limits: the connection's address ("local" on this
     machine, where Streamlit gives none)."""
     try:
-        return st.context.ip_address or "local"
+        ip = st.context.ip_address
     except Exception:  # no browser (a bare script run)
-        return "local"
+        ip = None
+    return ip if isinstance(ip, str) and ip else "local"

@@ -198,7 +198,7 @@ def browser_origin() -> str | None:
         url = st.context.url
     except Exception:  # no browser (a bare script run)
         return None
-    return url.split("?")[0].rsplit("/lesson", 1)[0] if url else None
+    return url.split("?")[0].rsplit("/lesson", 1)[0] if isinstance(url, str) else None
 
 
 def _ended(code: str, token: str) -> None:

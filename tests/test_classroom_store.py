@@ -25,7 +25,8 @@ from gptviz.classroom.errors import (
 from gptviz.classroom.inputs import NICKNAME_CHARS, clean_nickname, parse_number
 from gptviz.classroom.records import Pinned, Snapshot
 from gptviz.classroom.sqlite import SQLiteStore
-from gptviz.classroom.store import Limits, open_store
+from gptviz.classroom.store import Limits
+from gptviz.classroom.stores import open_store
 
 PIN = Pinned("mathematics-char", "The sum of two even numbers", {"layer": 0, "T": 1.0})
 CHOICE = Snapshot(1, "Text → tokens", "How many tokens?", "choice", ("1", "2", "3"), 1,

@@ -8,7 +8,8 @@ import os
 import streamlit as st
 
 from gptviz.classroom.paths import DATA_ENV
-from gptviz.classroom.store import STORE_ENV, ClassStore, open_store
+from gptviz.classroom.store import ClassStore
+from gptviz.classroom.stores import STORE_ENV, open_store
 
 POLL_S = 1.0  # live views (the projector's count, a student's step) ask the store this often
 

@@ -3,9 +3,9 @@ Join page as ``streamlit_client.ProtocolSession``s, plus what a class needs of a
 
 ``ClassSession`` adds to a session what the pages use: a button's one-shot trigger
 (``press``), a choice in a radio group (``choose``, by its label), a number box
-(``number``), a toggle, the cookies a browser keeps (the ``gptviz.class_cookies`` component's writes are kept and
-sent with the next connection, as a reload does) and a fragment's timer (``poll``: what a
-browser does every ``run_every``).
+(``number``), a toggle, the cookies a browser keeps (what the ``gptviz.class_cookies``
+component writes is kept and sent with the next connection, as a reload does) and a
+fragment's timer (``poll``: what a browser does every ``run_every``).
 """
 
 from __future__ import annotations

@@ -58,14 +58,15 @@ def join_address(code: str) -> JoinAddress:
                            f"{URL_ENV} to the address students can reach.")
     warning = ""
     if source == "lan" and is_loopback(st.get_option("server.address") or "0.0.0.0"):
-        warning = ("The server listens on this machine only: restart it with "
-                   "`streamlit run app.py --server.address 0.0.0.0` so phones can reach it.")
+        warning = ("Phones cannot reach this server: it listens on this machine only. "
+                   "Restart it with `--server.address 0.0.0.0`.")
     return JoinAddress(join_url(base, code), base, source, warning)
 
 
-def qr_svg(url: str, px: int) -> str:
-    """The QR code of ``url`` as inline SVG, ``px`` wide, black on white with a quiet zone."""
-    svg = segno.make(url, error="m").svg_inline(scale=4, border=3, omitsize=True,
-                                                dark="#000", light="#fff")
-    return (f'<div class="gv-qr" style="width:{int(px)}px;max-width:100%;line-height:0" '
-            f'title="{html.escape(url)}">{svg}</div>')
+def qr_image(url: str, px: int) -> str:
+    """The QR code of ``url`` as an ``<img>`` of SVG (a data URI: the page's HTML keeps
+    images, not inline SVG), ``px`` wide, black on white with its quiet zone."""
+    uri = segno.make(url, error="m").svg_data_uri(scale=4, border=3, dark="#000",
+                                                  light="#fff")
+    return (f'<img class="gv-qr" src="{uri}" width="{int(px)}" height="{int(px)}" '
+            f'alt="QR code of {html.escape(url)}" title="{html.escape(url)}">')

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from gptviz.classroom.records import Tally, number_text
 
-MODEL, CLASS, OTHER = "#ff7f0e", "#1f77b4", "#9aa5b8"  # the model's answer, the class, the rest
+MODEL, CLASS, MEDIAN = "#ff7f0e", "#1f77b4", "#0b2f66"  # the model's answer, the class
 HEIGHT = 260
 MAX_BINS = 12
 
@@ -63,6 +63,7 @@ def choice_figure(t: Tally) -> go.Figure:
                            hovertemplate="%{x}: %{y}<extra></extra>"))
     fig.update_yaxes(title="students", rangemode="tozero", dtick=max(1, max(t.counts,
                                                                           default=1) // 5))
+    fig.update_xaxes(type="category")  # "107" is a choice's text, not a position
     title = (f"{t.answered} of {t.joined} answered · {t.right} chose the model's answer "
              f"<span style='color:{MODEL}'>■ {html.escape(s.model_text())}</span>")
     if not t.answered:
@@ -87,16 +88,17 @@ def number_figure(t: Tally) -> go.Figure:
     median, q1, q3 = spread(t.values)
     top = float(counts.max())
     fig.add_vrect(x0=q1, x1=q3, fillcolor=CLASS, opacity=0.12, line_width=0)
-    fig.add_vline(x=median, line=dict(color=CLASS, dash="dash", width=2))
+    fig.add_vline(x=median, line=dict(color=MEDIAN, dash="dash", width=3))
+    fig.add_annotation(x=median, y=top, yshift=14, text="class median", showarrow=False,
+                       font=dict(color=MEDIAN, size=13), xanchor="right", bgcolor="white")
     fig.add_vline(x=model, line=dict(color=MODEL, width=4))
     fig.add_annotation(x=model, y=top, yshift=14, text=f"model {number_text(model, s.unit)}",
                        showarrow=False, font=dict(color=MODEL, size=15), bgcolor="white")
     fig.update_yaxes(title="guesses", rangemode="tozero", dtick=max(1, int(top) // 5))
     fig.update_xaxes(title=s.unit or "guess")
     return _layout(fig, f"{t.answered} of {t.joined} guessed · class median "
-                        f"{number_text(median, s.unit)} (middle half {number_text(q1)} – "
-                        f"{number_text(q3, s.unit)}) · <span style='color:{MODEL}'>model "
-                        f"{number_text(model, s.unit)}</span>")
+                        f"{number_text(median, s.unit)} · middle half {number_text(q1)} – "
+                        f"{number_text(q3, s.unit)}")
 
 
 def answers_figure(t: Tally) -> go.Figure:

@@ -9,7 +9,7 @@ import html
 import pandas as pd
 import streamlit as st
 
-from gptviz.app.classroom.address import SOURCES, join_address, qr_svg
+from gptviz.app.classroom.address import SOURCES, join_address, qr_image
 from gptviz.app.classroom.figures import answers_figure, spread
 from gptviz.app.classroom.shared import POLL_S, class_store
 from gptviz.app.lesson.view import plain
@@ -19,8 +19,12 @@ from gptviz.classroom.records import Results, Tally, number_text
 
 QR_PX, BIG_QR_PX = 150, 420
 CSS = """<style>
-.st-key-class_bar{gap:.4rem}
+.st-key-class_bar{gap:.4rem;padding:.6rem .8rem}
+.gv-join{display:flex;gap:.9rem;align-items:center}
+.gv-join-big{flex-direction:column}
 .gv-class-code{font-size:2.1rem;font-weight:700;letter-spacing:.18em;line-height:1.1}
+.gv-join-big .gv-class-code{font-size:3.2rem}
+.gv-class-how{font-size:.85rem;opacity:.7;line-height:1.3;margin-top:.2rem}
 .gv-class-count{font-size:2.4rem;font-weight:700;line-height:1.1}
 .gv-class-count small{font-size:1.1rem;font-weight:400;opacity:.75}
 .gv-class-url{font-size:.95rem;overflow-wrap:anywhere}
@@ -28,16 +32,15 @@ CSS = """<style>
 
 
 def join_card(code: str, big: bool = False) -> None:
-    """The code, the address (and where it came from, so the teacher can check it) and
-    the QR code of the students' link."""
+    """The QR code of the students' link beside the code and the address (and where the
+    address came from, so the teacher can check it)."""
     where = join_address(code)
-    if where.url:
-        st.html(qr_svg(where.url, BIG_QR_PX if big else QR_PX))
-    st.html(f'<div class="gv-class-code" data-code="{code}">{code}</div>'
-            + (f'<div class="gv-class-url">{html.escape(where.url)}</div>' if where.url else ""))
-    if where.url:
-        st.caption(f"Students scan the code, or open {where.base}/join and type {code}. "
-                   f"The address is {SOURCES[where.source]}.")
+    qr = qr_image(where.url, BIG_QR_PX if big else QR_PX) if where.url else ""
+    how = (f'<div class="gv-class-url">{html.escape(where.base)}/join</div>'
+           f'<div class="gv-class-how">Scan the code, or open this address and type the code. '
+           f"The address is {SOURCES[where.source]}.</div>") if where.url else ""
+    st.html(f'<div class="gv-join{" gv-join-big" if big else ""}">{qr}<div>'
+            f'<div class="gv-class-code" data-code="{code}">{code}</div>{how}</div></div>')
     if where.warning:
         st.warning(where.warning, icon=":material/wifi_off:")
 

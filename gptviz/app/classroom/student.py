@@ -25,7 +25,6 @@ PHONE_CSS = """<style>
 .stMainBlockContainer [data-testid="stMarkdownContainer"] p{font-size:1.08rem;line-height:1.5}
 .st-key-class_question [role="radiogroup"] label{padding:.35rem 0}
 .st-key-class_question [role="radiogroup"] p{font-size:1.15rem}
-.gv-class-step{font-size:.95rem;opacity:.75;margin:0}
 </style>"""
 
 
@@ -104,8 +103,7 @@ def _follow(code: str, sid: str) -> None:
             st.rerun(scope="app")  # the join form is outside this fragment
         return
     steps = info.pinned.settings.get("steps")
-    st.html(f'<p class="gv-class-step" data-step="{info.step}">Class {code} · step '
-            f'{info.step}{f" of {steps}" if steps else ""}</p>')
+    st.caption(f"Class {code} · step {info.step}{f' of {steps}' if steps else ''}")
     st.subheader(info.title or f"Step {info.step}", anchor=False)
     if info.ended:
         st.success("The teacher has ended the class. Thank you for taking part!",

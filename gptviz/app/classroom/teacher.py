@@ -141,15 +141,17 @@ def drive(top: Top, ls: Lesson, step: int, sv: StepView) -> StepView:
 
 
 def _bar(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> None:
-    """The class bar above the step: joining, the count or the answers, the controls."""
+    """The class bar above the step: how to join, the count or the answers, the controls."""
     st.html(projector.CSS)
+    show = st.session_state.get("class_show_join", True)
     with st.container(border=True, key="class_bar"):
-        join, middle, controls = st.columns([1.1, 2.7, 1.2], gap="medium")
+        join, middle, controls = st.columns([2.0, 2.6, 1.4] if show else [0.9, 3.7, 1.4],
+                                            gap="medium", vertical_alignment="center")
         with join:
-            if st.session_state.get("class_show_join", True):
+            if show:
                 projector.join_card(info.code)
             else:
-                st.html(f'<div class="gv-class-code">{info.code}</div>')
+                st.html(f'<div class="gv-class-code" data-code="{info.code}">{info.code}</div>')
         with middle:
             if snap is not None and snap.kind == "number":
                 st.markdown(f"**The class guesses:** {snap.text}")
@@ -157,7 +159,7 @@ def _bar(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> None:
                 projector.revealed_answers(info.code, info.question)
             else:
                 projector.live_count(info.code, info.question)
-        with controls:
+        with controls, st.container(horizontal=True, gap="small"):
             _controls(info, token, snap, step)
 
 
@@ -169,7 +171,9 @@ def _controls(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> 
     if snap is not None and snap.kind == "number" and not info.revealed:
         st.button("Reveal the answer", key=REVEAL, icon=":material/visibility:",
                   type="primary", on_click=_act, args=("reveal",), help="Or press R.")
-    st.toggle("Show how to join", value=True, key="class_show_join")
+    with st.popover("Join", icon=":material/qr_code_2:", help="The QR code, larger"):
+        st.toggle("Show how to join in the bar", value=True, key="class_show_join")
+        projector.join_card(info.code, big=True)
     people = class_store().students(info.code, token)
     with st.popover(f"Students ({len(people)})", icon=":material/group:"):
         st.caption("Nicknames are shown to you only; hide one and it is hidden everywhere.")
@@ -180,13 +184,14 @@ def _controls(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> 
                         disabled=not s.nickname)
     query = urlencode({k: v for k, v in st.query_params.to_dict().items()})
     origin = (browser_origin() or "").rstrip("/")
-    st.download_button("Save the teacher link", key="class_link", icon=":material/key:",
+    st.download_button("Teacher link", key="class_link", icon=":material/key:",
                        data=f"{origin}/lesson?{query}#teacher={info.code}.{token}\n",
                        file_name=f"gptviz-class-{info.code}-teacher-link.txt",
                        mime="text/plain", on_click="ignore",
-                       help="A private link that gives this class's controls back in another "
-                            "browser. Keep it to yourself: it is never shown on screen.")
-    with st.popover("End the class", icon=":material/stop_circle:"):
+                       help="Save a private link that gives this class's controls back in "
+                            "another browser. Keep it to yourself: it is never shown on "
+                            "screen.")
+    with st.popover("End", icon=":material/stop_circle:", help="End the class"):
         st.markdown("Answers close and the projector shows the class's results.")
         st.button("End the class now", key="class_end", type="primary", on_click=_act,
                   args=("end",))

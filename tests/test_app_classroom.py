@@ -167,7 +167,7 @@ def test_the_teacher_starts_drives_reveals_and_ends_a_class():
     assert info.pinned.model == MODELS[-1] and info.pinned.prompt and info.step == 1
     page = everything(at)
     assert f'data-code="{code}"' in page and 'class="gv-qr" src="data:image/svg+xml' in page
-    assert f'title="http://' in page and f'/join?code={code}"' in page  # the QR's link
+    assert 'title="http://' in page and f'/join?code={code}"' in page  # the QR's link
     assert token not in page  # never shown, never in a link on the page
     students = [codes.new_student_id() for _ in range(3)]
     for s, nick in zip(students, ["Ada", "Bo", "<i>Cy</i>"], strict=True):

@@ -80,9 +80,12 @@ class ClassSession(sc.ProtocolSession):
         self.keep_cookies(run)
         return run
 
-    async def poll(self, run: sc.Run) -> sc.Run:
-        """What the browser's timer does for the page's first fragment: rerun it alone."""
-        fragment = next(iter(sorted(set(run.fragments.values()))), "")
+    async def poll(self, run: sc.Run, marker: str = "") -> sc.Run:
+        """What the browser's timer does for a fragment: rerun it alone (the one that drew
+        text containing ``marker``, else the page's first)."""
+        fragment = next((run.fragments[p] for p, (k, e) in sorted(run.elements.items())
+                         if p in run.fragments and k in sc.TEXT_KINDS
+                         and marker in str(getattr(e, "body", ""))), "")
         out = await self._rerun(run, fragment) if fragment else run
         self.keep_cookies(out)
         return out

@@ -177,6 +177,9 @@ def test_the_teacher_starts_drives_reveals_and_ends_a_class():
         class_store().answer(code, s, q.id, choice, "phone")
     rerun(at)
     assert 'data-answered="3"' in everything(at)
+    at.checkbox(key=f"class_hide_{students[2]}").check()  # the teacher hides a nickname
+    rerun(at)
+    assert [s.hidden for s in class_store().students(code, token)] == [False, False, True]
     at.button(key="lesson_reveal").click()  # the lesson's own Reveal reveals to the class
     rerun(at)
     assert class_store().get(code).phase == "revealed"
@@ -195,7 +198,7 @@ def test_the_teacher_starts_drives_reveals_and_ends_a_class():
     at.toggle(key="class_per_student").set_value(True)
     rerun(at)
     (per_student,) = [t.value for t in tables(at) if "student" in t.value.columns]
-    assert per_student["student"].tolist() == ["Ada", "Bo", "<i>Cy</i>"]  # as plain text
+    assert per_student["student"].tolist() == ["Ada", "Bo", "student 3"]  # Cy's was hidden
     assert token not in everything(at)
 
 

@@ -131,12 +131,15 @@ def measure(n: int, args) -> dict:
         server = Server(log="class-session")
         rss = Rss(server.proc.pid)
         try:
-            teacher = ClassSession(server.ws, args.timeout)
+            teacher = ClassSession(server.ws, max(args.timeout, 180))  # a cold first load
 
             async def start() -> tuple[str, dict]:
                 await teacher.connect()
-                run = await teacher.press(await teacher.open("lesson", f"model={MODEL}"),
-                                          "class_start")
+                run = await teacher.open("lesson", f"model={MODEL}")
+                if teacher.widget(run, "class_start") is None:
+                    raise SystemExit(f"the Lesson shows no 'Start a class' ({run.status}): "
+                                     f"{page_text(run)[-300:]}")
+                run = await teacher.press(run, "class_start")
                 await teacher.close()
                 return class_code(run), dict(teacher.cookies)
 

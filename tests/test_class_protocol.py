@@ -55,14 +55,13 @@ def run_code(run) -> str:
     return page_text(run).split("Class ", 1)[1][:6]
 
 
-async def until(s: ClassSession, run, done, marker: str = "", polls: int = 30):
-    """Poll the page's fragment that shows ``marker`` (as the browser's timer does) until
-    ``done(run)``."""
+async def until(s: ClassSession, run, done, polls: int = 30):
+    """Let the page's timers rerun its fragments (as the browser does) until ``done(run)``."""
     for _ in range(polls):
         if done(run):
             return run
         await asyncio.sleep(0.3)
-        run = await s.poll(run, marker)
+        run = await s.poll(run)
     return run
 
 
@@ -101,7 +100,7 @@ async def _first_half(ws: str):
         final = await answer(s, first, qid, choices[k])
         assert "Sent:" in page_text(final), page_text(final)[-300:]
     await asyncio.gather(*(send(k) for k in range(STUDENTS)))
-    trun = await until(t, trun, lambda r: count(r) == (STUDENTS, STUDENTS), "gv-class-count")
+    trun = await until(t, trun, lambda r: count(r) == (STUDENTS, STUDENTS))
     assert count(trun) == (STUDENTS, STUDENTS)  # the projector's live count, exact
     expected = tuple(choices.count(i) for i in range(n))
     assert store.tally(code, qid).counts == expected

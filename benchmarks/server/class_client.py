@@ -80,15 +80,13 @@ class ClassSession(sc.ProtocolSession):
         self.keep_cookies(run)
         return run
 
-    async def poll(self, run: sc.Run, marker: str = "") -> sc.Run:
-        """What the browser's timer does for a fragment: rerun it alone (the one that drew
-        text containing ``marker``, else the page's first)."""
-        fragment = next((run.fragments[p] for p, (k, e) in sorted(run.elements.items())
-                         if p in run.fragments and k in sc.TEXT_KINDS
-                         and marker in str(getattr(e, "body", ""))), "")
-        out = await self._rerun(run, fragment) if fragment else run
-        self.keep_cookies(out)
-        return out
+    async def poll(self, run: sc.Run) -> sc.Run:
+        """What the browser's timers do: rerun each fragment that has one (``run_every``),
+        alone; the page's run is carried over."""
+        for fragment in list(self.timers):
+            run = await self._rerun(run, fragment, auto=True)
+            self.keep_cookies(run)
+        return run
 
     def keep_cookies(self, run: sc.Run) -> None:
         """Keep what the cookie component of ``run`` writes, as the browser's script does."""

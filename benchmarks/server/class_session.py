@@ -106,10 +106,10 @@ async def crowd(ws: str, code: str, qid: int, n: int, args) -> dict:
     start, seen_all, counts = time.monotonic(), None, []
     while time.monotonic() - start < args.window + 30:
         await asyncio.sleep(POLL_S)
-        trun = await teacher.poll(trun, 'class="gv-class-count"')
+        trun = await teacher.poll(trun)
         shown = count(trun)
         counts.append((time.monotonic() - start, shown))
-        if shown and shown[0] == n:
+        if shown and shown[0] == n + 1:  # the crowd, and the student alone before it
             seen_all = time.monotonic()
             break
     lag = seen_all - max(stored_at) if seen_all and stored_at else float("nan")

@@ -1,7 +1,8 @@
 """The students' Join page, made for a phone: type the code (or arrive from the QR code's
 link), an optional nickname, then the teacher's current step and its question, "Send",
-and after the reveal their answer beside the model's. The page follows the teacher's step
-by asking the store every ``POLL_S`` seconds; it never shows another student's answer.
+and after the reveal their answer beside the model's. The page follows the teacher's step: a
+timer asks the store every ``POLL_S`` seconds whether anything changed, and only then is
+the page drawn again. It never shows another student's answer.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def join_page() -> None:
     if code is None:
         _form(raw, sid)
     else:
-        _follow(code, sid)
+        _watch(code, _show(code, sid))
 
 
 def _join(sid: str) -> None:
@@ -88,9 +89,11 @@ def _send(code: str, sid: str, q: Question, key: str) -> None:
                          "until the teacher reveals the answer.")
 
 
-@st.fragment(run_every=POLL_S)
-def _follow(code: str, sid: str) -> None:
-    """The teacher's current step, asked of the store at every tick."""
+@st.fragment
+def _show(code: str, sid: str) -> int | None:
+    """The teacher's current step, its question and this student's answer; returns the
+    class's version drawn (None when the class is gone). A fragment: choosing and sending
+    redraw this part only."""
     store = class_store()
     try:
         info = store.get(code)
@@ -98,26 +101,43 @@ def _follow(code: str, sid: str) -> None:
         st.warning(f"Class {code} has ended or expired. Thank you for taking part!",
                    icon=":material/event_busy:")
         if st.button("Join another class", key="class_again"):
-            st.session_state[JOINED] = None
-            st.query_params.pop("code", None)
-            st.rerun(scope="app")  # the join form is outside this fragment
-        return
+            _leave()
+            st.rerun(scope="app")  # the form is outside this fragment
+        return None
     steps = info.pinned.settings.get("steps")
     st.caption(f"Class {code} · step {info.step}{f' of {steps}' if steps else ''}")
     st.subheader(info.title or f"Step {info.step}", anchor=False)
     if info.ended:
         st.success("The teacher has ended the class. Thank you for taking part!",
                    icon=":material/celebration:")
-        return
-    if info.question is None:
+    elif info.question is None:
         st.info("No question at this step: watch the projector.", icon=":material/tv:")
-        return
-    q = store.question(code, info.question)
-    mine = store.my_answer(code, sid, q.id)
-    if q.revealed:
-        _outcome(q, mine)
     else:
-        _ask(code, sid, q, mine)
+        q = store.question(code, info.question)
+        mine = store.my_answer(code, sid, q.id)
+        if q.revealed:
+            _outcome(q, mine)
+        else:
+            _ask(code, sid, q, mine)
+    return info.version
+
+
+@st.fragment(run_every=POLL_S)
+def _watch(code: str, drawn: int | None) -> None:
+    """Every ``POLL_S`` seconds, one read of the store: when the teacher has changed the
+    class since the page was drawn (a step, a reveal, the end), the page is drawn again.
+    It draws nothing itself, so a tick costs the server one small query."""
+    try:
+        now = class_store().get(code).version
+    except ClassError:
+        now = None
+    if now != drawn:
+        st.rerun(scope="app")
+
+
+def _leave() -> None:
+    st.session_state[JOINED] = None
+    st.query_params.pop("code", None)
 
 
 def _ask(code: str, sid: str, q: Question, mine: float | None) -> None:

@@ -5,7 +5,7 @@
 For each N, a new ``streamlit run app.py`` (headless, loopback, its class store in a
 temporary data folder) gets a teacher who starts a class in the Lesson, then N students
 (websocket sessions, ``class_client.py``) who join from the code. Every page polls as its
-browser would (``shared.POLL_S``): the projector's live count, each student's page. Then
+browser would (``shared.POLL_S``, ``FOLLOW_S``): the projector's live count, each phone. Then
 each student chooses and sends an answer at a random moment of the ``--window``; the
 teacher reveals; every student's page shows the outcome. Times are the server's script runs
 as the client sees them over loopback (a rerun sent to its script_finished).
@@ -34,7 +34,14 @@ from benchmarks.server.class_client import ClassSession, class_code, count, page
 from benchmarks.server.crowd import pct
 
 MODEL = "mathematics-char"
-POLL_S = 1.0  # gptviz.app.classroom.shared.POLL_S: what the browsers' fragment timers do
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+POLL_S, FOLLOW_S = 1.0, 1.5  # gptviz.app.classroom.shared: the projector's and phones' timers
 
 
 async def _answer(s: ClassSession, run, code: str, qid: int, choice: int) -> tuple:
@@ -64,6 +71,7 @@ async def crowd(ws: str, code: str, qid: int, n: int, args) -> dict:
     trun = await teacher.open("lesson", f"model={MODEL}&step=1")
     joined, ready, stop = [], asyncio.Event(), asyncio.Event()
     sends, polls, failures, stored_at, outcome_at = [], [], [], [], []
+    runs = [0]  # every script run the crowd asked for (joins, polls, choices, Sends)
     state = {"reveal_at": None}
 
     async def student(k: int) -> None:
@@ -72,6 +80,7 @@ async def crowd(ws: str, code: str, qid: int, n: int, args) -> dict:
             await s.connect()
             await asyncio.sleep(k * args.stagger / n)
             run = await s.press(await s.open("join", f"code={code}"), "class_join")
+            runs[0] += 2
             joined.append(k)
             if len(joined) == n:
                 ready.set()
@@ -81,15 +90,17 @@ async def crowd(ws: str, code: str, qid: int, n: int, args) -> dict:
                 if not sent and time.monotonic() >= answer_at:
                     run, seconds = await _answer(s, run, code, qid, k % 3)
                     sends.append(seconds)
+                    runs[0] += 2
                     stored_at.append(time.monotonic())
                     sent = "Sent:" in page_text(run)
                     if not sent:
                         failures.append(f"student {k}: {page_text(run)[-120:]!r}")
                         sent = True
                     continue
-                await asyncio.sleep(POLL_S)
+                await asyncio.sleep(FOLLOW_S)
                 run = await s.poll(run)
                 polls.append(run.seconds)
+                runs[0] += 1
                 if run.status != "ok" or run.exceptions:
                     failures.append(f"student {k}: poll {run.status} {run.exceptions[:1]}")
                 if state["reveal_at"] and "the model's" in page_text(run):
@@ -120,7 +131,7 @@ async def crowd(ws: str, code: str, qid: int, n: int, args) -> dict:
     stop.set()
     await asyncio.gather(*done[1], return_exceptions=True)
     await teacher.close()
-    return {"n": n, "send": sends, "poll": polls, "count_lag_s": lag,
+    return {"n": n, "send": sends, "poll": polls, "count_lag_s": lag, "runs": runs[0],
             "count_shown": counts[-1][1] if counts else None, "reveal_run_s": reveal_run,
             "outcome_s": outcome_at, "failures": failures}
 
@@ -149,8 +160,10 @@ def measure(n: int, args) -> dict:
             store = SQLiteStore(Path(data) / "classes.sqlite3")
             qid = store.get(code).question
             reference = asyncio.run(alone(server.ws, code, qid, args.reps, args.timeout))
-            idle = rss.now()
+            idle, cpu0, t0 = rss.now(), cpu_s(server.proc.pid), time.monotonic()
             result = asyncio.run(crowd(server.ws, code, qid, n, args))
+            result["cpu_s"] = cpu_s(server.proc.pid) - cpu0
+            result["wall_s"] = time.monotonic() - t0
             result["rss_mb"] = {"idle": idle, "peak": rss.peak, "end": rss.now()}
             tally = store.tally(code, qid)
             result["stored"] = tally.answered - 1  # the reference student answered too
@@ -168,7 +181,7 @@ def report(results: list[dict], args) -> str:
     def three(xs: list[float]) -> str:
         return " | ".join(f"{pct(xs, q):.3f}" for q in (0.5, 0.95, 1.0)) if xs else "– | – | –"
     lines = [f"{machine()}\n", f"Students answer at random moments of a {args.window:g} s "
-             f"window; every page polls every {POLL_S:g} s.\n",
+             f"window; the projector polls every {POLL_S:g} s, each phone every {FOLLOW_S:g} s.\n",
              "| N | Send p50 (s) | p95 | max | alone p50 (s) | p95 ÷ alone p50 | poll p95 (s) "
              "| answers stored | count shows N, s after the last answer | reveal → last "
              "phone (s) | failures |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -179,11 +192,16 @@ def report(results: list[dict], args) -> str:
                      f"{r['stored']} of {r['n']} | {r['count_lag_s']:.2f} | "
                      f"{max(r['outcome_s'], default=float('nan')):.2f} | "
                      f"{len(r['failures'])} |")
-    lines += ["", "| N | RSS idle, class started (MB) | peak | end | per student session (MB) "
-              "| store file per class (kB) |", "|---|---|---|---|---|---|"]
+    lines += ["", "| N | server CPU, whole class (s) | wall (s) | cores busy | script runs | "
+              "CPU per run (ms) | RSS idle, class started (MB) | peak | end | per student "
+              "session (MB) | store file per class (kB) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         m = r["rss_mb"]
-        lines.append(f"| {r['n']} | {m['idle']:.0f} | {m['peak']:.0f} | {m['end']:.0f} | "
+        lines.append(f"| {r['n']} | {r['cpu_s']:.1f} | {r['wall_s']:.0f} | "
+                     f"{r['cpu_s'] / r['wall_s']:.2f} | {r['runs']} | "
+                     f"{1e3 * r['cpu_s'] / max(1, r['runs']):.1f} | {m['idle']:.0f} | "
+                     f"{m['peak']:.0f} | {m['end']:.0f} | "
                      f"{(m['end'] - m['idle']) / r['n']:.2f} | {r['db_kb']:.0f} |")
     lines += [f"- N={r['n']}: {f}" for r in results for f in r["failures"][:5]]
     return "\n".join(lines)

@@ -11,7 +11,9 @@ from gptviz.classroom.paths import DATA_ENV
 from gptviz.classroom.store import ClassStore
 from gptviz.classroom.stores import STORE_ENV, open_store
 
-POLL_S = 1.0  # live views (the projector's count, a student's step) ask the store this often
+POLL_S = 1.0  # the projector's live count asks the store this often
+FOLLOW_S = 1.5  # a student's page asks whether the class changed this often: it follows the
+# teacher within FOLLOW_S plus one redraw, and 100 phones cost 67 small reruns a second
 
 
 @st.cache_resource(show_spinner=False)

@@ -1,7 +1,7 @@
 """The students' Join page, made for a phone: type the code (or arrive from the QR code's
 link), an optional nickname, then the teacher's current step and its question, "Send",
 and after the reveal their answer beside the model's. The page follows the teacher's step: a
-timer asks the store every ``POLL_S`` seconds whether anything changed, and only then is
+timer asks the store every ``FOLLOW_S`` seconds whether anything changed, and only then is
 the page drawn again. It never shows another student's answer.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from gptviz.app.classroom import browser
-from gptviz.app.classroom.shared import POLL_S, class_store, client
+from gptviz.app.classroom.shared import FOLLOW_S, class_store, client
 from gptviz.app.lesson.questions import md
 from gptviz.classroom.codes import normalize_code
 from gptviz.classroom.errors import ClassError, NotFound
@@ -63,14 +63,16 @@ def _form(raw: str | None, sid: str) -> None:
     st.text_input("The code on the projector", key="class_code_typed", max_chars=64,
                   placeholder="e.g. ACD3FG")
     st.text_input("A nickname (optional)", key="class_nickname", max_chars=NICKNAME_CHARS,
-                  placeholder="none", help="Only your teacher sees it. No real name needed.")
+                  placeholder="none", help="Shown only if your teacher lists the answers by "
+                                            "nickname. No real name needed.")
     st.button("Join", key="class_join", type="primary", width="stretch", on_click=_join,
               args=(sid,), icon=":material/login:")
     kind, text = st.session_state.pop(NOTE, (None, None))
     if kind == "error":
         st.error(text, icon=":material/error:")
-    st.caption("You answer the teacher's questions from here; nobody sees your answers but "
-               "you. Your nickname is shown to the teacher only.")
+    st.caption("You answer the teacher's questions from here. The projector shows the "
+               "class's answers counted together, never who chose what, unless your teacher "
+               "lists them by nickname (then without a nickname you are “student 3”).")
 
 
 def _send(code: str, sid: str, q: Question, key: str) -> None:
@@ -122,9 +124,9 @@ def _show(code: str, sid: str) -> int | None:
     return info.version
 
 
-@st.fragment(run_every=POLL_S)
+@st.fragment(run_every=FOLLOW_S)
 def _watch(code: str, drawn: int | None) -> None:
-    """Every ``POLL_S`` seconds, one read of the store: when the teacher has changed the
+    """Every ``FOLLOW_S`` seconds, one read of the store: when the teacher has changed the
     class since the page was drawn (a step, a reveal, the end), the page is drawn again.
     It draws nothing itself, so a tick costs the server one small query."""
     try:

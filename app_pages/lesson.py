@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gptviz.app.classroom.teacher import drive as drive_class
 from gptviz.app.lesson import view
 from gptviz.app.lesson.presenter import HIDE_CONTROLS_CSS
 from gptviz.app.lesson.run import build_lesson
@@ -32,7 +33,8 @@ if presenter:
         view.step_overview(step)
     with top.row.popover("Handout", icon=":material/download:"):
         view.handout_button(lesson)
-view.draw_step(lesson, step, build_step(lesson, step), compact=presenter)
+shown = drive_class(top, lesson, step, build_step(lesson, step))  # a class, if one runs
+view.draw_step(lesson, step, shown, compact=presenter)
 if presenter:
     with top.row.popover("Score", icon=":material/scoreboard:"):
         view.score(lesson)

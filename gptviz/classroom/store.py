@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from gptviz.classroom.records import ClassInfo, Pinned, Question, Results, Snapshot, Student, Tally
 
-STORE_ENV = "GPTVIZ_STORE"  # which store: empty or sqlite:///path (another store: issue 43)
+STORE_ENV = "GPTVIZ_STORE"  # which store: empty, sqlite:///path or redis://...
 
 
 @dataclass(frozen=True)
@@ -125,9 +125,14 @@ class ClassStore(abc.ABC):
         """Release what the store holds open."""
 
 
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
 def open_store(url: str | None = None, limits: Limits | None = None) -> ClassStore:
     """The store a setting names: ``url`` or ``$GPTVIZ_STORE``; empty is SQLite in the data
-    folder (``paths.data_dir()``), ``sqlite:///path/to/file`` a file of one's own."""
+    folder (``paths.data_dir()``), ``sqlite:///path/to/file`` a file of one's own,
+    ``redis://:password@host:port/db`` (or ``rediss://``, ``unix://``) the store that several
+    server processes share (``redis_store.RedisStore``)."""
     from gptviz.classroom.errors import BadInput
     from gptviz.classroom.paths import store_file
     from gptviz.classroom.sqlite import SQLiteStore
@@ -137,5 +142,11 @@ def open_store(url: str | None = None, limits: Limits | None = None) -> ClassSto
         return SQLiteStore(store_file(), limits)
     if url.startswith("sqlite:///"):
         return SQLiteStore(url.removeprefix("sqlite://"), limits)
-    raise BadInput(f"{STORE_ENV}={url!r} names no store this version knows: leave it empty "
-                   "for SQLite in the data folder, or give sqlite:///path/to/classes.sqlite3.")
+    if url.startswith(REDIS_SCHEMES):
+        from gptviz.classroom.redis_store import RedisStore
+
+        return RedisStore.from_url(url, limits)
+    shown = url.split("://", 1)[0] + "://..." if "://" in url else url[:40]  # no password
+    raise BadInput(f"{STORE_ENV}={shown!r} names no store this version knows: leave it empty "
+                   "for SQLite in the data folder, give sqlite:///path/to/classes.sqlite3, or "
+                   "redis://:PASSWORD@HOST:6379/0 for Redis.")

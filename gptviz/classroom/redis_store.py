@@ -246,13 +246,15 @@ class RedisStore(ClassStore):
     def create(self, pinned: Pinned, client: str) -> tuple[ClassInfo, str]:
         pinned, lim = check.check_pinned(pinned), self.limits
         self.purge()
-        if wait := self._wait_s(f"create:{client}", lim.classes_per_client, 3600):
+        key = f"create:{client}"  # counted once the class is allowed, as SQLite's rollback
+        if wait := self._wait_s(key, lim.classes_per_client, 3600, count=False):
             raise RateLimited(f"This device started {lim.classes_per_client} classes in "
                               f"the last hour: wait {_wait(wait)}, or resume one.", wait)
         now = self.clock()
         if self.r.zcount(f"{self.p}classes", f"({now!r}", "+inf") >= lim.live_classes:
             raise Full("The server holds as many classes as it may; try again when one "
                        "ends or expires.")
+        self._wait_s(key, lim.classes_per_client, 3600)
         token, expires = codes.new_token(), now + lim.ttl_s
         fields = {"teacher": codes.token_hash(token), "pinned": json.dumps(asdict(pinned)),
                   "step": 1, "question": "", "ended": 0, "revealed": 0, "created": repr(now),

@@ -14,6 +14,14 @@ does what the frontend does, and nothing more:
 - pages: ``st.navigation`` sends each page's ``page_script_hash``; a page switch is a
   rerun with that hash (and the URL path as ``page_name``), like a click in the sidebar.
 
+Behind a proxy (a lecture hall, ``deploy/serve.py``) a session keeps cookies as a browser
+does for one site (``cookies={}``): it first asks for the page itself (as a browser loads the
+HTML before the script opens its websocket), keeps what ``Set-Cookie`` sets (the proxy's
+``SERVERID``, which replica it is on), and sends them with the websocket's handshake and
+again when it reconnects (``reconnect``: the page's websocket lost, as a browser's after a
+replica dies). ``replicas`` lists the replica that answered each request (the proxy's
+``X-Gptviz-Replica`` header), in order.
+
 A run has finished when ``script_finished`` arrives with any status but "finished early
 for a rerun". ``Run`` keeps, per delta path, the last element drawn there: what the page
 shows once the run is over. ``Server`` (``streamlit run`` on a free loopback port) is
@@ -22,9 +30,11 @@ shows once the run is over. ``Server`` (``streamlit run`` on a free loopback por
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from html import unescape
 
@@ -105,7 +115,10 @@ class ProtocolSession:
     ``timeout_s`` bounds each run; a run that does not finish in time has status "timeout".
     """
 
-    def __init__(self, base_ws: str, timeout_s: float = 60.0) -> None:
+    def __init__(self, base_ws: str, timeout_s: float = 60.0,
+                 cookies: dict[str, str] | None = None, headers: dict[str, str] | None = None
+                 ) -> None:
+        self.base_ws = base_ws
         self.url = f"{base_ws}/_stcore/stream"
         self.timeout_s = timeout_s
         self.ws = None
@@ -114,10 +127,47 @@ class ProtocolSession:
         self.cache: dict[str, ForwardMsg] = {}
         self.query = ""
         self.page = ""
+        self.cookies = cookies  # None: no cookies at all (one server, no proxy)
+        self.headers = headers or {}  # sent with every request
+        self.replicas: list[str] = []  # the replica of each request, where a proxy says it
 
     async def connect(self) -> None:
+        if self.cookies is not None:
+            await asyncio.to_thread(self._get_page)
         self.ws = await websockets.connect(self.url, subprotocols=["streamlit"],
-                                           max_size=None, open_timeout=self.timeout_s)
+                                           max_size=None, open_timeout=self.timeout_s,
+                                           additional_headers=self._headers())
+        self._keep(self.ws.response.headers)
+
+    async def reconnect(self) -> Run:
+        """The websocket again after it was lost (with the cookies kept), then the page
+        again with the widget states the session holds, as the frontend does."""
+        with contextlib.suppress(Exception):
+            await self.ws.close()
+        self.cache.clear()  # a new server session knows none of the old hashes
+        await self.connect()
+        return await self._rerun()
+
+    def _headers(self) -> dict[str, str]:
+        cookie = "; ".join(f"{k}={v}" for k, v in (self.cookies or {}).items())
+        return {**self.headers, **({"Cookie": cookie} if cookie else {})}
+
+    def _get_page(self) -> None:
+        """GET the page's HTML, as a browser does before it opens the websocket."""
+        http = "http" + self.base_ws.removeprefix("ws")
+        request = urllib.request.Request(f"{http}/{self.page}", headers=self._headers())
+        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            response.read()
+            self._keep(response.headers)
+
+    def _keep(self, headers) -> None:
+        """Keep the cookies a response sets and note the replica that sent it."""
+        if self.cookies is not None:
+            for line in headers.get_all("Set-Cookie") or []:
+                name, _, rest = line.partition("=")
+                self.cookies[name.strip()] = rest.split(";")[0].strip()
+        if replica := headers.get("X-Gptviz-Replica"):
+            self.replicas.append(replica)
 
     async def close(self) -> None:
         if self.ws is not None:

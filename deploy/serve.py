@@ -48,6 +48,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,7 +147,7 @@ def max_connections(most: int = 20000) -> int:
 
 
 def haproxy_cfg(bind: str, port: int, backends: list[Backend], log: str = "stdout",
-                maxconn: int | None = None) -> str:
+                maxconn: int | None = None, stats_socket: Path | None = None) -> str:
     """HAProxy's configuration for ``backends`` behind ``bind``:``port``.
 
     Sticky sessions: the proxy picks the replica with the fewest connections for a new
@@ -159,14 +160,18 @@ def haproxy_cfg(bind: str, port: int, backends: list[Backend], log: str = "stdou
     that is out or refuses it is sent to another (``option redispatch``), which the cookie
     then names. Every response says which replica served it (``X-Gptviz-Replica``), and the
     log has one line per request with the cookie it carried and the replica that served it.
+    ``stats_socket``: a Unix socket (this user only) where ``proxy_status`` reads which
+    replicas are up.
     """
+    socket_line = (f"    stats socket {stats_socket} mode 600 level user\n"
+                   if stats_socket else "")
     servers = "\n".join(f"    server {b.name} {b.host}:{b.port} cookie {b.name}"
                         for b in backends)
     return f"""# Written by deploy/serve.py; edits are lost at its next start.
 global
     log {log} format raw local0 info
     maxconn {maxconn or max_connections()}
-
+{socket_line}
 defaults
     mode http
     log global
@@ -174,7 +179,9 @@ defaults
     option dontlognull
     option forwardfor
     option redispatch
-    retries 2
+    retries 3
+    # a replica killed mid-request: try again (elsewhere on the last try), not a 502
+    retry-on conn-failure empty-response response-timeout
     timeout connect 5s
     timeout client 60s
     timeout server 120s
@@ -242,21 +249,25 @@ def replica_command(host: str, port: int) -> list[str]:
 
 # ---- processes ----------------------------------------------------------------------------
 
-def _die_with_parent() -> None:  # (in the child, before exec)
-    """Linux: the child gets SIGTERM if this script dies without stopping it (kill -9)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+def _die_with_parent(sig: int) -> Callable[[], None]:
+    def set_it() -> None:  # (in the child, before exec)
+        with contextlib.suppress(Exception):  # PR_SET_PDEATHSIG (Linux)
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(sig))
+    return set_it
 
 
-def spawn(cmd: list[str], log: Path, env: dict[str, str] | None = None,
-          cwd: Path = ROOT) -> subprocess.Popen:
+def spawn(cmd: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path = ROOT,
+          death: int = signal.SIGKILL) -> subprocess.Popen:
     """Start ``cmd`` in a session of its own (so Ctrl-C in the terminal reaches this script
-    only, which then stops everything in order), its output appended to ``log``."""
+    only, which then stops everything in order), its output appended to ``log``. If this
+    script dies without stopping it (kill -9), the child gets ``death`` (Linux; Redis gets
+    SIGTERM, to write its data out). Call it from the main thread: the child gets ``death``
+    when the thread that started it ends."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         return subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})},
-                                start_new_session=True, preexec_fn=_die_with_parent)
+                                start_new_session=True, preexec_fn=_die_with_parent(death))
 
 
 def stop(proc: subprocess.Popen | None, grace_s: float = 15) -> None:
@@ -296,6 +307,24 @@ def redis_ping(host: str, port: int, password: str, timeout_s: float = 2) -> boo
             return got == b"+OK\r\n+PONG\r\n"
     except OSError:
         return False
+
+
+def proxy_status(sock: Path) -> dict[str, str]:
+    """Each replica's state as the proxy sees it ("UP", "DOWN", "MAINT"...), read from its
+    stats socket; empty when the proxy does not answer."""
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(str(sock))
+            s.sendall(b"show stat\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+    except OSError:
+        return {}
+    rows = [line.split(",") for line in data.decode().splitlines() if line and line[0] != "#"]
+    return {r[1]: r[17].split()[0] for r in rows
+            if len(r) > 17 and r[0] == "replicas" and r[1] not in ("BACKEND", "FRONTEND")}
 
 
 def wait_for(check, timeout_s: float, proc: subprocess.Popen | None = None) -> bool:
@@ -397,7 +426,7 @@ class Hall:
         conf = write_private(self.run / "redis.conf", redis_conf(
             data, self.redis_port, password, self.redis_binds))
         self.procs["redis"] = spawn([need("redis-server", "redis-server"), str(conf)],
-                                    self.logs / "redis.log")
+                                    self.logs / "redis.log", death=signal.SIGTERM)
         self.write_pids()
         if not wait_for(lambda: redis_ping(self.redis_binds[0], self.redis_port, password), 30,
                         self.procs["redis"]):
@@ -412,7 +441,8 @@ class Hall:
 
     def start_proxy(self) -> None:
         cfg = self.run / "haproxy.cfg"
-        cfg.write_text(haproxy_cfg(self.bind, self.port, self.backends))
+        cfg.write_text(haproxy_cfg(self.bind, self.port, self.backends,
+                                   stats_socket=self.run / "haproxy.sock"))
         haproxy = need("haproxy", "haproxy")
         check = subprocess.run([haproxy, "-c", "-q", "-f", str(cfg)], capture_output=True,
                                text=True)

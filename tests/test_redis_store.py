@@ -20,7 +20,8 @@ from gptviz.classroom.errors import ClassError, NotFound
 from gptviz.classroom.records import Pinned, Snapshot
 from gptviz.classroom.redis_store import PAUSED, Paused, RedisStore
 from gptviz.classroom.sqlite import SQLiteStore
-from gptviz.classroom.store import Limits, open_store
+from gptviz.classroom.store import Limits
+from gptviz.classroom.stores import open_store
 from tests.hall_helpers import RedisServer
 
 CHOICE = Snapshot(3, "Ids", "How many **ones**?", "choice", ("4", "5", "100"), 1,

@@ -1,6 +1,6 @@
 """The class store on Redis (``redis-py``): one class seen by every server process of a
 lecture hall, each process a replica behind the same proxy. ``GPTVIZ_STORE=redis://...``
-names it (``store.open_store``).
+names it (``stores.open_store``).
 
 It keeps what the SQLite store keeps and answers the same (``store.ClassStore``), in these
 keys (``prefix`` first, ``gv:`` by default; ``C`` a class's code, ``Q`` a question's id):

@@ -10,12 +10,9 @@ threads of one process.
 from __future__ import annotations
 
 import abc
-import os
 from dataclasses import dataclass
 
 from gptviz.classroom.records import ClassInfo, Pinned, Question, Results, Snapshot, Student, Tally
-
-STORE_ENV = "GPTVIZ_STORE"  # which store: empty, sqlite:///path or redis://...
 
 
 @dataclass(frozen=True)
@@ -123,30 +120,3 @@ class ClassStore(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 (optional: a store that holds nothing open)
         """Release what the store holds open."""
-
-
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-
-
-def open_store(url: str | None = None, limits: Limits | None = None) -> ClassStore:
-    """The store a setting names: ``url`` or ``$GPTVIZ_STORE``; empty is SQLite in the data
-    folder (``paths.data_dir()``), ``sqlite:///path/to/file`` a file of one's own,
-    ``redis://:password@host:port/db`` (or ``rediss://``, ``unix://``) the store that several
-    server processes share (``redis_store.RedisStore``)."""
-    from gptviz.classroom.errors import BadInput
-    from gptviz.classroom.paths import store_file
-    from gptviz.classroom.sqlite import SQLiteStore
-
-    url = (url if url is not None else os.environ.get(STORE_ENV, "")).strip()
-    if not url:
-        return SQLiteStore(store_file(), limits)
-    if url.startswith("sqlite:///"):
-        return SQLiteStore(url.removeprefix("sqlite://"), limits)
-    if url.startswith(REDIS_SCHEMES):
-        from gptviz.classroom.redis_store import RedisStore
-
-        return RedisStore.from_url(url, limits)
-    shown = url.split("://", 1)[0] + "://..." if "://" in url else url[:40]  # no password
-    raise BadInput(f"{STORE_ENV}={shown!r} names no store this version knows: leave it empty "
-                   "for SQLite in the data folder, give sqlite:///path/to/classes.sqlite3, or "
-                   "redis://:PASSWORD@HOST:6379/0 for Redis.")

@@ -147,7 +147,9 @@ def max_connections(most: int = 20000) -> int:
 
 
 def haproxy_cfg(bind: str, port: int, backends: list[Backend], log: str = "stdout",
-                maxconn: int | None = None, stats_socket: Path | None = None) -> str:
+                maxconn: int | None = None, stats_socket: Path | None = None,
+                header: str = "Written by deploy/serve.py; edits are lost at its next start."
+                ) -> str:
     """HAProxy's configuration for ``backends`` behind ``bind``:``port``.
 
     Sticky sessions: the proxy picks the replica with the fewest connections for a new
@@ -167,7 +169,7 @@ def haproxy_cfg(bind: str, port: int, backends: list[Backend], log: str = "stdou
                    if stats_socket else "")
     servers = "\n".join(f"    server {b.name} {b.host}:{b.port} cookie {b.name}"
                         for b in backends)
-    return f"""# Written by deploy/serve.py; edits are lost at its next start.
+    return f"""# {header}
 global
     log {log} format raw local0 info
     maxconn {maxconn or max_connections()}
@@ -204,7 +206,7 @@ backend replicas
     cookie SERVERID insert indirect nocache httponly
     option httpchk GET /_stcore/health
     http-check expect string ok
-    default-server check inter 2s fall 3 rise 2 maxconn 2000
+    default-server check inter 2s fall 3 rise 2 maxconn 2000 init-addr last,libc,none
     timeout check 10s
     http-response set-header X-Gptviz-Replica %[srv_name]
 {servers}
@@ -508,6 +510,19 @@ class Hall:
         self.stop()
 
 
+COMPOSE_REPLICAS = 2  # deploy/compose.yaml's replicas, r1 and r2 (add more: see there)
+
+
+def compose_cfg(replicas: int = COMPOSE_REPLICAS) -> str:
+    """The proxy's configuration for ``deploy/compose.yaml``: replicas named ``r1``, ``r2``...
+    (the compose services) on port 8501; ``deploy/haproxy-compose.cfg`` is this text
+    (``python deploy/serve.py compose-config 4 > deploy/haproxy-compose.cfg`` for 4)."""
+    return haproxy_cfg("*", 8080, [Backend(f"r{i + 1}", f"r{i + 1}", 8501)
+                                   for i in range(replicas)], maxconn=20000,
+                       header="deploy/compose.yaml's proxy, written by python deploy/serve.py "
+                              f"compose-config {replicas}")
+
+
 def replica_main(argv: list[str]) -> None:
     """One replica on this machine for a hall whose proxy and Redis are elsewhere."""
     p = argparse.ArgumentParser(prog="serve.py replica", description=replica_main.__doc__)
@@ -528,10 +543,14 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["replica"]:
         return replica_main(argv[1:])
+    if argv[:1] == ["compose-config"]:
+        return print(compose_cfg(int(argv[1]) if argv[1:] else COMPOSE_REPLICAS), end="")
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="python deploy/serve.py replica --help: a replica "
-                                       "on another machine")
+                                       "on another machine; python deploy/serve.py "
+                                       "compose-config N: the proxy's configuration for "
+                                       "deploy/compose.yaml with N replicas")
     p.add_argument("--replicas", type=int, default=2, help="replicas on this machine")
     p.add_argument("--port", type=int, default=8080, help="the proxy's port (students')")
     p.add_argument("--bind", default="0.0.0.0",

@@ -41,6 +41,7 @@ from tests.helpers import ROOT
 
 pytestmark = pytest.mark.hall
 STUDENTS = 20
+TIMEOUT_S = 120  # per script run (a shared, loaded machine); nothing here is timed
 JOIN_PAGE = (ROOT / "app_pages" / "join.py").is_file()  # issue 42's pages, where merged
 ONES = Snapshot(3, "Ids → one-hot rows", "How many **ones**?", "choice", ("4", "5", "100"), 1,
                 why="Five ones, one per row.", key="ones")
@@ -81,6 +82,18 @@ class HallUnderTest:
             self.fail("serve.py did not start the hall")
         if not serve.wait_for(lambda: self.up() == {"r1", "x1"}, 120):
             self.fail(f"the proxy does not see both replicas up: {self.up()}")
+        asyncio.run(self.warm())
+
+    async def warm(self) -> None:
+        """One run of the first page on each replica at its own address (its first run
+        imports the app's modules), before the students come."""
+        async def one(address: str) -> None:
+            s = sc.ProtocolSession(f"ws://{address}", TIMEOUT_S)
+            await s.connect()
+            await s.open("")
+            await s.close()
+        cfg = (self.run / "haproxy.cfg").read_text()
+        await asyncio.gather(*(one(a) for a in re.findall(r"server \w+ (\S+) cookie", cfg)))
 
     def fail(self, why: str) -> None:
         self.stop()
@@ -146,7 +159,7 @@ def student_id(i: int) -> str:
 
 def test_every_request_of_a_student_reaches_one_replica(hall):
     async def student(i: int) -> tuple[sc.ProtocolSession, list[str]]:
-        s = sc.ProtocolSession("ws" + hall.url.removeprefix("http"), 60, cookies={})
+        s = sc.ProtocolSession("ws" + hall.url.removeprefix("http"), TIMEOUT_S, cookies={})
         await s.connect()  # the page, then its websocket
         run = await s.open("")
         assert run.status == "ok" and not run.exceptions
@@ -179,7 +192,7 @@ async def join_and_answer(url: str, code: str, i: int, choice: int
                           ) -> tuple[sc.ProtocolSession, sc.Run]:
     """A student (an id in a cookie, as the Join page keeps it) joins from the link with the
     code, picks ``choice`` and sends it."""
-    s = sc.ProtocolSession("ws" + url.removeprefix("http"), 60,
+    s = sc.ProtocolSession("ws" + url.removeprefix("http"), TIMEOUT_S,
                            cookies={"gptviz_student": student_id(i)})
     await s.connect()
     run = await s.open("join", f"code={code}")
@@ -238,7 +251,7 @@ def test_the_class_counts_every_student_once_and_a_killed_replica_loses_no_answe
 @pytest.mark.skipif(JOIN_PAGE, reason="with the class pages, the test above kills a replica")
 def test_a_killed_replicas_students_reconnect_through_the_proxy(hall):
     async def student(i: int) -> sc.ProtocolSession:
-        s = sc.ProtocolSession("ws" + hall.url.removeprefix("http"), 60, cookies={})
+        s = sc.ProtocolSession("ws" + hall.url.removeprefix("http"), TIMEOUT_S, cookies={})
         await s.connect()
         assert (await s.open("")).status == "ok"
         return s
@@ -289,3 +302,21 @@ def test_no_secret_is_in_the_repository_and_the_configuration_is_valid(tmp_path)
                              text=True).stdout.split()
     assert not [f for f in tracked if "secret" in f.lower() or f.endswith(".env")]
     assert codes.valid_id(student_id(1))
+
+
+def test_the_compose_files_match_what_serve_py_runs():
+    """deploy/compose.yaml cannot be run here (no container runtime); what can be checked
+    is that its proxy configuration is the one serve.py writes, and that its replicas get
+    the same settings as serve.py's."""
+    assert (ROOT / "deploy" / "haproxy-compose.cfg").read_text() == serve.compose_cfg()
+    yaml = pytest.importorskip("yaml")
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
+    replicas = {k: v for k, v in compose["services"].items() if k.startswith("r")
+                and k != "redis"}
+    assert sorted(replicas) == [f"r{i + 1}" for i in range(serve.COMPOSE_REPLICAS)]
+    for service in replicas.values():
+        assert set(service["environment"]) == set(serve.replica_env("s", "redis://", "t", "u"))
+    proxy_ip = compose["services"]["proxy"]["networks"]["hall"]["ipv4_address"]
+    assert replicas["r1"]["environment"]["GPTVIZ_TRUSTED_PROXIES"] == proxy_ip
+    assert "ports" not in compose["services"]["redis"]  # Redis stays on the private network
+    assert "NOT TESTED HERE" in (ROOT / "deploy" / "compose.yaml").read_text()

@@ -248,6 +248,33 @@ def test_the_class_counts_every_student_once_and_a_killed_replica_loses_no_answe
     assert store.tally(info.code, 1).answered == STUDENTS
 
 
+@pytest.mark.skipif(not JOIN_PAGE, reason="the class pages (issue 42's /join) are not in "
+                                          "this tree: the store's pause is tested alone")
+def test_redis_restarted_the_page_says_paused_and_the_class_resumes(hall):
+    store = hall.store()
+    info, token = store.create(Pinned("m", "p", {"steps": 14}), "teacher")
+    store.open_step(info.code, token, ONES.step, ONES)
+    s, run = asyncio.run(join_and_answer(hall.url, info.code, 99, 2))
+    os.kill(hall.pids()["redis"], signal.SIGTERM)  # serve.py runs with --no-restart
+    serve.wait_for(lambda: not alive(hall.pids()["redis"]), 30)
+    paused = asyncio.run(s._rerun())  # the page's next tick
+    assert paused.status == "ok" and not paused.exceptions
+    assert "class is paused" in shown(paused)
+    redis = serve.spawn([program("redis-server"), str(hall.run / "redis.conf")],
+                        hall.run / "logs" / "redis-again.log", death=signal.SIGTERM)
+    try:
+        env = serve.read_env(hall.run / "hall.env")
+        port = int(env["GPTVIZ_STORE"].rsplit(":", 1)[1].split("/")[0])
+        password = (hall.run / "redis-password").read_text().strip()
+        assert serve.wait_for(lambda: serve.redis_ping("127.0.0.1", port, password), 30)
+        back = asyncio.run(s._rerun())
+        assert back.status == "ok" and not back.exceptions
+        assert "Sent: 100" in shown(back).replace("*", "")  # the answer kept on disk
+        assert store.tally(info.code, 1).counts == (0, 0, 1)
+    finally:
+        serve.stop(redis)
+
+
 @pytest.mark.skipif(JOIN_PAGE, reason="with the class pages, the test above kills a replica")
 def test_a_killed_replicas_students_reconnect_through_the_proxy(hall):
     async def student(i: int) -> sc.ProtocolSession:

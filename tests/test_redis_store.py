@@ -225,6 +225,8 @@ def test_a_restarted_redis_has_every_answer_and_the_class_resumes(redis_server, 
     assert str(away.value) == PAUSED and "paused" in PAUSED and "Nothing is lost" in PAUSED
     redis_server.start()
     assert store.tally(info.code, 1).values == tuple(float(i) for i in range(30))
+    store.answer(info.code, ids(30)[0], 1, 99.5, "10.0.0.1")  # (its script loaded again)
+    assert store.my_answer(info.code, ids(30)[0], 1) == 99.5
     store.reveal(info.code, token)  # the teacher carries on
     assert store.get(info.code).revealed
     assert store.students(info.code, token)[3].nickname == "n3"

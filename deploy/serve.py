@@ -158,10 +158,13 @@ def haproxy_cfg(bind: str, port: int, backends: list[Backend], log: str = "stdou
     (the page, its websocket, media, uploads) goes to the same replica while it is up.
     Websockets: once upgraded, a connection is a tunnel that may be quiet for up to
     ``timeout tunnel`` (Streamlit pings every ``PING_S`` s). A replica that does not answer
-    ``/_stcore/health`` with "ok" three times running is taken out; a request for a replica
-    that is out or refuses it is sent to another (``option redispatch``), which the cookie
-    then names. Every response says which replica served it (``X-Gptviz-Replica``), and the
-    log has one line per request with the cookie it carried and the replica that served it.
+    ``/_stcore/health`` with "ok" three times running (within 30 s each: a replica busy with
+    a crowd answers late) gets no new students; its own students' requests still go to it
+    (``option persist``) until it refuses them, and then to another (``option redispatch``,
+    ``retry-on``), which the cookie then names. A replica that was killed refuses at once:
+    its students move on their next request. Every response says which replica served it
+    (``X-Gptviz-Replica``), and the log has one line per request with the cookie it carried
+    and the replica that served it.
     ``stats_socket``: a Unix socket (this user only) where ``proxy_status`` reads which
     replicas are up.
     """
@@ -181,6 +184,9 @@ defaults
     option dontlognull
     option forwardfor
     option redispatch
+    # a replica the health check calls down still gets its own students' requests; only
+    # when it refuses them do they go elsewhere (a busy replica answers its checks late)
+    option persist
     retries 3
     # a replica killed mid-request: try again (elsewhere on the last try), not a 502
     retry-on conn-failure empty-response response-timeout
@@ -206,8 +212,9 @@ backend replicas
     cookie SERVERID insert indirect nocache httponly
     option httpchk GET /_stcore/health
     http-check expect string ok
-    default-server check inter 2s fall 3 rise 2 maxconn 2000 init-addr last,libc,none
-    timeout check 10s
+    default-server check inter 3s fastinter 1s downinter 2s fall 3 rise 2 maxconn 2000
+    default-server init-addr last,libc,none
+    timeout check 30s
     http-response set-header X-Gptviz-Replica %[srv_name]
 {servers}
 """

@@ -36,8 +36,8 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets" / "tokenizers"
 GPT2_FILE = ASSETS / "gpt2.tiktoken"
 GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 OPENAI_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
-# Where tiktoken 0.12's definition of an encoding fetches its rank file, and the file's
-# sha256 it expects (tiktoken_ext/openai_public.py): known here, so that checking a file
+# Where tiktoken's definition of an encoding (0.12 to 0.14) fetches its rank file, and the
+# file's sha256 it expects (tiktoken_ext/openai_public.py): known here, so checking a file
 # needs no tiktoken (its Rust core, ~1.5 MB, is loaded when an encoding is built).
 RANK_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 RANK_SHA256 = {

@@ -113,7 +113,8 @@ def test_block_page_draws_a_and_h_as_named():
     tex = texts(at, "latex")
     assert r"Y &= X + Z W_O + b_O" in tex and r"H &= \mathrm{GELU}(A)" in tex
     flow = figures(at)[0]
-    titles = [a["text"] for a in flow["layout"]["annotations"] if "<b>" in a.get("text", "")]
+    titles = [a["text"].replace("<br>", " ")  # a title wraps to its panel (labels.py)
+              for a in flow["layout"]["annotations"] if "<b>" in a.get("text", "")]
     assert titles[4].startswith("<b>attention out Z W_O + b_O")
     assert titles[8].startswith("<b>A = LN₂(Y) W₁ + b₁") and titles[9].startswith("<b>H = GELU(A)")
     assert list(tables(at)[0].value["stage"])[8] == "A = LN₂(Y) W₁ + b₁"

@@ -16,7 +16,7 @@ top = page_top(
     "Fourteen steps follow your prompt from its text to the next token, each with the live "
     "numbers of a real model. At some steps you first predict, then reveal what the model "
     "computed. Move with the step buttons, Next and Previous, or the → and ← keys; R "
-    "reveals; ? lists the keys.", notes=index_note)
+    "reveals; ? lists the keys.", notes=index_note, short="Lesson")
 presenter = top.presenter
 if presenter:
     st.html(HIDE_CONTROLS_CSS)

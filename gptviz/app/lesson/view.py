@@ -142,13 +142,14 @@ def revealed(ls: Lesson, step: int, q: Question | None) -> tuple[bool, str | Non
     return True, done[1]
 
 
-FIT_PX = 470  # a figure's most height in presenter mode: the step fits a 720-px screen
+FIT_PX = 450  # the figures' most height in presenter mode: the step fits a 720-px screen
 
 
-def _figure(fig: Any, where: Any, key: str, compact: bool = False) -> None:
+def _figure(fig: Any, where: Any, key: str, compact: bool = False, most: int = FIT_PX
+            ) -> None:
     if isinstance(fig, go.Figure):
-        if compact and (fig.layout.height or 0) > FIT_PX:
-            fig = go.Figure(fig).update_layout(height=FIT_PX)  # a copy: figures are cached
+        if compact and (fig.layout.height or 450) > most:
+            fig = go.Figure(fig).update_layout(height=most)  # a copy: figures are cached
         plot(fig, key=key, container=where)
     elif isinstance(fig, pd.DataFrame):
         where.dataframe(fig, hide_index=True, width="stretch", height=260)
@@ -193,8 +194,13 @@ def draw_step(ls: Lesson, step: int, view: StepView, compact: bool = False) -> N
         cols = [row.container(key=f"gv-figure-{k}") for k in range(len(view.figure_widths))]
     else:
         cols = [right] * len(view.figures)
+    folded = compact and not view.figure_widths and len(view.figures) > 1
+    more = None
     for k, (col, fig) in enumerate(zip(cols, view.figures, strict=True)):
-        _figure(fig, col, f"lesson-fig-{step}-{k}", compact)
+        if folded and k >= 1:  # one figure on the projector, the rest folded under it
+            more = more or right.expander("The step's other figure", icon=":material/add_chart:")
+            col = more
+        _figure(fig, col, f"lesson-fig-{step}-{k}", compact, FIT_PX - 60 if folded else FIT_PX)
     if view.redraw:
         with right:
             draw_again_button(ls)

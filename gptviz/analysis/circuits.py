@@ -153,6 +153,7 @@ def tolerance(scores: Tensor) -> float:
     """What |Δ| against float32 scores may reach: TOLERANCE, or RELATIVE × max |s| when the
     scores are large (a score of 40 is stored to within ~2e-6, and Q Kᵀ adds rounding).
 
+    >>> import torch
     >>> tolerance(torch.tensor([3.0])), tolerance(torch.tensor([-32.0]))
     (1e-05, 3.2e-05)
     """

@@ -3,9 +3,8 @@ works without it (``gptviz/app/speedups/guard.py``): each mismatch faked, then t
 run in AppTest.
 
 A private name is removed where removing it leaves Streamlit and plotly working (their
-server code, which AppTest does not run). plotly reads ``ValidatorCache._json_cache`` itself
-and the prefetch's "name" is a file, so for those the guard is shown a name, or a folder,
-that is not there.
+server code, which AppTest does not run). The prefetch's "name" is a file, so for it the
+guard is shown a folder that is not there.
 """
 
 from __future__ import annotations
@@ -13,13 +12,12 @@ from __future__ import annotations
 import importlib
 import logging
 
-import plotly
 import pytest
 import streamlit
 from starlette.staticfiles import StaticFiles
 
 from gptviz.app import speedups
-from gptviz.app.speedups import base_url, guard, prefetch, sockets, stock, validators
+from gptviz.app.speedups import base_url, guard, prefetch, sockets, stock
 from tests.helpers import app_test, rerun
 
 ROUTES = importlib.import_module(base_url.ROUTES)
@@ -46,10 +44,6 @@ def old_streamlit(monkeypatch):
     monkeypatch.setattr(streamlit, "__version__", "1.99.0")
 
 
-def old_plotly(monkeypatch):
-    monkeypatch.setattr(plotly, "__version__", "9.0.0")
-
-
 def no_handler(monkeypatch):
     monkeypatch.delattr(ROUTES, "create_streamlit_static_handler")
 
@@ -67,11 +61,6 @@ def no_static_dir(monkeypatch):
     monkeypatch.delattr(FILE_UTIL, "get_static_dir")
 
 
-def no_validator_table(monkeypatch):
-    monkeypatch.setattr(validators, "NAMES", (*validators.NAMES,
-                                              "plotly.validator_cache:ValidatorCache._gone"))
-
-
 def no_plotly_chunk(monkeypatch, tmp_path):
     monkeypatch.setattr(prefetch, "static_js", lambda: tmp_path)
 
@@ -80,7 +69,6 @@ CASES = [  # (the piece that must switch itself off, how its mismatch is faked)
     ("base_url", old_streamlit), ("base_url", no_handler), ("base_url", another_handler),
     ("sockets", old_streamlit), ("sockets", no_bind_socket),
     ("fonts", old_streamlit), ("fonts", no_static_dir),
-    ("validators", old_plotly), ("validators", no_validator_table),
     ("prefetch", old_streamlit), ("prefetch", no_plotly_chunk),
 ]
 

@@ -10,15 +10,17 @@ guard is shown a folder that is not there.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import logging
+import re
 
 import pytest
 import streamlit
 from starlette.staticfiles import StaticFiles
 
 from gptviz.app import speedups
-from gptviz.app.speedups import base_url, guard, prefetch, sockets, stock
-from tests.helpers import app_test, rerun
+from gptviz.app.speedups import base_url, fonts, guard, prefetch, sockets, stock
+from tests.helpers import ROOT, app_test, rerun
 
 ROUTES = importlib.import_module(base_url.ROUTES)
 SERVER = importlib.import_module("streamlit.web.server.starlette.starlette_server")
@@ -106,6 +108,22 @@ def test_when_everything_fits_nothing_is_logged_and_each_patch_is_in(fresh, capl
     assert hasattr(StaticFiles.__call__, "__wrapped__")  # index.html gets its insertion
     assert [e for e in at._tree if e.type == "bidi_component"
             and e.proto.component_name == prefetch.NAME]
+
+
+def test_every_patch_was_checked_with_the_pinned_streamlit_and_none_with_a_plotly_release():
+    """A pin moved in requirements.txt without the patches checked against the new release
+    fails here (each would switch itself off: the app slower, not broken). Since plotly 7
+    no piece checks a plotly release: ``heatcanvas`` reads ``Figure.to_json()``, public."""
+    pins = dict(re.findall(r"^(streamlit|plotly)==(\S+)$",
+                           (ROOT / "requirements.txt").read_text(), re.M))
+    assert set(pins) == {"streamlit", "plotly"}
+    assert importlib.metadata.version("streamlit") == pins["streamlit"]
+    for module in (base_url, fonts, prefetch, sockets):
+        assert guard.version_matches(pins["streamlit"], module.STREAMLIT), module.__name__
+    pieces = [p for p in (ROOT / "gptviz" / "app" / "speedups").glob("*.py")
+              if p.name != "guard.py"]
+    assert not [p.name for p in pieces if re.search(r"\bplotly=|^PLOTLY = ", p.read_text(),
+                                                     re.M)]
 
 
 def test_stock_mode_installs_nothing_and_logs_nothing(fresh, monkeypatch, caplog):

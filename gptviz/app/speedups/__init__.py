@@ -13,7 +13,8 @@ Speed-ups (stock mode: the element or behaviour in brackets)
   instead of plotly.js; three charts 1.05× against 2.07× (2026-11-24, 09:43 run).
   Public API only. [``st.plotly_chart`` of the same chart, ``svgfigure``]
 - ``heatcanvas``: heatmap-only plotly figures painted on a canvas; a 32 × 32 heatmap 1.00×
-  against 1.96× (2026-11-24, 13:52 run). Reads plotly 6's figure JSON. [``st.plotly_chart``]
+  against 1.96× (2026-11-24, 13:52 run). Reads ``Figure.to_json()`` (plotly 6.5, 7.1).
+  [``st.plotly_chart``]
 - ``choice``: a native ``<select>``; with ``download``, Attention 0.11–0.17× sooner
   (stop 34). [``st.selectbox``]
 - ``download``: a CSV button that holds its file (stop 34, with ``choice``).

@@ -48,10 +48,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import statistics
 import sys
 import time
 import urllib.parse
+from pathlib import Path
 
 from benchmarks.app.lesson import FIRST_CHART, IDLE_S, REVEAL
 from benchmarks.common import (
@@ -138,12 +140,15 @@ def main() -> None:
     p.add_argument("--stock-each", nargs="*", metavar="PIECE", choices=PIECES,
                    help="measure each speed-up against stock (GPTVIZ_STOCK): every piece, "
                         "or those named")
+    p.add_argument("--keep", type=Path, metavar="JSON",
+                   help="with --stock-each: the loads so far, written after every round; a "
+                        "run started with the same file goes on from there")
     args = p.parse_args()
     models = bundled_models()
     longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
     if args.stock_each is not None:
         shown = {k: v for k, v in pages(longest).items() if not args.only or k in args.only}
-        stock_each(shown, list(args.stock_each or PIECES), args.reps)
+        stock_each(shown, list(args.stock_each or PIECES), args.reps, args.keep)
         return
     with bare_and_app() as (browser, bare, app), Server(NODELAY_BARE, log="bare-nodelay") as \
             nodelay, contextlib.ExitStack() as stack:
@@ -172,24 +177,31 @@ def main() -> None:
 AS_IS, STOCK_ALL = "0", "1"  # GPTVIZ_STOCK: every piece on, every piece off
 
 
-def stock_each(shown: dict[str, str], pieces: list[str], reps: int) -> None:
+def stock_each(shown: dict[str, str], pieces: list[str], reps: int, keep: Path | None = None
+               ) -> None:
     """Each page from the app as it is, in stock mode, and with each of ``pieces`` off,
     beside the bare page, ``reps`` rounds after a warm-up round; the tables of the module's
-    docstring."""
+    docstring. ``keep``: a JSON file of the rounds done, read first and written after each
+    round (a run cut short goes on, after a new warm-up round)."""
     from playwright.sync_api import sync_playwright
 
     variants = {AS_IS: AS_IS, STOCK_ALL: STOCK_ALL, **{piece: piece for piece in pieces}}
     with contextlib.ExitStack() as stack:
         bare = stack.enter_context(Server(BARE, log="bare")).url
-        servers = {name: stack.enter_context(Server(log=f"stock-{value}",
-                                                    env={"GPTVIZ_STOCK": value}))
+        servers = {name: stack.enter_context(Server(log=f"stock-{value}", env={
+                   "GPTVIZ_STOCK": value, "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"}))
                    for name, value in variants.items()}
         browser = chromium(stack.enter_context(sync_playwright()))
         stack.callback(browser.close)
         times: dict[tuple[str, str], list[float]] = {}
         floor: list[float] = []
+        done = 0
+        if keep and keep.is_file():
+            kept = json.loads(keep.read_text())
+            floor, done = kept["floor"], kept["rounds"]
+            times = {(page, name): ts for page, name, ts in kept["times"]}
         order = ["bare", *variants]
-        for rep in range(reps + 1):
+        for rep in [0, *range(done + 1, reps + 1)]:
             for n, (page, path) in enumerate(shown.items()):
                 turn = (rep * 5 + n) % len(order)  # who goes first changes page by page
                 for name in order[turn:] + order[:turn]:
@@ -201,6 +213,12 @@ def stock_each(shown: dict[str, str], pieces: list[str], reps: int) -> None:
                         floor.append(seconds)
                     else:
                         times.setdefault((page, name), []).append(seconds)
+            print(f"round {rep} of {reps} done", file=sys.stderr, flush=True)
+            if keep and rep:
+                keep.write_text(json.dumps({"rounds": rep, "floor": floor, "times": [
+                    [page, name, ts] for (page, name), ts in times.items()]}))
+            if rep and rep < reps:  # the tables so far, in case the run is cut short
+                report_stock_each(times, floor, list(shown), list(variants), {}, {})
         rss = {name: family_rss_mb(server.proc.pid) for name, server in servers.items()}
         reveals = first_chart_after_idle(
             browser, {name: servers[name].url for name in (AS_IS, "prefetch") if name in servers},
@@ -233,7 +251,7 @@ def report_stock_each(times: dict[tuple[str, str], list[float]], floor: list[flo
     bare = statistics.median(floor)
     med = {key: statistics.median(ts) for key, ts in times.items()}
     reps = len(next(iter(times.values())))
-    print(f"# Each speed-up against stock, in Chromium; {reps} loads of each page from each "
+    print(f"\n# Each speed-up against stock, in Chromium; {reps} loads of each page from each "
           f"server after a warm-up round, each a new context\n\n{machine()}\n")
     print(f"Bare one-line page (same run, its loads among the pages'): median **{bare:.2f} s** "
           f"of {len(floor)} loads.\n\nEach page's median load, × the bare page's (and "
@@ -243,8 +261,9 @@ def report_stock_each(times: dict[tuple[str, str], list[float]], floor: list[flo
     for page in shown:
         print(f"| {page} | " + " | ".join(
             f"{med[page, v] / bare:.2f}× ({med[page, v]:.2f})" for v in variants) + " |")
-    print("| server RSS after the loads | " + " | ".join(f"{rss[v]:.0f} MB" for v in variants)
-          + " |")
+    if rss:
+        print("| server RSS after the loads | "
+              + " | ".join(f"{rss[v]:.0f} MB" for v in variants) + " |")
     off = [v for v in variants if v != AS_IS]
     print("\nGain of each piece on each page: (its page's median with the piece off − with "
           "every piece on) / the bare page's median; ≥ 0.10 keeps a piece for speed.\n")

@@ -13,7 +13,8 @@ Speed-ups (stock mode: the element or behaviour in brackets)
   instead of plotly.js; three charts 1.05× against 2.07× (2026-11-24, 09:43 run).
   Public API only. [``st.plotly_chart`` of the same chart, ``svgfigure``]
 - ``heatcanvas``: heatmap-only plotly figures painted on a canvas; a 32 × 32 heatmap 1.00×
-  against 1.96× (2026-11-24, 13:52 run). Reads plotly 6's figure JSON. [``st.plotly_chart``]
+  against 1.96× (2026-11-24, 13:52 run). Reads ``Figure.to_json()`` (plotly 6.5, 7.1).
+  [``st.plotly_chart``]
 - ``choice``: a native ``<select>``; with ``download``, Attention 0.11–0.17× sooner
   (stop 34). [``st.selectbox``]
 - ``download``: a CSV button that holds its file (stop 34, with ``choice``).
@@ -30,8 +31,6 @@ Speed-ups (stock mode: the element or behaviour in brackets)
   ("Nagle's algorithm"). Streamlit 1.67's ``_bind_socket``. [not set]
 - ``fonts`` (server): each page's fonts preloaded through ``base_url``'s insertion; Attention
   0.11–0.13× sooner (stop 33). Streamlit 1.67's ``file_util``, its font file names. [none]
-- ``validators`` (server): plotly's validator table read per entry; 11.6 MB less RSS.
-  plotly 6.5's ``ValidatorCache._json_cache``. [not swapped]
 
 Features Streamlit lacks, kept in stock mode: ``click_button`` (fast clicks are never
 merged) and ``formula_fit`` (wide formulas fitted to a projector's column). Shared by the
@@ -51,7 +50,7 @@ _lock = threading.Lock()
 
 def install(pages: Iterable[str]) -> None:
     """Install every server patch that applies, once per process (later calls do nothing):
-    plotly's validator table read per entry, ``TCP_NODELAY``, and ``index.html`` with the
+    ``TCP_NODELAY``, and ``index.html`` with the
     app's root at the address of each of ``pages`` (url paths, ``""`` the main page) and
     each page's font preloads. In stock mode, or where a patch does not fit, that patch is
     left out; the pages work either way."""
@@ -60,7 +59,7 @@ def install(pages: Iterable[str]) -> None:
         if _installed:
             return
         _installed = True
-    from gptviz.app.speedups import base_url, fonts, guard, sockets, stock, validators
+    from gptviz.app.speedups import base_url, fonts, guard, sockets, stock
 
     def run(piece: str, patch: Callable[[], Any], otherwise: Any = None) -> Any:
         if stock.off(piece):
@@ -71,7 +70,6 @@ def install(pages: Iterable[str]) -> None:
             guard.switch_off(piece, f"it failed: {exc!r}")
             return otherwise
 
-    run("validators", validators.lean_validators)
     run("sockets", sockets.no_delay)
     heads = run("fonts", fonts.preloads, {})
     run("base_url", lambda: base_url.serve_base_url(pages, heads))

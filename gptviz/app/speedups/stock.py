@@ -15,7 +15,7 @@ import os
 VARIABLE = "GPTVIZ_STOCK"
 # Every piece the switch turns off, by the name of its module in this folder.
 PIECES = ("svgplot", "heatcanvas", "choice", "download", "fold", "prefetch",
-          "base_url", "sockets", "fonts", "validators")
+          "base_url", "sockets", "fonts")
 ALL = frozenset({"1", "all", "true", "yes", "on"})
 NONE = frozenset({"", "0", "false", "no", "off"})
 _unknown_reported: set[str] = set()

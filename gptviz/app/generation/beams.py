@@ -3,6 +3,8 @@ beside the greedy text and a sampled one, with the score formula filled in."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
 
@@ -127,6 +129,15 @@ def beam_view(hist: History, picked: Picked, sampling: Sampling) -> None:
     _beams_at(found, labels, picked, width, n)
 
 
+def _md(text: str) -> str:
+    r"""Text that Markdown (a caption) shows as itself: "$M$" is not set as math.
+
+    >>> _md("Let $M$ be *a*")
+    'Let \\$M\\$ be \\*a\\*'
+    """
+    return re.sub(r"([\\`*_{}\[\]<>#$~|])", r"\\\1", text)
+
+
 def _best_caption(picked: Picked, best: exact.Exact, found: beam.Beams, width: int,
                   n: int) -> str:
     """What the exact search found, how, and when it could not check."""
@@ -141,12 +152,12 @@ def _best_caption(picked: Picked, best: exact.Exact, found: beam.Beams, width: i
     if best.score - score <= tex.TIE and best.tokens == tuple(found.tokens(n - 1, 0)):
         return f"The beam's text is the most probable of all {n}-token texts. {how}"
     if best.score - score <= tex.TIE:
-        return (f"Another text, “{text_of(tok, best.tokens)}”, is as probable as the beam's "
+        return (f"Another text, “{_md(text_of(tok, best.tokens))}”, is as probable as the beam's "
                 f"to 3 decimals; none is more. {how}")
     at = _pruned(found, best.tokens)
     return (f"Beam search missed the most probable {n}-token text, "
-            f"“{text_of(tok, best.tokens)}” (log P = {best.score:.3f}, against the beam's "
-            f"{score:.3f}): its prefix “{text_of(tok, best.tokens[:at])}” ranked below the "
+            f"“{_md(text_of(tok, best.tokens))}” (log P = {best.score:.3f}, against the beam's "
+            f"{score:.3f}): its prefix “{_md(text_of(tok, best.tokens[:at]))}” ranked below the "
             f"{width} kept at step {at}. {how}")
 
 

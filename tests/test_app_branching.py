@@ -263,6 +263,14 @@ def test_the_page_says_when_beam_search_missed_the_most_probable_text():
     assert tuple(ids[:2]) in {k[:2] for k in kept} and tuple(ids[:3]) not in kept
 
 
+def test_the_missed_text_reads_as_itself_in_the_caption():
+    """k = 4, 10 tokens: y* is "↵↵Let $M$ be a closed", whose "$M$" a caption would set
+    as math."""
+    at = run_page("generation", model=MODEL, view="Beam search", beam="4", beam_n="10")
+    caption = next(c for c in messages(at).split("\n") if "missed the most probable" in c)
+    assert "Let·\\$M\\$·be" in caption
+
+
 def test_the_page_says_not_checked_past_the_search_cap():
     at = run_page("generation", model=MODEL, view="Beam search", beam_n="30")
     vs = next(x.value for x in at.latex if r"y^{\text{greedy}}" in x.value)

@@ -63,6 +63,7 @@ class Exact:
     nodes: int
     expanded: int
     reason: str | None = None  # why it was not checked; None when it was
+    capped: bool = False  # not checked because a cap was reached (fewer tokens may fit)
 
     @property
     def checked(self) -> bool:
@@ -137,7 +138,8 @@ def most_probable(model: GPT, ids: Sequence[int], n: int, known: Sequence[int],
 
 
 def _capped(cap: str, expanded: int) -> Exact:
-    return Exact(None, None, 0, expanded, reason=f"the search reached its cap of {cap}")
+    return Exact(None, None, 0, expanded, reason=f"the search reached its cap of {cap}",
+                 capped=True)
 
 
 class _Runner:

@@ -3,6 +3,8 @@ beside the greedy text and a sampled one, with the score formula filled in."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
 
@@ -127,23 +129,35 @@ def beam_view(hist: History, picked: Picked, sampling: Sampling) -> None:
     _beams_at(found, labels, picked, width, n)
 
 
+def _md(text: str) -> str:
+    r"""Text that Markdown (a caption) shows as itself: "$M$" is not set as math.
+
+    >>> _md("Let $M$ be *a*")
+    'Let \\$M\\$ be \\*a\\*'
+    """
+    return re.sub(r"([\\`*_{}\[\]<>#$~|])", r"\\\1", text)
+
+
 def _best_caption(picked: Picked, best: exact.Exact, found: beam.Beams, width: int,
                   n: int) -> str:
     """What the exact search found, how, and when it could not check."""
     if not best.checked:
         return (f"y*, the most probable of all {n}-token texts, was **not checked**: "
-                f"{best.reason}. Write fewer tokens for an exact check.")
+                f"{best.reason}. " + ("Write fewer tokens for an exact check." if best.capped
+                                      else "A shorter prompt or text would fit the window."))
     how = (f"An exact best-first search checked every {n}-token text: a prefix whose log P is "
            "already below the beam's score can never end above it (log P only goes down as "
            f"a text grows), so {best.expanded:,} prefixes needed the model.")
-    score = found.steps[-1].scores[0]
-    if best.score - score <= tex.TIE:
+    score, tok = found.steps[-1].scores[0], picked.checkpoint.tokenizer
+    if best.score - score <= tex.TIE and best.tokens == tuple(found.tokens(n - 1, 0)):
         return f"The beam's text is the most probable of all {n}-token texts. {how}"
-    tok = picked.checkpoint.tokenizer
+    if best.score - score <= tex.TIE:
+        return (f"Another text, “{_md(text_of(tok, best.tokens))}”, is as probable as the beam's "
+                f"to 3 decimals; none is more. {how}")
     at = _pruned(found, best.tokens)
     return (f"Beam search missed the most probable {n}-token text, "
-            f"“{text_of(tok, best.tokens)}” (log P = {best.score:.3f}, against the beam's "
-            f"{score:.3f}): its prefix “{text_of(tok, best.tokens[:at])}” ranked below the "
+            f"“{_md(text_of(tok, best.tokens))}” (log P = {best.score:.3f}, against the beam's "
+            f"{score:.3f}): its prefix “{_md(text_of(tok, best.tokens[:at]))}” ranked below the "
             f"{width} kept at step {at}. {how}")
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import streamlit as st
 
+from gptviz.app.shared import language
 from gptviz.app.speedups.component import component
 from gptviz.app.speedups.history import one_entry_per_view
 
@@ -131,6 +132,8 @@ def page_top(title: str, intro: str | None = None, latex: str | None = None,
     row.title(short if short and presenting() else title, anchor=False)
     with row:
         on = presenter_toggle()
+        if on:  # the sidebar's language picker is hidden: the title row has one
+            language.picker(compact=True)
     top = Top(on, row)
     if intro or latex or notes:
         with top.folded("?"):
@@ -145,7 +148,7 @@ def page_top(title: str, intro: str | None = None, latex: str | None = None,
 
 def link_params() -> dict[str, str]:
     """Query parameters that a link to another page carries to keep the reader's mode."""
-    return {PRESENTER: "true"} if presenting() else {}
+    return ({PRESENTER: "true"} if presenting() else {}) | language.link_params()
 
 
 def legible(fig: Any) -> Any:

@@ -1,0 +1,122 @@
+"""The session's language: from the link (``?lang=es``), else the picker, else the browser
+(``st.context.locale``), else English; kept in the session and written into every page's
+link. ``gptviz.i18n`` looks every message up in it (``install`` registers the resolver).
+
+Right-to-left languages (a catalog a teacher adds, e.g. ``ar``, ``he``, ``fa``) turn the
+page's text right to left; formulas, token chips, code and charts keep their own direction.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+from gptviz import i18n
+from gptviz.i18n import _
+
+PARAM = "lang"  # the URL parameter and the session's key
+PICKED = "gv_lang_picked"  # the picker's widget key
+RTL = {"ar", "he", "fa", "ur", "ps", "yi", "dv", "ckb", "sd", "ug"}
+# Each language named in itself, as a picker shows it; a catalog a teacher adds and that is
+# not here is named by Babel's locale data.
+NAMES = {"en": "English", "es": "Español", "zh": "中文"}
+RTL_CSS = """<style>
+.stMainBlockContainer [data-testid="stMarkdownContainer"],
+.stMainBlockContainer [data-testid="stCaptionContainer"],
+[data-testid="stSidebar"] [data-testid="stMarkdownContainer"],
+.stMainBlockContainer h1,.stMainBlockContainer h2,.stMainBlockContainer h3,
+[data-testid="stWidgetLabel"],[data-testid="stAlertContentInfo"],
+[data-testid="stAlertContentWarning"],[data-testid="stAlertContentError"]
+{direction:rtl;text-align:right}
+.stMainBlockContainer .katex,.stMainBlockContainer .gv-chips,.stMainBlockContainer pre,
+.stMainBlockContainer .gv-text{direction:ltr;unicode-bidi:isolate}
+</style>"""
+
+
+def _session_language() -> str | None:
+    """The resolver ``gptviz.i18n`` asks: the language of the session this thread runs, or
+    None outside a session's script run."""
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return None
+    try:
+        return st.session_state.get(PARAM)
+    except Exception:  # a session being torn down  # noqa: BLE001
+        return None
+
+
+def install() -> None:
+    """Look messages up in the session's language from now on (once per process)."""
+    i18n.set_resolver(_session_language)
+
+
+def name(lang: str) -> str:
+    """``lang`` named in itself (``Español``)."""
+    if lang in NAMES:
+        return NAMES[lang]
+    try:
+        from babel import Locale
+
+        return Locale.parse(lang).get_display_name(lang).capitalize()
+    except Exception:  # noqa: BLE001 - an unknown code is shown as it is
+        return lang
+
+
+def browser_language() -> str:
+    """The browser's language if we have a catalog for it, else English."""
+    try:
+        locale = st.context.locale
+    except Exception:  # noqa: BLE001 - no browser (a script, a test)
+        locale = None
+    return i18n.known(locale) or i18n.SOURCE
+
+
+def choose() -> str:
+    """The session's language, settled once per run before anything is written: the link's
+    ``?lang=`` when it names a language we have, else what the session had, else the
+    browser's. A link naming a language we lack falls back, with no error."""
+    state = st.session_state
+    asked = i18n.known(st.query_params.get(PARAM))
+    if asked and asked != state.get(PARAM):
+        state[PARAM] = asked
+    elif PARAM not in state:
+        state[PARAM] = browser_language()
+    lang = state[PARAM]
+    _write_link(lang)
+    return lang
+
+
+def _write_link(lang: str) -> None:
+    """``?lang=`` in the address when it differs from what the browser would give."""
+    if lang != browser_language():
+        if st.query_params.get(PARAM) != lang:
+            st.query_params[PARAM] = lang
+    elif PARAM in st.query_params:
+        del st.query_params[PARAM]
+
+
+def _picked() -> None:
+    st.session_state[PARAM] = st.session_state[PICKED]
+    _write_link(st.session_state[PARAM])
+
+
+def picker(compact: bool = False) -> None:
+    """A choice of every language with a catalog; ``compact``: its label hidden (a title
+    row's)."""
+    langs = i18n.available()
+    current = st.session_state.get(PARAM, i18n.SOURCE)
+    st.session_state[PICKED] = current if current in langs else i18n.SOURCE
+    st.selectbox(_("Language"), langs, key=PICKED, format_func=name, on_change=_picked,
+                 label_visibility="collapsed" if compact else "visible",
+                 width=120 if compact else "stretch")
+
+
+def style() -> None:
+    """The page's direction for a right-to-left language (nothing otherwise)."""
+    if st.session_state.get(PARAM, i18n.SOURCE).split("_")[0] in RTL:
+        st.html(RTL_CSS)
+
+
+def link_params() -> dict[str, str]:
+    """``?lang=`` for a link to another page, when the language is not the browser's."""
+    lang = st.session_state.get(PARAM, i18n.SOURCE)
+    return {PARAM: lang} if lang != browser_language() else {}

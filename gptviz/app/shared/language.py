@@ -105,7 +105,7 @@ def picker(compact: bool = False) -> None:
     """A choice of every language with a catalog; ``compact``: its label hidden (a title
     row's)."""
     langs = i18n.available()
-    current = st.session_state.get(PARAM, i18n.SOURCE)
+    current = i18n.current()  # settles the session's language if nothing has yet
     st.session_state[PICKED] = current if current in langs else i18n.SOURCE
     st.selectbox(_("Language"), langs, key=PICKED, format_func=name, on_change=_picked,
                  label_visibility="collapsed" if compact else "visible",

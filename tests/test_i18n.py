@@ -19,7 +19,7 @@ from babel.messages.pofile import read_po
 
 from gptviz import i18n
 from gptviz.app.shared import language
-from tests.helpers import app_test, rerun, run_alone
+from tests.helpers import ChoiceBox, app_test, rerun, run_alone
 
 SHIPPED = ("es", "zh")
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*(?:![rsa])?(?::[^{}]*)?\}|%\([a-z_]+\)[sd]")
@@ -145,12 +145,29 @@ def test_the_browser_language_is_the_default(monkeypatch):
     assert language.browser_language() == "en"
 
 
+BOX = language.PICKED + "@box"  # the picker's choice box (speedups/choice.py)
+
+
+def picker(at) -> ChoiceBox:
+    return ChoiceBox(at, BOX)
+
+
 def titles(at) -> list[str]:
-    return [s.label for s in at.sidebar.selectbox if s.key == language.PICKED]
+    """The picker's label: the one word every page shows in the session's language."""
+    return [picker(at).data["label"]]
 
 
 def labels(run) -> set[str]:
-    return {str(e.label) for _, (_, e) in run.elements.items() if getattr(e, "label", "")}
+    """Labels of widgets and of the choice boxes (their data's "label")."""
+    import json
+
+    out = {str(e.label) for _, (_, e) in run.elements.items() if getattr(e, "label", "")}
+    for _, (kind, e) in run.elements.items():
+        if kind == "bidi_component" and getattr(e, "json", ""):
+            data = json.loads(e.json)
+            if isinstance(data, dict) and isinstance(data.get("label"), str):
+                out.add(data["label"])
+    return out
 
 
 def test_two_sessions_in_two_languages_at_once():
@@ -191,9 +208,9 @@ def test_two_sessions_in_two_languages_at_once():
 def test_the_link_and_the_picker_choose_the_language():
     at = rerun(app_test(None, lang="es"))
     assert titles(at) == ["Idioma"] and at.query_params[language.PARAM] == "es"
-    picker = at.sidebar.selectbox(key=language.PICKED)
-    assert picker.options == ["English", "Español", "中文"][:len(picker.options)]
-    picker.set_value("zh")
+    box = picker(at)
+    assert box.options == ["English", "Español", "中文"] and box.value == 1
+    box.set_value(2)
     rerun(at)
     assert titles(at) == ["语言"] and at.query_params[language.PARAM] == "zh"
     at = rerun(app_test(None, lang="xx"))  # a language we lack: English, no error
@@ -202,8 +219,11 @@ def test_the_link_and_the_picker_choose_the_language():
 
 def test_presenter_mode_has_its_own_picker():
     at = rerun(app_test("positional", lang="zh", presenter="true"))
-    boxes = [s for s in at.main.selectbox if s.key == language.PICKED]
-    assert boxes and boxes[0].value == "zh"
+    box = picker(at)
+    assert box.value == 2 and box.data["label"] == ""  # in the title row, its label hidden
+    at = rerun(app_test(None, lang="zh", presenter="true"))  # the router: one picker only
+    assert len([e for e in at._tree if e.type == "bidi_component"
+                and e.proto.id.endswith(BOX)]) == 1
 
 
 @pytest.fixture
@@ -228,7 +248,7 @@ def arabic(tmp_path, monkeypatch):
 def test_a_right_to_left_language_a_teacher_adds_lays_out(arabic):
     at = rerun(app_test(None, lang="ar"))
     assert titles(at) == ["اللغة"]
-    assert "العربية" in at.sidebar.selectbox(key=language.PICKED).options  # named in itself
+    assert "العربية" in picker(at).options  # named in itself
     styles = [e.proto.body for e in at._tree if e.type == "html"]
     assert any("direction:rtl" in s for s in styles)
     with i18n.use("ar"):

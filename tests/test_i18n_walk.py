@@ -17,6 +17,7 @@ of ``locale/EXEMPT.txt`` (Streamlit's own texts).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from functools import cache
@@ -112,11 +113,9 @@ def seen_texts(at) -> list[tuple[str, str]]:
             continue
         if e.type == "bidi_component":
             raw = getattr(proto, "json", "") or ""
-            try:
+            with contextlib.suppress(ValueError):  # a component without JSON data
                 out += [(proto.component_name, s) for s in strings(json.loads(raw))] if raw \
                     else []
-            except ValueError:
-                pass
             continue
         for field, value in proto.ListFields():
             if field.name in ("body", "label", "help", "placeholder", "caption", "value") \

@@ -32,13 +32,16 @@ import contextlib
 import contextvars
 import gettext
 import io
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
-LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
+# The catalogs: the repository's locale/, or a folder of one's own (GPTVIZ_LOCALE_DIR).
+LOCALE_DIR = Path(os.environ.get("GPTVIZ_LOCALE_DIR") or
+                  Path(__file__).resolve().parent.parent / "locale")
 DOMAIN = "gptviz"
 SOURCE = "en"  # the language the source is written in: no catalog
 LANGUAGE: contextvars.ContextVar[str] = contextvars.ContextVar("gptviz_language", default=SOURCE)
@@ -186,8 +189,8 @@ def number(x: float, digits: int = 3, grouping: bool = False) -> str:
 
 # ---- the catalog machinery's view of the source (the coverage script, the tests) ----------
 
-ROOT = LOCALE_DIR.parent
-EXEMPT = LOCALE_DIR / "EXEMPT.txt"
+ROOT = Path(__file__).resolve().parent.parent
+EXEMPT = ROOT / "locale" / "EXEMPT.txt"
 
 
 def source_messages() -> dict[object, list[str]]:

@@ -9,10 +9,10 @@ page's text right to left; formulas, token chips, code and charts keep their own
 from __future__ import annotations
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from gptviz import i18n
 from gptviz.app.speedups import choice
+from gptviz.app.speedups.session import in_script_run
 from gptviz.i18n import _
 
 PARAM = "lang"  # the URL parameter and the session's key
@@ -39,7 +39,7 @@ def _session_language() -> str | None:
     """The resolver ``gptviz.i18n`` asks: the language of the session this thread runs
     (settled by ``choose`` the first time, when a page runs without the router), or None
     outside a session's script run."""
-    if get_script_run_ctx(suppress_warning=True) is None:
+    if not in_script_run():
         return None
     try:
         lang = st.session_state.get(PARAM)

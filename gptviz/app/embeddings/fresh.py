@@ -20,7 +20,13 @@ from gptviz.app.embeddings.untrained import (
     fresh_neighbours_of,
     fresh_rows,
 )
-from gptviz.app.shared.cache import once, shared_result, vocab_labels, vocab_pca
+from gptviz.app.shared.cache import (
+    cached_figure,
+    once,
+    shared_result,
+    vocab_labels,
+    vocab_pca,
+)
 from gptviz.app.shared.heatmaps import legend_on_top
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
@@ -126,7 +132,9 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
             (left, right), [("trained", vocab_pca(picked, 2)),
                             ("freshly initialised", _fresh_pca(*key, tuple(prompt.ids), 2))],
             strict=True):
-        plot(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio, title=f"E {name}")),
+        plot(cached_figure(picked, f"pca-{name}", (prompt.ids,), lambda c=coords, r=ratio,
+                           n=name: legend_on_top(ve.pca_scatter(c, labels, prompt.ids, r,
+                                                                title=f"E {n}"))),
              key=f"pca-{name}", container=col)
     token_id, label = prompt.ids[pos], prompt.labels[pos]
     E = analysis.to_numpy(picked.checkpoint.model.embed.weight)  # (|V|, d)

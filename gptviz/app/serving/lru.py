@@ -27,6 +27,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 import numpy as np
+import torch
 
 T = TypeVar("T")
 
@@ -52,13 +53,29 @@ def nbytes(value: Any) -> int:
     if isinstance(value, dict):
         return sum(nbytes(k) + nbytes(v) for k, v in value.items())
     if isinstance(value, (tuple, list)):
+        if value and all(type(v) in _FLAT for v in value[:8]):  # numbers or strings
+            return sys.getsizeof(value) + sum(map(_flat, value))
         return sys.getsizeof(value) + sum(nbytes(v) for v in value)
     if isinstance(value, str):
         return sys.getsizeof(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return sys.getsizeof(value) + sum(nbytes(getattr(value, f.name))
                                           for f in dataclasses.fields(value))
+    if isinstance(getattr(value, "_data", None), list) and isinstance(
+            getattr(value, "_layout", None), dict):  # a plotly figure: its traces and layout
+        return sys.getsizeof(value) + nbytes(value._data) + nbytes(value._layout)
+    if isinstance(value, torch.Tensor):
+        return value.untyped_storage().nbytes() + sys.getsizeof(value)
     return sys.getsizeof(value)
+
+
+_FLAT = (float, int, str, bool, type(None))
+
+
+def _flat(v: Any) -> int:
+    """A list item's bytes: a number's or string's own, else ``nbytes``'s (a long list of
+    floats or strings, such as a heatmap's z or hover texts, is summed without recursion)."""
+    return sys.getsizeof(v) if type(v) in _FLAT else nbytes(v)
 
 
 def freeze_arrays(value: Any) -> Any:

@@ -36,7 +36,6 @@ R = TypeVar("R")
 
 SHARED_BYTES = 64 * 2**20  # results for bundled models, kept for every session
 SESSION_BYTES = 16 * 2**20  # results for one session's own models
-SESSION_RESULTS = "gptviz_results"  # st.session_state key of that session's ByteLRU
 
 
 @st.cache_resource(show_spinner=False)
@@ -46,9 +45,10 @@ def _shared() -> ByteLRU:
     return ByteLRU(SHARED_BYTES)
 
 
+@st.cache_resource(show_spinner=False, scope="session")
 def _private() -> ByteLRU:
-    """This session's store: freed with the session."""
-    return st.session_state.setdefault(SESSION_RESULTS, ByteLRU(SESSION_BYTES))
+    """This session's store: released when it disconnects (``serving.sessions``)."""
+    return ByteLRU(SESSION_BYTES)
 
 
 def _store(picked: Picked) -> ByteLRU:
@@ -116,6 +116,25 @@ def shared_result(key: tuple, compute: Callable[[], R], message: str | None = No
         return store.get_or_compute(key, then_give_back(compute))
     with st.spinner(message):
         return store.get_or_compute(key, then_give_back(compute))
+
+
+def wide_result(picked: Picked, name: str, args: tuple, compute: Callable[[], R],
+                message: str) -> R:
+    """``compute()`` once per (model, ``name``, ``args``) in the store of whole-model results
+    (a session's own model: in that session's store), under a spinner saying ``message``
+    while it is computed: for what reads the whole model for one input (the Learning page's
+    gradient of every parameter), which a class's prompts must not push out."""
+    store = _wide() if picked.bundled else _private()
+    key = (name, picked.cache_key, args)
+
+    def run() -> R:
+        with one_thread(picked.checkpoint.model):
+            return compute()
+
+    if key in store:
+        return store.get_or_compute(key, run)
+    with st.spinner(message, show_time=True):
+        return store.get_or_compute(key, then_give_back(run))
 
 
 def cached_result(picked: Picked, name: str, args: tuple, compute: Callable[[], R]) -> R:
@@ -240,14 +259,21 @@ def vocab_labels(ckpt: Checkpoint) -> list[str]:
     return [show_bytes(tok.id_to_bytes(i)) for i in range(tok.vocab_size)]
 
 
-@st.cache_resource(max_entries=24, show_spinner=False)
-def _shared_figure(name: str, model_key: str, args: tuple, _build: Callable[[], Any]) -> Any:
-    return _build()
+FIGURE_BYTES = 48 * 2**20  # figures kept for every session, by the bytes of their traces
+SESSION_FIGURE_BYTES = 12 * 2**20  # figures of one session's own models
 
 
-@st.cache_resource(max_entries=8, show_spinner=False, scope="session")
-def _private_figure(name: str, model_key: str, args: tuple, _build: Callable[[], Any]) -> Any:
-    return _build()
+@st.cache_resource(show_spinner=False)
+def _figures() -> ByteLRU:
+    """Shared figures, bounded in bytes, not in number: a figure of GPT-2 small's 144 heads
+    at 128 tokens holds tens of MB, a small model's a few kB."""
+    return ByteLRU(FIGURE_BYTES)
+
+
+@st.cache_resource(show_spinner=False, scope="session")
+def _session_figures() -> ByteLRU:
+    """This session's figures of its own models: released when it disconnects."""
+    return ByteLRU(SESSION_FIGURE_BYTES)
 
 
 def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], Any]) -> Any:
@@ -259,8 +285,8 @@ def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], An
     >>> cached_figure(picked, "grid", (1, 0), build) is cached_figure(picked, "grid", (1, 0), build)
     True
     """
-    store = _shared_figure if picked.bundled else _private_figure
-    return store(name, picked.cache_key, args, build)
+    store = _figures() if picked.bundled else _session_figures()
+    return store.get_or_compute((name, picked.cache_key, args), build)
 
 
 def untrained_twin(ckpt: Checkpoint) -> GPT:

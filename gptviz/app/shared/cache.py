@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import numpy as np
 import streamlit as st
 import torch
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from gptviz.analysis import attention as am
 from gptviz.analysis import core as analysis
@@ -46,9 +47,22 @@ def _shared() -> ByteLRU:
 
 
 @st.cache_resource(show_spinner=False, scope="session")
-def _private() -> ByteLRU:
-    """This session's store: released when it disconnects (``serving.sessions``)."""
+def _session_results() -> ByteLRU:
     return ByteLRU(SESSION_BYTES)
+
+
+_UNATTACHED = ByteLRU(SESSION_BYTES)  # outside a session's script run (a test, a script)
+
+
+def _in_session() -> bool:
+    """Whether this thread runs a session's script (session-scoped caches need one)."""
+    return get_script_run_ctx(suppress_warning=True) is not None
+
+
+def _private() -> ByteLRU:
+    """This session's store: released when it disconnects (``serving.sessions``); outside a
+    session's run, one store of its own."""
+    return _session_results() if _in_session() else _UNATTACHED
 
 
 def _store(picked: Picked) -> ByteLRU:
@@ -271,9 +285,16 @@ def _figures() -> ByteLRU:
 
 
 @st.cache_resource(show_spinner=False, scope="session")
+def _session_figure_store() -> ByteLRU:
+    return ByteLRU(SESSION_FIGURE_BYTES)
+
+
+_UNATTACHED_FIGURES = ByteLRU(SESSION_FIGURE_BYTES)
+
+
 def _session_figures() -> ByteLRU:
     """This session's figures of its own models: released when it disconnects."""
-    return ByteLRU(SESSION_FIGURE_BYTES)
+    return _session_figure_store() if _in_session() else _UNATTACHED_FIGURES
 
 
 def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], Any]) -> Any:

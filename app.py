@@ -21,6 +21,8 @@ PAGES = {
     ],
     "Train": [st.Page("app_pages/training.py", title="Training", icon=":material/model_training:"),
               st.Page("app_pages/learning.py", title="Learning", icon=":material/insights:")],
+    "Class": [st.Page("app_pages/join.py", title="Join a class", icon=":material/login:",
+                      url_path="join")],
 }
 # The server patches (gptviz/app/speedups/), once per process and before the imports below:
 # plotly's validator table read per entry frees memory those imports can then reuse.

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from gptviz.app.classroom.teacher import drive as drive_class
 from gptviz.app.lesson import view
 from gptviz.app.lesson.presenter import HIDE_CONTROLS_CSS
 from gptviz.app.lesson.run import build_lesson
@@ -15,24 +16,25 @@ top = page_top(
     "Fourteen steps follow your prompt from its text to the next token, each with the live "
     "numbers of a real model. At some steps you first predict, then reveal what the model "
     "computed. Move with the step buttons, Next and Previous, or the → and ← keys; R "
-    "reveals; ? lists the keys.", notes=index_note)
+    "reveals; ? lists the keys.", notes=index_note, short="Lesson")
 presenter = top.presenter
 if presenter:
     st.html(HIDE_CONTROLS_CSS)
 
 picked = picked_or_stop()
-prompt, layer, head, temperature, step = view.settings(picked)
+prompt, layer, head, temperature, step, seed = view.settings(picked)
 if prompt is None:
     view.no_prompt(presenter)
     st.stop()
 
-lesson = build_lesson(picked, prompt, layer, head, temperature, big=presenter)
+lesson = build_lesson(picked, prompt, layer, head, temperature, big=presenter, seed=seed)
 if presenter:
     with top.row.popover("Steps", icon=":material/list:"):
         view.step_overview(step)
     with top.row.popover("Handout", icon=":material/download:"):
         view.handout_button(lesson)
-view.draw_step(lesson, step, build_step(lesson, step), compact=presenter)
+shown = drive_class(top, lesson, step, build_step(lesson, step))  # a class, if one runs
+view.draw_step(lesson, step, shown, compact=presenter)
 if presenter:
     with top.row.popover("Score", icon=":material/scoreboard:"):
         view.score(lesson)

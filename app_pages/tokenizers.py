@@ -5,7 +5,15 @@ import streamlit as st
 from gptviz.app.shared.presenter import page_top
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, view_tabs
 from gptviz.app.tokenizers import view as sections
-from gptviz.app.tokenizers.controls import LABELS, all_tokenizers, corpus_picker, train_settings
+from gptviz.app.tokenizers.controls import (
+    KIND_LABELS,
+    LABELS,
+    MODEL,
+    all_tokenizers,
+    corpus_picker,
+    model_tokenizer,
+    train_settings,
+)
 from gptviz.tokenizers import BOS, ENDOFTEXT, EOS, TokenizerError
 
 DEFAULT_TEXT = ("The Steenrod problem for closed orientable manifolds was solved by Thom in 1954.\n"
@@ -16,7 +24,8 @@ page_top(
     "A tokenizer is a map $T:\\mathrm{TEXTS}\\to\\mathrm{Seq}(V)$: it cuts a text into tokens "
     "from a vocabulary $V$ and numbers them. Compare a character, a word and a byte-level BPE "
     "tokenizer trained on the corpus in the sidebar with OpenAI's encodings: GPT-2's, "
-    "GPT-4's cl100k and GPT-4o's o200k.")
+    "GPT-4's cl100k and GPT-4o's o200k, and with the tokenizer of the model the other pages "
+    "show (“This model's”).")
 
 corpus = corpus_picker()
 settings = train_settings()
@@ -25,13 +34,21 @@ for message in errors.values():
     st.sidebar.error(message, icon=":material/error:")
 st.sidebar.caption(f"Corpus: **{corpus.name}**, {len(corpus.text):,} characters.")
 
-kinds = [k for k in LABELS if k in toks or k in errors]
-kind = st.segmented_control("Tokenizer", kinds, format_func=LABELS.get, default="bpe",
+kinds = [MODEL, *(k for k in LABELS if k in toks or k in errors)]
+# A link from another page names its model: open on that model's tokenizer.
+kind = st.segmented_control("Tokenizer", kinds, format_func=KIND_LABELS.get,
+                            default=MODEL if "model" in st.query_params else "bpe",
                             key="tokenizer", bind="query-params", required=True)
+if kind == MODEL:
+    mine = model_tokenizer()
+    if mine is not None:
+        toks[MODEL] = mine
+    else:
+        errors[MODEL] = "No model could be loaded, so there is no model's tokenizer to show."
 raw = linked_text_area("Text to tokenize", "text", DEFAULT_TEXT, height=110)
 c1, c2 = st.columns(2)
 markers = c1.toggle(f"Add {BOS} and {EOS}", key="markers",
-                    disabled=kind not in ("char", "word", "bpe"),
+                    disabled=kind not in ("char", "word", "bpe", MODEL),
                     help="The seeds' begin/end-of-text markers (not in OpenAI's encodings).")
 specials = c2.toggle("Recognise special tokens written in the text", key="specials",
                      help=f"Off: '{ENDOFTEXT}' typed in the text is ordinary characters. "
@@ -43,7 +60,7 @@ if not text:
     st.info("The text box is empty: type or paste some text to see its tokens.",
             icon=":material/edit_note:")
 elif tok is None:
-    problem(errors.get(kind, f"{LABELS.get(kind, kind)} is not available."))
+    problem(errors.get(kind, f"{KIND_LABELS.get(kind, kind)} is not available."))
 else:
     allowed = "all" if specials else "none"
     error = None

@@ -140,13 +140,14 @@ class Rss:
 
 class Server:
     """``streamlit run`` on a free loopback port: the app by default, ``script`` of
-    ``folder``, or a page made of ``source`` (written to a temporary folder). Its output goes
-    to ``ARTIFACTS/<log>-<port>.log``; ``url`` and ``ws`` are its addresses, ``proc`` its
-    process. Use it in a ``with`` block, or call ``stop()``."""
+    ``folder``, or a page made of ``source`` (written to a temporary folder), with ``env``
+    added to its environment (e.g. ``{"GPTVIZ_STOCK": "fold"}``), run by ``python``. Its
+    output goes to ``ARTIFACTS/<log>-<port>.log``; ``url`` and ``ws`` are its addresses,
+    ``proc`` its process. Use it in a ``with`` block, or call ``stop()``."""
 
     def __init__(self, source: str | None = None, *, script: str = "app.py",
-                 folder: Path = ROOT, log: str = "bench-streamlit", timeout_s: float = 120
-                 ) -> None:
+                 folder: Path = ROOT, log: str = "bench-streamlit", timeout_s: float = 120,
+                 env: dict[str, str] | None = None, python: str = sys.executable) -> None:
         self.port = free_port()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         self.log = (ARTIFACTS / f"{log}-{self.port}.log").open("w")
@@ -154,7 +155,7 @@ class Server:
         if self.tmp is not None:
             folder, script = Path(self.tmp.name), "page.py"
             (folder / script).write_text(source)
-        self.proc = start_streamlit(self.port, self.log, script, folder)
+        self.proc = start_streamlit(self.port, self.log, script, folder, env, python)
         self.url, self.ws = f"http://127.0.0.1:{self.port}", f"ws://127.0.0.1:{self.port}"
         if not wait_until_healthy(self.url, timeout_s):
             self.stop()
@@ -185,14 +186,15 @@ def chromium(pw, *args: str):
 
 
 @contextlib.contextmanager
-def app_at(rev: str) -> Iterator[str]:
-    """The app as of git revision ``rev``, served from a temporary worktree: its base URL."""
+def app_at(rev: str, python: str = sys.executable) -> Iterator[str]:
+    """The app as of git revision ``rev``, served from a temporary worktree by ``python``
+    (another one: the app with other libraries, e.g. before an upgrade): its base URL."""
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "app"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
                        check=True, capture_output=True)
         try:
-            with Server(folder=tree) as server:
+            with Server(folder=tree, python=python) as server:
                 yield server.url
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],

@@ -328,11 +328,13 @@ def free_port() -> int:
 
 
 def start_streamlit(port: int, log: IO | int = subprocess.DEVNULL, script: str = "app.py",
-                    cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.Popen:
+                    cwd: Path = ROOT, env: dict[str, str] | None = None,
+                    python: str = sys.executable) -> subprocess.Popen:
     """``streamlit run script`` (the app by default) in ``cwd`` on 127.0.0.1:``port``, its
-    output to ``log``, with ``env`` added to this process's environment."""
+    output to ``log``, with ``env`` added to this process's environment; run by ``python``
+    (this one by default: another serves the app with another set of libraries)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
+        [python, "-m", "streamlit", "run", script, "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false"],
         cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})

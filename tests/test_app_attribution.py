@@ -105,6 +105,35 @@ def test_both_views_on_every_model(model):
 
 
 @pytest.mark.parametrize("model", MODELS)
+def test_the_commitment_count_counts_only_positions_that_keep_the_final_top1(model):
+    """Issue 39: mathematics-bpe said "18 of 23 positions have their final top-1 before the
+    last block", three of which change it again later: the count is of the positions whose
+    top-1 is the final one from a block before the last to the end (a loop over the logit
+    lens here), and the table says from which block."""
+    ckpt = load_checkpoint(bundled_models()[model])
+    at = run_page("block", model=model, view=COMMIT)
+    ids, _, cache = model_run(ckpt, at)
+    last = ckpt.config.n_layer - 1
+    kept, lost, stages = 0, 0, []
+    for pos in range(len(ids)):
+        top1 = analysis.logit_lens(ckpt.model, cache, 1, pos, include_input=True)[1][:, 0]
+        top1 = top1.tolist()  # embeddings, then after each block
+        stays = [all(t == top1[-1] for t in top1[s:]) for s in range(len(top1))]
+        kept += stays.index(True) - 1 < last
+        lost += top1.index(top1[-1]) - 1 < last and not stays.index(True) - 1 < last
+        stage = stays.index(True)
+        stages.append("embeddings" if stage == 0 else f"after block {stage - 1}")
+    caption = texts(at, "caption")
+    assert (f"{kept} of {len(ids)} positions have their final top-1 before the last block "
+            f"(block {last}) and keep it from there on") in caption
+    if lost:
+        assert f"{lost} of them had it earlier but lost it again" in caption
+    if model == "mathematics-bpe":
+        assert kept == 15 and lost == 3  # the page said 18 before
+    assert list(at.dataframe[0].value["keeps it after"]) == stages
+
+
+@pytest.mark.parametrize("model", MODELS)
 def test_another_position_token_and_grouping(model):
     ckpt = load_checkpoint(bundled_models()[model])
     at = run_page("block", model=model, view=DLA)

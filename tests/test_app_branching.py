@@ -237,6 +237,39 @@ def test_beam_view_scores_are_the_models():
     assert len(beam_fig["data"][-1]["x"]) == 1 + 4 * 6  # the prompt and k beams a step
 
 
+def test_the_page_says_when_beam_search_missed_the_most_probable_text():
+    """Issue 39: on the default prompt, k = 3 and 4 tokens, the most probable 4-token text
+    is "↵↵Let" (log P = −4.318), not the beam's (−4.472): its prefix left the beams at step
+    3. The page shows it, its log P is the model's, and it beats the beam's text."""
+    at = run_page("generation", model=MODEL, view="Beam search", beam_n="4")
+    assert at.slider(key="beam").value == 3  # the page's default width
+    model, prompt = model_of(at), history(at).prompt_ids
+    beams = beam_search(model, prompt, 4, 3)
+    tok = load_checkpoint(bundled_models()[MODEL]).tokenizer
+    vs = next(x.value for x in at.latex if r"y^{\text{greedy}}" in x.value)
+    assert r"\text{beam search missed } y^{*}" in vs
+    found = re.search(r"\\log P\(y\^\{\*\} \\mid x\) = (-\d+\.\d+)", vs)
+    best = float(found.group(1))
+    assert best == pytest.approx(-4.318, abs=5e-4)
+    assert f"{beams.steps[-1].scores[0]:.3f}" in vs and "left the 3 beams at step 3" in vs
+    caption = next(c for c in messages(at).split("\n") if "missed the most probable" in c)
+    text = re.search(r"text, “(.+?)” \(log P", caption).group(1)
+    assert text == "↵↵Let"
+    ids = tok.encode("\n\nLet")
+    direct = sum(float(direct_p(model, prompt + ids[:k])[ids[k]].log()) for k in range(len(ids)))
+    assert len(ids) == 4 and direct == pytest.approx(best, abs=1e-3)
+    assert direct > beams.steps[-1].scores[0] + 0.1
+    kept = {tuple(beams.tokens(2, b)) for b in range(3)}
+    assert tuple(ids[:2]) in {k[:2] for k in kept} and tuple(ids[:3]) not in kept
+
+
+def test_the_page_says_not_checked_past_the_search_cap():
+    at = run_page("generation", model=MODEL, view="Beam search", beam_n="30")
+    vs = next(x.value for x in at.latex if r"y^{\text{greedy}}" in x.value)
+    assert r"y^{*}\ \text{not checked}" in vs
+    assert "was **not checked**: the search reached its cap" in messages(at)
+
+
 def test_width_one_writes_the_greedy_text():
     at = run_page("generation", model=MODEL, view="Beam search", beam="1", beam_n="10",
                   temperature="0")

@@ -89,6 +89,88 @@ def test_the_worked_score_adds_its_terms_to_the_models_score(model):
     assert total == pytest.approx(page, abs=1e-4)
 
 
+def rotated(x: torch.Tensor) -> torch.Tensor:
+    """Row p of x (T, d_k) turned by RoPE's R_p: pair (2i, 2i+1) by p·10000^(−2i/d_k)."""
+    t, d = x.shape
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * 10000.0 ** (
+        -torch.arange(0, d, 2, dtype=torch.float64) / d)  # (T, d_k/2)
+    a, b = x[:, 0::2], x[:, 1::2]
+    return torch.stack((a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()),
+                       dim=-1).flatten(-2)
+
+
+def written_qk(tex: str, model, layer: int, head: int, x: torch.Tensor, rope: bool):
+    """q_i·k_j (T, T) as the sentence's right-hand side writes it: each term evaluated from
+    the weights in float64 (a term not known here fails the test)."""
+    attn, d, dk = model.blocks[layer].attn, model.config.d_model, model.config.d_head
+    w = attn.W_QKV.weight.detach().double()  # (3d, d)
+    cols = slice(head * dk, (head + 1) * dk)
+    wq, wk = w[:d][cols].T, w[d:2 * d][cols].T  # (d, d_k) each
+    b = attn.W_QKV.bias
+    bq, bk = (None, None) if b is None else (b.detach().double()[:d][cols],
+                                             b.detach().double()[d:2 * d][cols])
+    x = x.double()  # (T, d)
+    turn = rotated if rope else (lambda v: v)
+    t = x.shape[0]
+    terms = {
+        r"\hat x_i W_Q W_K^\top \hat x_j^\top": lambda: (x @ wq) @ (x @ wk).T,
+        r"\hat x_i W_Q R_{j-i} W_K^\top \hat x_j^\top": lambda: turn(x @ wq) @ turn(x @ wk).T,
+        r"\hat x_i W_Q\, b_K^\top": lambda: (x @ wq @ bk)[:, None].expand(t, t),
+        r"\hat x_i W_Q R_{j-i} b_K^\top": lambda: turn(x @ wq) @ turn(bk.expand(t, dk)).T,
+        r"b_Q W_K^\top\, \hat x_j^\top": lambda: (bq @ wk.T @ x.T)[None, :].expand(t, t),
+        r"b_Q R_{j-i} W_K^\top \hat x_j^\top": lambda: turn(bq.expand(t, dk)) @ turn(x @ wk).T,
+        r"b_Q\, b_K^\top": lambda: (bq @ bk).expand(t, t),
+        r"b_Q R_{j-i} b_K^\top": lambda: turn(bq.expand(t, dk)) @ turn(bk.expand(t, dk)).T,
+    }
+    written = tex.rsplit(" = ", 1)[1].split(" + ")
+    return sum(terms[term]() for term in written), written
+
+
+def check_qk_sentence(at, model, layer: int, head: int, ids: list[int]) -> list[str]:
+    """The sentence's q_i·k_j, term by term from the weights, is the model's own q·kᵀ."""
+    md = next(m.value for m in at.markdown if "four weight blocks" in m.value)
+    tex = re.search(r"meet in the scores, \$(.+?)\$", md).group(1)
+    rope = model.config.rope
+    _, cache = model.run_with_cache(ids)
+    x = cache[act_name("normalized", layer, "ln1")][0]  # (T, d)
+    got, written = written_qk(tex, model, layer, head, x, rope)
+    q, k = (cache[act_name(n, layer)][0, head].double() for n in (
+        ("q_rot", "k_rot") if rope else ("q", "k")))  # (T, d_k) each
+    direct = q @ k.T  # (T, T)
+    assert torch.allclose(got, direct, atol=1e-4 * float(direct.abs().max()) + 1e-5)
+    return written
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_qk_sentence_writes_every_term_of_q_dot_k(model):
+    """Issue 39: "q_i·k_j = x̂_i W_Q W_Kᵀ x̂_jᵀ" left out the bias terms (on mathematics-bpe
+    L0 H0 the b_Q term is −14.0 against −7.0 for the bilinear one). Its terms now add up to
+    the model's q·kᵀ."""
+    at = run_page("attention", model=model, view="Circuits of a head", layer="0", head="0")
+    ckpt, ids, _ = model_run(model, at)
+    written = check_qk_sentence(at, ckpt.model, 0, 0, ids)
+    assert len(written) == 4  # the bundled models have biases
+
+
+@pytest.mark.parametrize("bias, positional", [(False, "learned"), (True, "rope"),
+                                              (False, "rope")])
+def test_the_qk_sentence_follows_the_models_biases_and_rope(bias, positional):
+    tok = load_checkpoint(bundled_models()[MODELS[0]]).tokenizer
+    mine = tiny_gpt(tok.vocab_size, context_length=64, bias=bias, positional=positional,
+                    n_layer=1)
+    at = app_test()
+    at.switch_page("app_pages/attention.py")
+    rerun(at)
+    checkpoint_uploader(at).set_value(
+        ("mine.zip", checkpoint_to_zip(mine, tok, {"corpus": "x"}), "application/zip"))
+    rerun(at)
+    show(at, "Circuits of a head")
+    prompt = next(box for box in at.text_area if box.key.startswith("prompt@")).value
+    written = check_qk_sentence(at, mine, 0, 1, tok.encode(prompt)[-64:])
+    assert len(written) == (4 if bias else 1)
+    assert all(("R_{j-i}" in term) == (positional == "rope") for term in written)
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_the_ov_table_is_e_w_ov_w_u(model):
     at = run_page("attention", model=model, view="OV circuit", layer="1",
@@ -197,6 +279,20 @@ def test_a_model_without_biases_positions_or_a_second_layer_adapts():
     show(at, "Head taxonomy")
     assert "Induction was not measured" in texts(at, "info")
     assert at.dataframe[0].value["induction"].isna().all()
+
+
+def test_the_taxonomy_states_the_rule_its_labels_follow(monkeypatch):
+    from gptviz.analysis import taxonomy as TX
+
+    monkeypatch.setattr(TX, "THRESHOLD", 0.35)
+    monkeypatch.setattr(TX, "MARGIN", 0.15)
+    at = run_page("attention", model=MODELS[0], view="Head taxonomy")
+    labels = next(m.value for m in at.markdown if m.value.startswith("**Labels.**"))
+    assert labels == f"**Labels.** {TX.label_rule()}" and "at least 0.35 and beats" in labels
+    table = at.dataframe[0].value
+    kinds = ["previous-token", "induction", "first token", "self"]
+    for _, row in table.iterrows():
+        assert row["label"] == TX.label({k: float(row[k]) for k in kinds})
 
 
 def test_a_two_token_prompt_gets_a_message_in_the_taxonomy():

@@ -14,9 +14,10 @@ import torch
 from plotly.offline import get_plotlyjs
 
 from gptviz.analysis import attention as am
-from gptviz.analysis.circuits import kind_scores
+from gptviz.analysis.taxonomy import kind_scores
+from gptviz.app.lesson.fairness import MARGIN
 from gptviz.app.lesson.handout import lesson_handout
-from gptviz.app.lesson.run import SEED, build_lesson
+from gptviz.app.lesson.run import SEED, TOP_P, build_lesson
 from gptviz.app.lesson.steps import STEPS, build_step
 from gptviz.app.serving.budget import Shelf
 from gptviz.app.shared.chips import show_bytes
@@ -125,8 +126,7 @@ def _model_answers(ckpt: Checkpoint, ls) -> dict[int, str]:
            for q in (torch.softmax(y / 0.2, 0), torch.softmax(y / 2.0, 0))]
     return {
         3: str(len(ids)),
-        5: ("about the same (within 10 %)" if 1 / 1.1 <= ratio <= 1.1 else
-            "the position p_i" if ratio > 1 else "the token's embedding E[t_i]"),
+        5: "the position p_i" if ratio > 1 else "the token's embedding E[t_i]",
         6: "about 1" if ln_in.var(unbiased=False) / (ln_in.var(unbiased=False) + eps) > 0.5
         else "about 0",
         7: f"{int(pattern[head, last].argmax())}: “{ls.labels[int(pattern[head, last].argmax())]}”",
@@ -163,20 +163,126 @@ def test_every_question_has_one_right_answer_the_models(name, ckpt, text):
             patterns = torch.from_numpy(np.asarray(am.all_patterns(ls.cache, ls.config.n_layer)))
             taxonomy = kind_scores(patterns)["previous-token"][ls.layer]  # (H,)
             assert all(f"head {h}: {float(v):.3f}" in q.why for h, v in enumerate(taxonomy))
-    assert asked >= 6, f"{name}: only {asked} questions"
+    # a random tiny model has few clear-cut answers; the bundled ones have many
+    assert asked >= (6 if name in MODELS else 2), f"{name}: only {asked} questions"
+
+
+PROMPTS = ["The Steenrod problem asks which homology classes of a space are images of "
+           "fundamental classes of closed manifolds.", "Let X be a compact Hausdorff space. Then",
+           "qzmfkwpxbt|qzmfkwpxbt\njdlrvnsyoa|jdlrv", "abcab|abcab\nqrs"]
+
+
+def _leads(ckpt: Checkpoint, ls) -> dict[int, tuple[float, float]]:
+    """Each margin-guarded question's deciding numbers, computed here with torch: (the model's
+    answer's, the runner-up's); for step 6 the distances of the two options nearest to
+    var(x̂), the runner-up's first."""
+    model, ids, c = ckpt.model, list(ls.prompt.ids), ckpt.config
+    last, layer, head = len(ids) - 1, ls.layer, ls.head
+    with torch.no_grad():
+        logits, cache = model.run_with_cache(ids)
+        e = model.embed.weight[ids].double()  # (N, d)
+        p = model.pos(0, len(ids)).double()  # (N, d)
+    ln_in = (e + p)[last] if layer == 0 else cache[f"blocks.{layer - 1}.hook_resid_post"][0, last]
+    var = float(ln_in.double().var(unbiased=False))
+    v_hat = var / (var + model.blocks[layer].ln1.eps)
+    options = [0.0, 1.0, float(c.d_model)] + (
+        [var] if abs(var - 1) > 0.5 and abs(var - c.d_model) > 0.5 * c.d_model and var > 0.5
+        else [])
+    gaps = sorted(abs(v_hat - o) for o in options)
+    pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0].double()  # (H, N, N)
+    w = pattern[head, last].sort(descending=True).values  # (N,)
+    prev = torch.stack([pattern[h].diagonal(-1)[1:].mean() for h in range(c.n_head)]).sort(
+        descending=True).values  # (H,)
+    norms = [float(cache[f"blocks.{layer}.hook_resid_{s}"][0, last].double().norm())
+             for s in ("mid", "post")]
+    y = logits[0, -1].double()
+    probs = torch.softmax(y, 0).sort(descending=True).values  # (|V|,)
+    ent = sorted(float(-(q * q.clamp_min(1e-300).log()).sum())
+                 for q in (torch.softmax(y / 0.2, 0), torch.softmax(y / 2.0, 0)))
+    pe = sorted([float(e.norm(dim=-1).mean()), float(p.norm(dim=-1).mean())])
+    return {5: (pe[1], pe[0]), 6: (gaps[1], gaps[0]), 7: (float(w[0]), float(w[1])),
+            8: (float(prev[0]), float(prev[1])), 9: (max(norms), min(norms)),
+            11: (float(probs[0]), float(probs[1])), 12: (ent[1], ent[0])}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_question_asked_has_a_clear_answer_and_choices_that_read_apart(name):
+    """A question is asked only when the model's answer leads the runner-up by MARGIN
+    (relative), and its choices never read the same nor read <|UNK|>: the review found ten
+    under 10 % on these models and prompts, and step 7 offering “<|UNK|>” thrice."""
+    ckpt = load_checkpoint(bundled_models()[name])
+    skipped = 0
+    for text in [example_prompt(ckpt), *PROMPTS]:
+        for layer, head in {(0, 0), (ckpt.config.n_layer - 1, ckpt.config.n_head - 1),
+                            (ckpt.config.n_layer - 1, 0)}:
+            ls = _lesson(ckpt, text, layer, head, name=name)
+            leads = _leads(ckpt, ls)
+            for step in range(1, N + 1):
+                q = build_step(ls, step).question
+                skipped += q is None and step in leads
+                if q is None:
+                    continue
+                assert not any("UNK" in c for c in q.choices), (step, q.choices)
+                read = [c.split(": ", 1)[-1].strip() for c in q.choices]  # "3: “a”" reads “a”
+                assert len(set(read)) == len(read), (step, q.choices)
+                if step in leads:
+                    best, runner_up = leads[step]
+                    assert best >= (1 + MARGIN) * runner_up, (name, text[:12], step, q.why)
+    assert skipped, "no coin flip was turned down: the margin is not exercised"
 
 
 def test_the_drawn_token_is_the_generation_pages_next_token():
     ckpt = load_checkpoint(bundled_models()[MODELS[0]])
-    for t in (0.0, 0.7, 1.5):
-        ls = _lesson(ckpt, example_prompt(ckpt), t=t)
+    for t, seed in ((0.0, SEED), (0.7, SEED), (1.5, SEED), (1.0, 7)):
+        ls = replace(_lesson(ckpt, example_prompt(ckpt), t=t), seed=seed)
         drawn, probs = ls.drawn(3)
-        page = gen.step(ckpt.model, [x.id for x in ls.prompt.all_tokens], t, None, None,
-                        gen.Sampling(t, seed=SEED).generator(0))
+        ids = [x.id for x in ls.prompt.all_tokens]
+        page = gen.step(ckpt.model, ids, t, None, TOP_P,
+                        gen.Sampling(t, top_p=TOP_P, seed=seed).generator(0))
         assert drawn[0].chosen == page.chosen
         np.testing.assert_allclose(probs, page.probs.numpy(), atol=1e-6)
-        written = gen.generate(ckpt.model, [x.id for x in ls.prompt.all_tokens], 3, t, seed=SEED)
+        written = gen.generate(ckpt.model, ids, 3, t, top_p=TOP_P, seed=seed)
         assert [d.chosen for d in drawn] == written[-3:]  # generate() writes the same text
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_default_draw_lies_in_the_top_p_set_and_the_step_says_how_it_was_drawn(name):
+    """With the default seed, step 13 drew "·R" on mathematics-bpe (0.8 %, rank 20) and step
+    14 went on "Rhenashholomorphic curves". Every draw of the continuation now lies in the
+    top-p 0.9 set of the model's own P_T, computed here with torch; the step gives the drawn
+    token's probability and rank, says it was drawn at random and what the seed does."""
+    ckpt = load_checkpoint(bundled_models()[name])
+    ls = _lesson(ckpt, example_prompt(ckpt), name=name)
+    drawn, _ = ls.drawn()
+    ids = [x.id for x in ls.prompt.all_tokens]
+    for d in drawn:
+        with torch.no_grad():
+            y = ckpt.model(ids[-ckpt.config.context_length:])[0, -1].double()
+        p = torch.softmax(y, 0)
+        above = float(p[p > p[d.chosen]].sum())  # the mass of the more probable tokens
+        assert above < TOP_P, (name, d.chosen, above)
+        ids.append(d.chosen)
+    view = build_step(ls, 13)
+    p = torch.softmax(torch.tensor(ls.logits, dtype=torch.float64), 0)
+    chosen = drawn[0].chosen
+    rank = 1 + int((p > p[chosen]).sum())
+    assert f"probability {100 * float(p[chosen]):.1f} % under $P_T$, rank {rank} of" \
+        in view.narrative
+    assert "at random" in view.narrative and "the same seed draws the same token" \
+        in view.narrative and "*Draw again*" in view.narrative
+    assert view.redraw and build_step(ls, 14).redraw
+
+
+def test_draw_again_takes_a_new_seed_and_the_links_carry_it():
+    at = lesson_app(step="13")
+    first = " ".join(at.latex[i].value for i in range(len(at.latex)))
+    assert "generator seed 0" in first
+    at.button(key="lesson_redraw").click()
+    rerun(at)
+    assert at.number_input(key="seed").value == 1
+    assert "generator seed 1" in " ".join(x.value for x in at.latex)
+    (link,) = at.get("page_link")
+    assert "seed=1" in link.proto.query_string and "top_p=0.9" in link.proto.query_string
 
 
 def test_formulas_follow_the_model_biases_positions_and_layers():
@@ -189,8 +295,9 @@ def test_formulas_follow_the_model_biases_positions_and_layers():
     full = _lesson(_tiny(bias=True), text)
     assert "b_Q" in build_step(full, 7).formulas[0] and "b_O" in build_step(full, 8).formulas[0]
     assert r"\hat x + b" in " ".join(build_step(full, 6).formulas)
-    stages = build_step(full, 10).formulas[0]
-    assert stages.count(r"\xrightarrow") == 2  # one layer: embed → 0.mid → 0.post
+    chain = build_step(full, 10).figures[-1]
+    assert list(chain.data[1].text) == ["0.mid", "0.post"]  # one layer: embed → 0.mid → 0.post
+    assert len(chain.layout.annotations) == 2
     greedy = _lesson(_tiny(bias=True), text, t=0.0)
     assert r"\arg\max" in build_step(greedy, 12).formulas[0]
     assert r"\arg\max" in build_step(greedy, 13).formulas[0]
@@ -198,14 +305,16 @@ def test_formulas_follow_the_model_biases_positions_and_layers():
 
 def test_the_handout_is_one_offline_file_with_every_step():
     ckpt = _tiny(n_layer=2)
-    page = lesson_handout(_lesson(ckpt, "abcab|abcab"))
+    ls = _lesson(ckpt, "abcab|abcab")
+    page = lesson_handout(ls)
+    asked = sum(build_step(ls, n).question is not None for n in range(1, N + 1))
     assert page.count('<section id="step-') == N
     assert page.count("<math") >= N and page.count('class="plotly-graph-div"') >= 10
     head, body = page.split("</head>", 1)
     assert head.count(get_plotlyjs()[:300]) == 1  # plotly.js inlined, once
     assert body.count("Plotly.newPlot") == body.count('class="plotly-graph-div"')
     assert not re.search(r"<(script|img|iframe|link)\b[^>]*\b(src|href)=", page)  # no fetches
-    assert page.count("<details>") >= 6  # each question, its answer folded
+    assert page.count("<details>") == asked >= 2  # each question, its answer folded
 
 
 # ---- the page: URL, presenter mode, score, bad input ---------------------------------------

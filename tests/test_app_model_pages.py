@@ -10,6 +10,8 @@ import math
 import numpy as np
 import pytest
 
+from gptviz.app.serving.budget import Shelf
+from gptviz.app.shared.picker import SESSION_MODELS
 from gptviz.app.shared.widgets import LINK_LIMIT, box_key
 from gptviz.checkpoints.folder import bundled_models, checkpoint_to_zip, load_checkpoint
 from tests.helpers import (
@@ -172,6 +174,48 @@ def test_bad_layer_or_head_in_the_url_gets_a_message(layer, head):
     assert f"asks for layer “{layer}”" in warnings
     assert at.segmented_control(key="layer").value == 0
     assert figures(at)  # the page still draws
+
+
+@pytest.mark.parametrize("page", ["attention", "block", "lesson"])
+def test_a_layer_the_page_chose_itself_is_not_called_the_links(page):
+    """Layer 3 and head 3 picked on a 4-layer model, then a switch to the 2-layer one: the
+    URL still holds what the bound widgets wrote there, and the page said "The link asks for
+    layer 3" though no link asked. A link that does ask still gets the message."""
+    at = run_page(page, model="mathematics-bpe")
+    for key in ("layer", "head"):
+        at.segmented_control(key=key).set_value(3)
+        at.query_params[key] = "3"  # what the bound widget writes (AppTest does not)
+    rerun(at)
+    at.pills(key="model").set_value("induction-2layer")
+    rerun(at)
+    assert at.segmented_control(key="layer").value == 0
+    assert "The link asks for" not in texts(at, "warning")
+    asked = run_page(page, model="induction-2layer", layer="3")
+    assert "The link asks for layer “3”" in texts(asked, "warning")
+
+
+@pytest.mark.parametrize("raw, why, how", [
+    ("trained-mathematics-bpe (this session)",  # a session's model is linked by its label
+     "trained on the Training page in another browser session", "or train it again"),
+    ("trained-mathematics-bpe", "trained on the Training page", "or train it again"),
+    ("gpt-5", "there is no model of that name here", "upload its checkpoint zip")])
+def test_a_link_to_a_model_that_is_not_here_says_so(raw, why, how):
+    """A reload of /attention?model=trained-… after training (a new session), or
+    ?model=gpt-5, showed the default model with no word."""
+    wanted = raw.removesuffix(" (this session)")
+    at = run_page("attention", model=raw)
+    shown = at.pills(key="model").value
+    note = texts(at, "warning")
+    assert f"The link asks for the model “{wanted}”" in note
+    assert why in note and how in note and f"Showing **{shown}** instead" in note
+    assert figures(at)
+    # in the session that has it (a session's model is linked by its label): no notice
+    at = app_test("attention", model=f"{wanted} (this session)")
+    at.session_state[SESSION_MODELS] = shelf = Shelf()
+    shelf[wanted] = load_checkpoint(bundled_models()[MODELS[0]])
+    rerun(at)
+    assert at.pills(key="model").value == wanted
+    assert "The link asks for the model" not in texts(at, "warning")
 
 
 def test_uploads_malformed_then_good_checkpoint():

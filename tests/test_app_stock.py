@@ -44,7 +44,8 @@ VIEWS = {"tokenizers": tokenizers.VIEWS, "embeddings": embeddings.VIEWS,
 SPEED_UPS = {choice.NAME, download.NAME, fold.NAME, heatcanvas.NAME, prefetch.NAME,
              svgbox.NAME}  # none of these may be drawn in stock mode
 # these stay: features, not speed (the keyboard of presenter mode, one history entry a view)
-FEATURES = {click_button.NAME, formula_fit.NAME, "gptviz.keys", "gptviz.history"}
+FEATURES = {click_button.NAME, formula_fit.NAME, "gptviz.keys", "gptviz.history",
+            "gptviz.class_cookies"}  # the class session's identity kept in the browser
 
 
 @pytest.fixture(autouse=True)

@@ -248,3 +248,32 @@ def test_a_bad_id_is_answered_with_ids_of_the_chosen_tokenizer():
     (message,) = [e for e in at.error if "not a whole number" in e.value]
     suggested = [int(i) for i in re.findall(r"\d+", message.value.split("such as")[1])]
     assert suggested and all(0 <= i < 512 for i in suggested)
+
+
+@pytest.mark.parametrize("model", ["mathematics-bpe", "mathematics-char"])
+def test_a_link_naming_a_model_opens_on_that_models_own_tokenizer(model):
+    """From the Lesson, "Explore this step on the Tokenizers page" showed a BPE of |V| = 512
+    trained on the corpus (39 tokens, "The" = 473) where the lesson's model has |V| = 1,024
+    (23 tokens, "The" = 491)."""
+    from gptviz.checkpoints.folder import bundled_models, load_checkpoint
+
+    tok = load_checkpoint(bundled_models()[model]).tokenizer
+    text = "The Steenrod problem asks which homology classes are images of manifolds."
+    at = run_page("tokenizers", model=model, text=text)
+    assert at.segmented_control(key="tokenizer").value == "model"
+    assert at.segmented_control(key="tokenizer").format_func("model") == "This model's"
+    assert at.pills(key="model").value == model
+    assert metric(at, "Vocabulary |V|") == f"{tok.vocab_size:,}"
+    assert metric(at, "Tokens") == f"{len(tok.encode(text)):,}"
+    ids = [int(i) for i in re.findall(r"<small>(\d+)</small>", chips_html(at))]
+    assert ids == tok.encode(text)
+    show(at, "Compare")
+    assert "This model's" in comparison(at)["tokenizer"].tolist()
+
+
+def test_the_models_tokenizer_is_offered_and_a_plain_visit_opens_on_bpe(at_default):
+    kinds = at_default.segmented_control(key="tokenizer")
+    assert kinds.value == "bpe" and "This model's" in kinds.options
+    at = run_page("tokenizers", tokenizer="This model's")
+    assert at.pills(key="model").value == "mathematics-bpe"  # the default model's
+    assert metric(at, "Vocabulary |V|") == "1,024"

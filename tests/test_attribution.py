@@ -15,6 +15,7 @@ from gptviz.analysis.attribution import (
     heads_per_layer,
     logit_attribution,
     residual_parts,
+    settling,
 )
 from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.model.names import act_name
@@ -137,6 +138,39 @@ def test_the_ln_bias_bar_is_b_f_times_w_u():
     assert a.ln_bias == pytest.approx(expected, abs=1e-12) and abs(expected) > 1e-3
 
 
+def loop_kept(model, cache, n: int) -> list[int]:
+    """The first logit-lens row from which every top-1 is the last row's, position by
+    position, as a block index (−1: the embeddings)."""
+    out = []
+    for pos in range(n):
+        _, ids, _ = analysis.logit_lens(model, cache, 1, pos, include_input=True)
+        top1 = ids[:, 0].tolist()
+        s = len(top1) - 1
+        while s > 0 and top1[s - 1] == top1[-1]:
+            s -= 1
+        out.append(s - 1)
+    return out
+
+
+def test_a_top1_that_flips_back_counts_only_from_where_it_stays():
+    """Issue 39: "18 of 23 positions have their final top-1 before the last block" counted
+    positions whose top-1 matched the final one early and changed again later."""
+    from gptviz.app.block.prediction import _commitment_count
+
+    top1 = torch.tensor([[4, 1, 2, 9],   # embeddings
+                         [7, 1, 3, 9],   # after block 0
+                         [5, 1, 2, 9],   # after block 1
+                         [7, 1, 3, 8]])  # after block 2: the final prediction
+    first, kept = settling(top1)
+    assert first.tolist() == [1, 0, 1, 3] and kept.tolist() == [3, 0, 3, 3]
+    layers, kept_layers = (first - 1).tolist(), (kept - 1).tolist()
+    said = _commitment_count(layers, kept_layers, 3)
+    # position 1 keeps it from the embeddings on; 0 and 2 match after block 0 and lose it
+    assert said.startswith("1 of 4 positions have their final top-1 before the last block "
+                           "(block 2) and keep it from there on")
+    assert "(2 of them had it earlier but lost it again)" in said
+
+
 def loop_commitment(model, cache, n: int) -> list[int]:
     """The first row of ``analysis.logit_lens`` (embeddings, then each block) whose top-1 is
     the last row's, position by position, as a block index (−1: the embeddings)."""
@@ -157,6 +191,7 @@ def test_the_commitment_layer_is_a_loop_over_the_logit_lens(source):
     _, cache = model.run_with_cache(ids)
     com = commitment_layers(model, cache)
     assert com.layer.tolist() == loop_commitment(model, cache, len(ids))
+    assert com.kept_layer.tolist() == loop_kept(model, cache, len(ids))
     assert len(com.stages) == model.config.n_layer + 1
     with torch.no_grad():
         assert com.top1[-1].tolist() == model(ids)[0].argmax(-1).tolist()  # the prediction

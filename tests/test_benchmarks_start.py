@@ -13,7 +13,8 @@ import pytest
 from tests.helpers import ROOT
 
 ROOMS = ROOT / "benchmarks"
-LIBRARIES = {"nanogpt_ref", "streamlit_client"}  # modules the scripts import: no command line
+# modules the scripts import: no command line
+LIBRARIES = {"nanogpt_ref", "streamlit_client", "class_client"}
 SCRIPTS = sorted(p for p in ROOMS.glob("*/*.py")
                  if p.stem != "__init__" and p.stem not in LIBRARIES)
 

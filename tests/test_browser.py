@@ -34,6 +34,7 @@ PAGES = {
     "generation": "Generation",
     "training": "The data and the loss",
     "learning": "One step under the microscope",
+    "join": "Join the class",
 }
 
 

@@ -50,7 +50,8 @@ def test_a_formula_wider_than_its_column_shows_a_scrollbar(browser, app_url):
             reveal.first.click()
         settle(page)
         wide = [f for f in formulas(page) if f["over"] > 8]
-        assert wide, "at 1024 px lesson step 10's chain of norms is too wide even when fitted"
+        if not wide:  # step 10's chain of norms, the one formula that overflowed, is a figure now
+            pytest.skip("no formula of lesson step 10 overflows its column at 1024 px any more")
         # set as small as it goes, it scrolls, its scrollbar takes room, and the box around
         # it does not cut that off
         assert all(f["fit"] == pytest.approx(FIT_MIN, abs=1e-3) for f in wide)

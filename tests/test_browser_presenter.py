@@ -108,17 +108,17 @@ def test_question_mark_lists_the_keys_and_n_takes_a_token(page, app_url):
 def test_an_arrow_on_a_chosen_answer_moves_the_lesson_not_the_answer(page, app_url):
     """A review: answer "1" picked, then → moved the choice to "2" and stayed on the step."""
     page.set_viewport_size({"width": 1280, "height": 720})
-    visit(page, f"{app_url}/lesson?presenter=true&step=8")
+    visit(page, f"{app_url}/lesson?presenter=true&step=1")
     radios = page.locator('[data-testid="stRadio"] input[type="radio"]')
     assert eventually(lambda: radios.count() >= 2)
     page.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
     assert eventually(lambda: radios.first.is_checked())
     page.keyboard.press("ArrowRight")  # the focus is on the radio button just picked
-    assert eventually(lambda: page.get_by_text("Step 9 of 14").first.is_visible()), \
+    assert eventually(lambda: page.get_by_text("Step 2 of 14").first.is_visible()), \
         "→ on an answer did not move the lesson"
     settle(page)
     page.keyboard.press("ArrowLeft")
-    assert eventually(lambda: page.get_by_text("Step 8 of 14").first.is_visible())
+    assert eventually(lambda: page.get_by_text("Step 1 of 14").first.is_visible())
     settle(page)
     checked = page.locator('[data-testid="stRadio"] input[type="radio"]:checked')
     assert checked.count() <= 1  # never a second answer picked by the arrows

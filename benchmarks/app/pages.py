@@ -22,9 +22,20 @@ pays, so its column is the app's pages against a bare page without that wait eit
 and Vega-Lite: what a page with one figure would cost if its figures moved there.
 ``--baseline REV`` serves a third app, this repository as of git revision ``REV`` (a
 temporary worktree), and loads each page there too, interleaved with the rest: a change's
-effect measured in one run, beside the same bare page.
+effect measured in one run, beside the same bare page. ``--baseline-python PATH`` serves it
+with another Python (another set of libraries: the app before a dependency's upgrade).
 
-A load does not scroll: what a view draws below its fold (``gptviz/app/shared/fold.py``)
+``--stock-each [PIECE ...]`` measures the speed-ups of ``gptviz/app/speedups/`` against stock
+instead: one server each for the app as it is, with ``GPTVIZ_STOCK=1`` (every piece off)
+and with ``GPTVIZ_STOCK=<piece>`` (that piece alone off; every piece if none is named),
+beside the bare page. Each round loads every page from every server and the bare page, in
+an order that turns round by round. It prints each page's median and its ratio to the bare
+page, each piece's **gain** on each page (the page's median with that piece off minus its
+median with every piece on, over the bare page's median: the share of a bare page's load
+the piece saves), the server's RSS after the loads, and, for ``prefetch``, the lesson's
+first plotly chart after the tab has been idle (what it is for; a load does not show it).
+
+A load does not scroll: what a view draws below its fold (``gptviz/app/speedups/fold.py``)
 waits for the reader, and a marker in view keeps the page unsettled until it is drawn. How
 long a reader who scrolls there waits is timed after the loads, per page.
 
@@ -38,9 +49,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+import sys
 import time
 import urllib.parse
 
+from benchmarks.app.lesson import FIRST_CHART, IDLE_S, REVEAL
 from benchmarks.common import (
     BARE,
     PLOTLY_FLOOR,
@@ -49,13 +62,18 @@ from benchmarks.common import (
     Server,
     app_at,
     bare_and_app,
+    chromium,
     clicks,
+    family_rss_mb,
     interleaved_loads,
+    load,
     long_prompt,
+    machine,
     report_loads,
     seconds_to_settle,
     timed,
 )
+from gptviz.app.speedups.stock import PIECES
 from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, load_checkpoint
 
 NODELAY_FLOOR = "bare page, its server with the app's TCP_NODELAY fix (reference)"
@@ -115,14 +133,23 @@ def main() -> None:
                    help="load only these pages (labels as in the table, e.g. Learning)")
     p.add_argument("--baseline", metavar="REV",
                    help="also load each page from the app as of git revision REV")
+    p.add_argument("--baseline-python", metavar="PATH", default=sys.executable,
+                   help="the Python that serves --baseline (default: this one)")
+    p.add_argument("--stock-each", nargs="*", metavar="PIECE", choices=PIECES,
+                   help="measure each speed-up against stock (GPTVIZ_STOCK): every piece, "
+                        "or those named")
     args = p.parse_args()
     models = bundled_models()
     longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)
+    if args.stock_each is not None:
+        shown = {k: v for k, v in pages(longest).items() if not args.only or k in args.only}
+        stock_each(shown, list(args.stock_each or PIECES), args.reps)
+        return
     with bare_and_app() as (browser, bare, app), Server(NODELAY_BARE, log="bare-nodelay") as \
             nodelay, contextlib.ExitStack() as stack:
         shown = {k: v for k, v in pages(longest).items() if not args.only or k in args.only}
         if args.baseline:
-            then = stack.enter_context(app_at(args.baseline))
+            then = stack.enter_context(app_at(args.baseline, args.baseline_python))
             shown = {row: path for k, v in shown.items()
                      for row, path in ((k, v), (f"{k}, at {args.baseline}", then + v))}
         floors = {PLOTLY_FLOOR: PLOTLY_PATH, **(OTHER_FLOORS if args.floors else {})}
@@ -140,6 +167,100 @@ def main() -> None:
                  for name, path in pages(longest).items() if "://" not in path}
     report_clicks(gen, floor_click)
     report_folds(folds)
+
+
+AS_IS, STOCK_ALL = "0", "1"  # GPTVIZ_STOCK: every piece on, every piece off
+
+
+def stock_each(shown: dict[str, str], pieces: list[str], reps: int) -> None:
+    """Each page from the app as it is, in stock mode, and with each of ``pieces`` off,
+    beside the bare page, ``reps`` rounds after a warm-up round; the tables of the module's
+    docstring."""
+    from playwright.sync_api import sync_playwright
+
+    variants = {AS_IS: AS_IS, STOCK_ALL: STOCK_ALL, **{piece: piece for piece in pieces}}
+    with contextlib.ExitStack() as stack:
+        bare = stack.enter_context(Server(BARE, log="bare")).url
+        servers = {name: stack.enter_context(Server(log=f"stock-{value}",
+                                                    env={"GPTVIZ_STOCK": value}))
+                   for name, value in variants.items()}
+        browser = chromium(stack.enter_context(sync_playwright()))
+        stack.callback(browser.close)
+        times: dict[tuple[str, str], list[float]] = {}
+        floor: list[float] = []
+        order = ["bare", *variants]
+        for rep in range(reps + 1):
+            for n, (page, path) in enumerate(shown.items()):
+                turn = (rep * 5 + n) % len(order)  # who goes first changes page by page
+                for name in order[turn:] + order[:turn]:
+                    url = bare + "/" if name == "bare" else servers[name].url + path
+                    seconds = load(browser, url)
+                    if not rep:
+                        continue
+                    if name == "bare":
+                        floor.append(seconds)
+                    else:
+                        times.setdefault((page, name), []).append(seconds)
+        rss = {name: family_rss_mb(server.proc.pid) for name, server in servers.items()}
+        reveals = first_chart_after_idle(
+            browser, {name: servers[name].url for name in (AS_IS, "prefetch") if name in servers},
+            reps) if "prefetch" in pieces else {}
+    report_stock_each(times, floor, list(shown), list(variants), rss, reveals)
+
+
+def first_chart_after_idle(browser, apps: dict[str, str], reps: int) -> dict[str, list[float]]:
+    """Seconds from Reveal at the lesson's step ``FIRST_CHART`` (its first plotly chart) to
+    settled, in a new tab idle ``IDLE_S`` s after it settled: ``reps`` each per app,
+    alternating, after a round that is not counted."""
+    out: dict[str, list[float]] = {name: [] for name in apps}
+    for rep in range(reps + 1):
+        for name, app in (apps.items() if rep % 2 else list(apps.items())[::-1]):
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            page = context.new_page()
+            page.goto(f"{app}/lesson?model={DEFAULT_MODEL}&step={FIRST_CHART}")
+            seconds_to_settle(page, time.perf_counter())
+            page.wait_for_timeout(IDLE_S * 1000)
+            seconds = timed(page, page.locator(REVEAL).first.click)
+            context.close()
+            if rep:
+                out[name].append(seconds)
+    return out
+
+
+def report_stock_each(times: dict[tuple[str, str], list[float]], floor: list[float],
+                      shown: list[str], variants: list[str], rss: dict[str, float],
+                      reveals: dict[str, list[float]]) -> None:
+    bare = statistics.median(floor)
+    med = {key: statistics.median(ts) for key, ts in times.items()}
+    reps = len(next(iter(times.values())))
+    print(f"# Each speed-up against stock, in Chromium; {reps} loads of each page from each "
+          f"server after a warm-up round, each a new context\n\n{machine()}\n")
+    print(f"Bare one-line page (same run, its loads among the pages'): median **{bare:.2f} s** "
+          f"of {len(floor)} loads.\n\nEach page's median load, × the bare page's (and "
+          "seconds):\n")
+    print("| page, `GPTVIZ_STOCK=` | " + " | ".join(f"`{v}`" for v in variants) + " |\n|---|"
+          + "---|" * len(variants))
+    for page in shown:
+        print(f"| {page} | " + " | ".join(
+            f"{med[page, v] / bare:.2f}× ({med[page, v]:.2f})" for v in variants) + " |")
+    print("| server RSS after the loads | " + " | ".join(f"{rss[v]:.0f} MB" for v in variants)
+          + " |")
+    off = [v for v in variants if v != AS_IS]
+    print("\nGain of each piece on each page: (its page's median with the piece off − with "
+          "every piece on) / the bare page's median; ≥ 0.10 keeps a piece for speed.\n")
+    print("| `GPTVIZ_STOCK=` | " + " | ".join(shown) + " | largest |\n|---|"
+          + "---|" * (len(shown) + 1))
+    for v in off:
+        gains = [(med[page, v] - med[page, AS_IS]) / bare for page in shown]
+        print(f"| `{v}` | " + " | ".join(f"{g:+.2f}" for g in gains)
+              + f" | **{max(gains):+.2f}** |")
+    if reveals:
+        shown_reveals = "; ".join(
+            f"{name}: median {statistics.median(ts):.2f} s ({statistics.median(ts) / bare:.2f}×"
+            f" the bare page's load)" for name, ts in reveals.items())
+        print(f"\nThe lesson's first plotly chart (step {FIRST_CHART}'s Reveal) after the tab "
+              f"has been idle {IDLE_S} s, {len(next(iter(reveals.values())))} each: "
+              f"{shown_reveals}.")
 
 
 def report_clicks(gen: list[float], floor_click: list[float]) -> None:

@@ -1,7 +1,8 @@
 """The memory of one server after one session has visited every page (issue 11: ≤ 400 MB).
 
-    python benchmarks/session_rss.py [--timeout 60] [--top 12] [--views] [--out rss.json]
-                                     [--pages "" learning]
+    python -m benchmarks.server.session_rss [--timeout 60] [--top 12] [--views] [--out rss.json]
+                                     [--pages "" learning] [--gpt2]
+    python -m benchmarks.server.session_rss --shaped gpt2 [--sessions 3] [--linger 180]
 
 Starts ``streamlit run app.py`` (headless, loopback, a free port, the sources unwatched),
 reads its RSS idle, then has ONE session (a websocket session, ``streamlit_client.py``: what
@@ -18,7 +19,15 @@ view once, after the walk: the worst case of one session, not the issue's measur
 ``--top N`` lists the N largest file mappings of the server at the end
 (``/proc/PID/smaps``, by Rss), to see which libraries the walk brought in.
 
-``--gpt2 SHAPE`` (distilgpt2, gpt2, gpt2-medium) measures a server that names a model of that
+``--gpt2`` then measures the Positional encoding page with a GPT-2-shaped model (random
+weights, GPT-2 small's shapes: context 1,024, d = 768, saved as a Hugging Face folder the
+server names with GPTVIZ_MODELS) on a server of its own: one session opens the page on
+the default model and scrolls to "The similarity depends only on i − j" (the fold's
+marker reached), then the same on the GPT-2-shaped model; the RSS after each step and
+its peak during it (sampled every 100 ms). That view once took the server from 0.85 GB
+to 7.3 GB (issue 37).
+
+``--shaped SHAPE`` (distilgpt2, gpt2, gpt2-medium) measures a server that names a model of that
 shape (random weights, written to a temporary folder given as ``GPTVIZ_MODELS``): its RSS
 idle, after Home opened on the model (the model loaded: "model", the floor of the figures
 below), the peak (sampled every 100 ms) and the end of ONE session's walk of every view
@@ -185,6 +194,8 @@ def measure(args) -> dict:
         top = top_mappings(server.proc.pid, args.top) if args.top else []
     finally:
         server.stop()
+    if args.gpt2:
+        rows += gpt2_positional(args.timeout)
     return {"rows": rows, "top": top, "wall_s": time.monotonic() - start}
 
 
@@ -198,12 +209,73 @@ async def _one_visit(ws: str, timeout_s: float) -> str:
         await s.close()
 
 
+SECTION = "The similarity depends only on i − j"
+
+
+def gpt2_positional(timeout_s: float) -> list[tuple[str, dict, str]]:
+    """The Positional page scrolled to its i − j identity, on the default model and on a
+    GPT-2-shaped one, in one session of a server that names the latter (``--gpt2``)."""
+    import tempfile
+
+    import torch
+
+    from gptviz.checkpoints.folder import DEFAULT_MODEL
+    from gptviz.checkpoints.gpt2_weights import save_hf_gpt2
+    from gptviz.model import GPT, GPT_CONFIG_124M, GPTConfig
+
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.manual_seed(0)
+        config = GPTConfig(**{**GPT_CONFIG_124M, "dropout": 0.0, "activation": "gelu_tanh"})
+        save_hf_gpt2(Path(tmp) / "gpt2-shaped", GPT(config))
+        saved = {k: os.environ.get(k) for k in ("GPTVIZ_MODELS", "GPTVIZ_HF_CACHE")}
+        os.environ.update(GPTVIZ_MODELS=tmp, GPTVIZ_HF_CACHE="0")
+        try:
+            server = sc.Server()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        try:
+            time.sleep(2)
+            rows = [("GPT-2 server, idle", rss(server.proc.pid), "")]
+            rows += asyncio.run(_scroll(server, (DEFAULT_MODEL, "gpt2-shaped"), timeout_s))
+        finally:
+            server.stop()
+    return rows
+
+
+async def _scroll(server: sc.Server, models: tuple[str, ...], timeout_s: float
+                  ) -> list[tuple[str, dict, str]]:
+    s, rows = sc.ProtocolSession(server.ws, timeout_s), []
+    await s.connect()
+    try:
+        for model in models:
+            for step in ("opened", "scrolled to the i − j identity"):
+                peak = sc.Rss(server.proc.pid)
+                if step == "opened":
+                    run = await s.open("positional", urlencode({"model": model}))
+                else:
+                    run = await s.send_state(run, "fold", {"reached": True}) or run
+                    if not any(SECTION in t for t in run.texts("markdown")):
+                        run.status = f"{SECTION!r} not drawn"
+                peak.stop()
+                now = rss(server.proc.pid)
+                rows.append((f"positional, {model}, {step}", now | {"peak": max(
+                    peak.peak, now["total"])}, problems(run)))
+    finally:
+        await s.close()
+    return rows
+
+
 def table(result: dict) -> str:
-    lines = ["| process, moment | RSS (MB) | RssAnon | RssFile | problems |",
-             "|---|---|---|---|---|"]
+    lines = ["| process, moment | RSS (MB) | RssAnon | RssFile | peak during (MB) | problems |",
+             "|---|---|---|---|---|---|"]
     for label, m, wrong in result["rows"]:
+        peak = f"{m['peak']:.0f}" if "peak" in m else ""
         lines.append(f"| {label} | {m['total']:.0f} | {m['RssAnon']:.0f} | "
-                     f"{m['RssFile']:.0f} | {wrong or ''} |")
+                     f"{m['RssFile']:.0f} | {peak} | {wrong or ''} |")
     if result["top"]:
         lines += ["", "| largest mappings of the app server at the end | RSS (MB) |", "|---|---|"]
         lines += [f"| {Path(name).name if name.startswith('/') else name} | {mb:.1f} |"
@@ -226,7 +298,7 @@ async def _walk_views(server: sc.Server, model: str, prompt: str, timeout_s: flo
 
 
 def measure_shaped(args) -> dict:
-    """The ``--gpt2`` measure (module doc)."""
+    """The ``--shaped`` measure (module doc)."""
     import tempfile
 
     from benchmarks.server.gpt2_shape import write_shaped
@@ -234,10 +306,10 @@ def measure_shaped(args) -> dict:
 
     os.environ.setdefault("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")
     start = time.monotonic()
-    out: dict = {"shape": args.gpt2, "rows": [], "sessions": [], "after": []}
+    out: dict = {"shape": args.shaped, "rows": [], "sessions": [], "after": []}
     prompts = gpt2_prompts(23, args.sessions)
     with tempfile.TemporaryDirectory() as tmp:
-        folder = write_shaped(Path(tmp) / f"{args.gpt2}-shaped", args.gpt2)
+        folder = write_shaped(Path(tmp) / f"{args.shaped}-shaped", args.shaped)
         out["weights_mb"] = sum(f.stat().st_size for f in folder.iterdir()) / 2**20
         model = folder.name
         os.environ.update(GPTVIZ_MODELS=tmp, GPTVIZ_HF_CACHE="0")
@@ -297,7 +369,7 @@ async def _home(ws: str, model: str, prompt: str, timeout_s: float) -> None:
 
 
 def shaped_table(r: dict) -> str:
-    """The ``--gpt2`` figures, each also as model + X."""
+    """The ``--shaped`` figures, each also as model + X."""
     m = r["model"]
 
     def plus(v: float) -> str:
@@ -335,17 +407,19 @@ def main() -> None:
     p.add_argument("--pages", nargs="+", help="only these pages (URL paths, '' for Home), "
                    "in this order: to see what one page costs")
     p.add_argument("--out", type=Path, help="also write the figures to this JSON file")
-    p.add_argument("--gpt2", choices=["distilgpt2", "gpt2", "gpt2-medium"],
+    p.add_argument("--gpt2", action="store_true", help="also the Positional page's i − j "
+                   "identity with a GPT-2-shaped model, on a server of its own")
+    p.add_argument("--shaped", choices=["distilgpt2", "gpt2", "gpt2-medium"],
                    help="walk every view with a model of this shape (module doc)")
-    p.add_argument("--sessions", type=int, default=2, help="with --gpt2: sessions walking")
+    p.add_argument("--sessions", type=int, default=2, help="with --shaped: sessions walking")
     p.add_argument("--linger", type=float, default=180,
-                   help="with --gpt2: seconds to watch RSS after the last session leaves")
-    p.add_argument("--every", type=float, default=30, help="with --gpt2: seconds between reads")
+                   help="with --shaped: seconds to watch RSS after the last session leaves")
+    p.add_argument("--every", type=float, default=30, help="with --shaped: seconds between reads")
     args = p.parse_args()
-    if args.gpt2:
+    if args.shaped:
         args.timeout = max(args.timeout, 600)
         result = measure_shaped(args)
-        print(f"\n# {args.gpt2}-shaped model, every view: {machine()}, "
+        print(f"\n# {args.shaped}-shaped model, every view: {machine()}, "
               f"{result['wall_s']:.0f} s\n")
         print(shaped_table(result))
         if args.out:

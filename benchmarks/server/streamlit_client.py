@@ -113,6 +113,7 @@ class ProtocolSession:
         self.widgets: dict[str, WidgetState] = {}
         self.cache: dict[str, ForwardMsg] = {}
         self.query = ""
+        self.timers: dict[str, float] = {}  # fragment id -> seconds: st.fragment(run_every=)
         self.page = ""
 
     async def connect(self) -> None:
@@ -174,12 +175,16 @@ class ProtocolSession:
         return next((run.fragments.get(path, "") for path, (_, e) in run.elements.items()
                      if e is element), "")
 
-    async def _rerun(self, last: Run | None = None, fragment: str = "") -> Run:
+    async def _rerun(self, last: Run | None = None, fragment: str = "", auto: bool = False
+                     ) -> Run:
         """Rerun the page, or only ``fragment`` of ``last`` (what stays drawn outside it is
-        carried over, as the browser keeps it)."""
+        carried over, as the browser keeps it); ``auto``: as the fragment's timer does."""
         msg = BackMsg()
         state = msg.rerun_script
         state.fragment_id = fragment
+        state.is_auto_rerun = auto
+        if not fragment:
+            self.timers.clear()  # a whole run sets its fragments' timers anew
         state.query_string = self.query
         state.page_name = self.page
         state.page_script_hash = self.pages.get(self.page, "")
@@ -213,7 +218,9 @@ class ProtocolSession:
             elif msg.metadata.cacheable:
                 self.cache[msg.hash] = msg
             kind = msg.WhichOneof("type")
-            if kind == "new_session":
+            if kind == "auto_rerun":  # the browser reruns this fragment on a timer
+                self.timers[msg.auto_rerun.fragment_id] = msg.auto_rerun.interval
+            elif kind == "new_session":
                 run.elements = dict(run.kept)  # a rerun started over (fast rerun, st.rerun)
                 run.drawn.clear()
             elif kind == "navigation":

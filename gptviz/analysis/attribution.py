@@ -152,11 +152,32 @@ class Commitment:
     stages: tuple[str, ...]  # "embeddings", "after block 0", ...
     top1: Tensor  # (S, T) long: the lens's top-1 id at each stage (S = n_layer + 1)
     first: Tensor  # (T,) long: the first stage whose top-1 is the final one (the last row)
+    kept: Tensor  # (T,) long: the first stage from which every top-1 is the final one
 
     @property
     def layer(self) -> Tensor:
         """The commitment as a block index (T,): −1 = already in the embeddings."""
         return self.first - 1
+
+    @property
+    def kept_layer(self) -> Tensor:
+        """The block after which the top-1 is the final one and stays so (T,): −1 = from
+        the embeddings on. Later than ``layer`` where the top-1 changes again in between."""
+        return self.kept - 1
+
+
+def settling(top1: Tensor) -> tuple[Tensor, Tensor]:
+    """For top-1 ids (S, T) per stage and position: the first stage whose top-1 is the last
+    stage's, and the first stage from which it stays the last stage's (T,) each.
+
+    >>> first, kept = settling(torch.tensor([[5, 1], [7, 2], [5, 3], [7, 2]]))
+    >>> first.tolist(), kept.tolist()  # position 0: 7 at stage 1, 5 at 2, 7 again at 3
+    ([1, 1], [3, 3])
+    """
+    settled = top1 == top1[-1]  # (S, T): the last stage is the model's own prediction
+    first = settled.to(torch.int8).argmax(dim=0)  # (T,) the first True of each column
+    stays = settled.flip(0).to(torch.int8).cumprod(dim=0).flip(0)  # (S, T): True to the end
+    return first.long(), stays.argmax(dim=0).long()
 
 
 @torch.no_grad()
@@ -174,7 +195,5 @@ def commitment_layers(model: GPT, cache: ActivationCache) -> Commitment:
     # 50,257 floats (334 MB); one stage's are 26 MB
     top1 = torch.stack([model.unembed(model.ln_final(x.to(model.device))).argmax(dim=-1).cpu()
                         for x in states])  # (S, T)
-    settled = top1 == top1[-1]  # (S, T): the last stage is the model's own prediction
-    first = settled.to(torch.int8).argmax(dim=0)  # (T,) the first True of each column
     stages = ("embeddings", *(f"after block {layer}" for layer in range(n_layer)))
-    return Commitment(stages, top1, first.long())
+    return Commitment(stages, top1, *settling(top1))

@@ -53,27 +53,43 @@ def offset_similarity(offsets: Sequence[int] | np.ndarray, d_model: int) -> np.n
 
 @dataclass(frozen=True)
 class ShiftCheck:
-    """PE PEᵀ in float64 beside Σ_k cos(ω_k (i − j)), and how far apart they are."""
+    """PE_i · PE_j (the model's table, float64) against Σ_k cos(ω_k (i − j)) over every pair
+    of positions, kept as figures: memory N·d at most, never N × N × d."""
 
-    similarity: np.ndarray  # (N, N) PE_i · PE_j, the model's table in float64
-    by_offset: np.ndarray  # (N, N) Σ_k cos(ω_k (i − j))
-    max_deviation: float  # max over i, j of |similarity − by_offset|
+    n_positions: int  # N
+    d_model: int  # d
+    by_offset: np.ndarray  # (N,) Σ_k cos(ω_k δ) for δ = |i − j| = 0 … N − 1 (cos is even)
+    max_deviation: float  # max over i, j of |PE_i · PE_j − by_offset[|i − j|]|
     diagonal_spread: float  # max over the diagonals i − j = δ of (largest − smallest entry)
+
+    def similarity(self, i: int, j: int) -> float:
+        """PE_i · PE_j from the model's table, float64 (rows computed for this pair)."""
+        pe = sinusoidal_table(max(i, j) + 1, self.d_model, torch.float64)  # (max(i, j)+1, d)
+        return float(pe[i] @ pe[j])
+
+    def formula(self, i: int, j: int) -> float:
+        """Σ_k cos(ω_k (i − j))."""
+        return float(self.by_offset[abs(i - j)])
 
 
 def sinusoidal_shift_check(n_positions: int, d_model: int) -> ShiftCheck:
-    """Check PE_i · PE_j = Σ_k cos(ω_k (i − j)) on the whole (N, N) matrix, in float64.
+    """Check PE_i · PE_j = Σ_k cos(ω_k (i − j)) on every pair of positions, in float64, one
+    offset δ = i − j at a time: the diagonal δ of PE PEᵀ is the N − δ dot products
+    PE_{j+δ} · PE_j, so memory stays N·d (GPT-2's 1,024 × 768: 6 MB; the whole N × N × d/2
+    of cosines at once took 6.5 GB). Pairs with i < j are the same products.
 
     >>> check = sinusoidal_shift_check(16, 8)
     >>> check.max_deviation < 1e-12 and check.diagonal_spread < 1e-12
     True
     """
     pe = sinusoidal_table(n_positions, d_model, torch.float64).numpy()  # (N, d)
-    s = pe @ pe.T  # (N, N)
-    i = np.arange(n_positions)
-    f = offset_similarity(np.subtract.outer(i, i), d_model)  # (N, N)
-    spread = max(float(np.ptp(np.diagonal(s, k))) for k in range(1 - n_positions, n_positions))
-    return ShiftCheck(s, f, float(np.abs(s - f).max()), spread)
+    formula = offset_similarity(np.arange(n_positions), d_model)  # (N,)
+    deviation = spread = 0.0
+    for delta in range(n_positions):
+        diagonal = np.einsum("ij,ij->i", pe[delta:], pe[:n_positions - delta])  # (N − δ,)
+        deviation = max(deviation, float(np.abs(diagonal - formula[delta]).max()))
+        spread = max(spread, float(np.ptp(diagonal)))
+    return ShiftCheck(n_positions, d_model, formula, deviation, spread)
 
 
 # ---- 2. order without positions -----------------------------------------------------------
@@ -249,6 +265,9 @@ def rope_relative_check(q: np.ndarray, k: np.ndarray, n_positions: int) -> RopeC
     rk = rotate(torch.as_tensor(k, dtype=torch.float64).expand(n_positions, d), cos, sin)
     s = (rq @ rk.T).numpy()  # (N, N)
     i = np.arange(n_positions)
-    f = relative_scores(q, k, np.subtract.outer(i, i))  # (N, N)
+    # the formula once per offset δ = i − j (2N − 1 of them, N·d_k/2 numbers), then spread
+    # over the (N, N) pairs: at every pair at once it took N × N × d_k/2 of cosines
+    per_offset = relative_scores(q, k, np.arange(1 - n_positions, n_positions))  # (2N − 1,)
+    f = per_offset[np.subtract.outer(i, i) + n_positions - 1]  # (N, N)
     spread = max(float(np.ptp(np.diagonal(s, off))) for off in range(1 - n_positions, n_positions))
     return RopeCheck(s, f, float(np.abs(s - f).max()), spread)

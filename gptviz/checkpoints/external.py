@@ -103,9 +103,12 @@ def _config_json(folder: Path, default: Any = None) -> Any:
     if not path.is_file():
         return default
     try:
-        return read_json(path.read_bytes(), f"{folder.name}/{HF_CONFIG}", max_bytes=1_000_000)
+        data = read_json(path.read_bytes(), f"{folder.name}/{HF_CONFIG}", max_bytes=1_000_000)
     except (OSError, TokenizerError) as exc:
         raise ExternalError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise ExternalError(f"{folder.name}/{HF_CONFIG} holds no JSON object.")
+    return data
 
 
 def _hf_config(folder: Path) -> GPTConfig:
@@ -128,7 +131,7 @@ def _hf_config(folder: Path) -> GPTConfig:
     odd = [k for k, bad in (("add_cross_attention", True), ("scale_attn_weights", False),
                             ("scale_attn_by_inverse_layer_idx", True))
            if data.get(k, not bad) == bad]
-    if act not in HF_ACTIVATIONS or odd:
+    if not isinstance(act, str) or act not in HF_ACTIVATIONS or odd:
         what = f"activation_function {act!r}" if act not in HF_ACTIVATIONS else ", ".join(odd)
         raise ExternalError(f"{where} sets {what}; gptviz's GPT computes GPT-2's own "
                             "attention and GELU, so this variant is not supported.")

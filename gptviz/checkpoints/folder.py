@@ -7,8 +7,11 @@
     snapshots.safetensors  (optional) the weights at a few steps of training (snapshots.py)
 
 Every problem (a missing file, bad JSON, a pickle in disguise, a weight of the wrong
-shape, a tokenizer that does not fit the model, a model too big for the limits) is a
-``CheckpointError`` (a ValueError) whose message names the file and the problem.
+shape, a tokenizer that does not fit the model, a model too big for the limits, a card
+field a page cannot use, a file that cannot be read) is a ``CheckpointError`` (a
+ValueError) whose message names the file and the problem: the one error a page catches.
+An upload's work is bounded by its ``Limits`` before anything is allocated
+(``gptviz.work`` counts it).
 """
 
 from __future__ import annotations
@@ -19,28 +22,27 @@ import os
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 import gptviz.tokenizers  # noqa: F401  (registers every tokenizer type)
+from gptviz.checkpoints.card import CARD, check_card
+from gptviz.checkpoints.errors import CheckpointError, brief
 from gptviz.checkpoints.external import ExternalError, load_external, model_format
-from gptviz.checkpoints.snapshots import SNAPSHOTS, SnapshotError, Snapshots
-from gptviz.checkpoints.zipread import ZipMembers, ZipReadError, directory_size
+from gptviz.checkpoints.gpt2_weights import NoInit
+from gptviz.checkpoints.snapshots import SNAPSHOTS, Snapshots, stored_shapes
+from gptviz.checkpoints.tensors import FLOATS, finite, header_limit, match, read_header, view
+from gptviz.checkpoints.zipread import ZipMembers, zip_members
 from gptviz.model import GPT, GPTConfig, TrainConfig, parameter_counts
 from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
 
-WEIGHTS, CONFIG, TOKENIZER, CARD = "model.safetensors", "config.json", "tokenizer.json", "card.json"
+WEIGHTS, CONFIG, TOKENIZER = "model.safetensors", "config.json", "tokenizer.json"
 FILES = (WEIGHTS, CONFIG, TOKENIZER, CARD)
 OPTIONAL = (SNAPSHOTS,)
-_PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")  # pickle protocol >= 2; torch.save's zip format
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded; the message names the file and the reason."""
+__all__ = ["CheckpointError", "Checkpoint", "Limits", "load_checkpoint", "load_checkpoint_zip"]
 
 
 @dataclass(frozen=True)
@@ -101,16 +103,27 @@ def load_checkpoint(folder: str | Path, device: str | torch.device = "cpu",
         if (kind := model_format(folder)) in ("hf-gpt2", "nanogpt"):
             model, tokenizer, card = load_external(folder, limits.params if limits else None)
             return Checkpoint(model.to(device).eval(), tokenizer, card)
-    except ExternalError as exc:
+        if kind == "zip":
+            return load_checkpoint_zip(folder.read_bytes(), limits or Limits(), device)
+        if not folder.is_dir():
+            raise CheckpointError(f"{folder} is not a checkpoint folder "
+                                  "(it does not exist or is a file).")
+        files = {name: _read_file(folder / name) for name in FILES + OPTIONAL
+                 if (folder / name).is_file()}
+    except (ExternalError, TokenizerError) as exc:  # GPT-2's rank file may be missing
         raise CheckpointError(str(exc)) from None
-    if kind == "zip":
-        return load_checkpoint_zip(folder.read_bytes(), limits or Limits(), device)
-    if not folder.is_dir():
-        raise CheckpointError(f"{folder} is not a checkpoint folder "
-                              "(it does not exist or is a file).")
-    files = {name: (folder / name).read_bytes() for name in FILES + OPTIONAL
-             if (folder / name).is_file()}
+    except OSError as exc:  # a file gone, unreadable, or a folder it may not list
+        raise CheckpointError(f"{folder} cannot be read ({exc.strerror or exc}).") from None
     return checkpoint_from_files(files, str(folder), device, limits or Limits())
+
+
+def _read_file(path: Path) -> bytearray:
+    """The file's bytes in a bytearray (the weights are viewed in it without a copy)."""
+    with path.open("rb") as f:
+        out = bytearray(os.fstat(f.fileno()).st_size)
+        if f.readinto(out) != len(out):
+            raise OSError(f"{path.name} changed while it was read")
+        return out
 
 
 def checkpoint_to_zip(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] | None = None,
@@ -126,24 +139,9 @@ def checkpoint_to_zip(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] 
 def load_checkpoint_zip(data: bytes, limits: Limits = Limits(),
                         device: str | torch.device = "cpu") -> Checkpoint:
     """Load an uploaded .zip (files at its root or in one folder) in memory, untrusted: no
-    extraction, named BPE patterns only, and every size checked before it is allocated."""
-    if (listing := directory_size(data) or 0) > 65_536:  # zipfile: ~500 B per entry listed
-        raise CheckpointError(f"the zip's list of files takes {listing:,} bytes (the limit is "
-                              f"65,536); a checkpoint zip holds {len(FILES)} files.")
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError, OSError):
-        raise CheckpointError("the upload is not a .zip file: zip a checkpoint folder "
-                              f"holding {', '.join(FILES)}.") from None
-    found = ZipMembers(zf)
-    for info in zf.infolist():
-        name = PurePosixPath(info.filename).name
-        if name not in FILES + OPTIONAL or info.is_dir() or "__MACOSX" in info.filename:
-            continue
-        if name in found:
-            raise CheckpointError(f"the zip holds two files named {name}; "
-                                  "keep one checkpoint per zip.")
-        found[name] = info
+    extraction, stored or deflated members only, named BPE patterns only, and every size
+    checked before it is allocated. Raises CheckpointError only."""
+    found = zip_members(data, FILES + OPTIONAL, ", ".join(FILES))
     if (total := sum(found.size(name) for name in found)) > limits.bytes:
         raise CheckpointError(f"the zip's checkpoint files unpack to {total:,} bytes; "
                               f"the limit is {limits.bytes:,}.")
@@ -162,29 +160,31 @@ def checkpoint_from_files(files: Mapping[str, bytes], source: str = "checkpoint"
     try:
         config = GPTConfig.from_dict(data)
     except (TypeError, ValueError) as exc:
-        raise CheckpointError(f"{CONFIG} is not a valid model config: {exc}") from None
+        raise CheckpointError(f"{CONFIG} is not a valid model config: {brief(exc)}") from None
     n_params = _check_size(config, limits)
     try:
         tokenizer = Tokenizer.from_json_dict(_read_json(files, TOKENIZER, limits), TOKENIZER,
                                              trusted)
     except TokenizerError as exc:
-        raise CheckpointError(str(exc)) from None
+        raise CheckpointError(brief(exc)) from None
     if tokenizer.vocab_size != config.vocab_size:
         raise CheckpointError(f"{TOKENIZER} has {tokenizer.vocab_size} ids but {CONFIG} says "
                               f"vocab_size {config.vocab_size}: they come from different models.")
-    card = _read_json(files, CARD, limits) if CARD in files else {}
-    if not isinstance(card, dict):
-        raise CheckpointError(f"{CARD} must hold a JSON object.")
-    data = _member(files, WEIGHTS, 8 * n_params + 1_000_000,  # float64s + a generous header
-                   f" for the {n_params:,} parameters of {CONFIG}")
-    model = GPT(config)  # at most limits.params numbers, checked above
-    model.load_state_dict(_read_weights(data, model), strict=False)
+    card = check_card(_read_json(files, CARD, limits) if CARD in files else {})
+    shapes = stored_shapes(config)  # the names and shapes the weights must have
+    most = 8 + header_limit(len(shapes)) + n_params * max(t.itemsize for t in FLOATS.values())
+    data = _member(files, WEIGHTS, most, f" for the {n_params:,} parameters of {CONFIG}")
+    tensors = _read_weights(data, shapes)  # views of the checked entries, nothing copied
+    with NoInit():  # every tensor it stores is overwritten below: no random fill
+        model = GPT(config)  # at most limits.params numbers, checked above
+    with torch.no_grad():
+        state = model.state_dict()  # the parameters' own memory (a tied W_U follows E)
+        for name, t in tensors.items():
+            state[name].copy_(t)
+    del tensors, data
     snapshots = None
     if SNAPSHOTS in files:
-        try:
-            snapshots = Snapshots.from_bytes(_member(files, SNAPSHOTS, limits.bytes), model)
-        except SnapshotError as exc:
-            raise CheckpointError(str(exc)) from None
+        snapshots = Snapshots.from_bytes(_member(files, SNAPSHOTS, limits.bytes), model)
     return Checkpoint(model.to(device).eval(), tokenizer, card, snapshots)
 
 
@@ -204,30 +204,14 @@ def _check_size(c: GPTConfig, limits: Limits) -> int:
     return n
 
 
-def _read_weights(data: bytes, model: GPT) -> dict[str, torch.Tensor]:
-    if data.startswith(_PICKLE_MAGIC):
-        raise CheckpointError(f"{WEIGHTS} looks like a pickle / torch.save file; gptviz never "
-                              "unpickles files. Save the weights with safetensors instead.")
-    try:
-        tensors = load_safetensors(data)
-    except Exception as exc:  # the Rust parser raises its own error type
-        raise CheckpointError(f"{WEIGHTS} is not a valid safetensors file ({exc}).") from None
-    expected = {k: v for k, v in model.state_dict().items()  # without E's tied alias W_U
-                if k != "unembed.weight" or not model.config.tie_embeddings}
-    unknown = sorted(set(tensors) - set(expected))
-    absent = sorted(set(expected) - set(tensors))
-    if unknown or absent:
-        raise CheckpointError(f"{WEIGHTS} does not match {CONFIG}: missing {absent[:5]}, "
-                              f"unexpected {unknown[:5]}.")
+def _read_weights(data: bytes, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
+    """The weights' tensors (views into ``data``), once the header names exactly ``shapes``
+    in float dtypes and every number is finite."""
+    entries, _ = read_header(data, WEIGHTS, header_limit(len(shapes)))
+    match(entries, shapes, WEIGHTS, CONFIG)
+    tensors = {name: view(data, e) for name, e in entries.items()}
     for name, t in tensors.items():
-        want = tuple(expected[name].shape)
-        if tuple(t.shape) != want:
-            raise CheckpointError(f"{WEIGHTS}: {name} has shape {tuple(t.shape)} but {CONFIG} "
-                                  f"implies {want}.")
-        if not t.dtype.is_floating_point:
-            raise CheckpointError(f"{WEIGHTS}: {name} has dtype {t.dtype}; weights must be floats.")
-        tensors[name] = t = t.float()  # float8 has no isfinite
-        if not torch.isfinite(t).all():
+        if not finite(t):
             raise CheckpointError(f"{WEIGHTS}: {name} contains NaN or infinite values.")
     return tensors
 
@@ -237,17 +221,14 @@ def _member(files: Mapping[str, bytes], name: str, most: int, why: str = "") -> 
     size = files.size(name) if isinstance(files, ZipMembers) else len(files[name])
     if size > most:
         raise CheckpointError(f"{name} is {size:,} bytes; the limit here is {most:,}{why}.")
-    try:
-        return files[name]
-    except ZipReadError as exc:
-        raise CheckpointError(str(exc)) from None
+    return files[name]
 
 
 def _read_json(files: Mapping[str, bytes], name: str, limits: Limits) -> Any:
     try:
         return read_json(_member(files, name, limits.json_bytes), name)
     except TokenizerError as exc:
-        raise CheckpointError(str(exc)) from None
+        raise CheckpointError(brief(exc)) from None
 
 
 def initial_model(config: GPTConfig, seed: int) -> GPT:

@@ -60,7 +60,7 @@ def short_name(name: str) -> str:
     return name
 
 
-class _NoInit(TorchFunctionMode):
+class NoInit(TorchFunctionMode):
     """Skips ``nn.init``'s random fills inside the ``with`` (this thread only): the loader
     overwrites every parameter, and GPT-2 small's fills take seconds."""
 
@@ -86,7 +86,7 @@ def fill_gpt(c: GPTConfig, shapes: Mapping[str, tuple], get: Callable[[str], tor
     if unknown or absent:
         raise ExternalError(f"{file} does not match its config: missing {absent[:5]}, "
                             f"unexpected {unknown[:5]}.")
-    with _NoInit():
+    with NoInit():
         model = GPT(c)  # uninitialised memory (RSS grows as it is filled)
     params = dict(model.named_parameters())
     plan = []

@@ -141,7 +141,8 @@ def char_vocabulary(ckpt: dict[str, Any], path: Path) -> tuple[list[str], Path] 
     """The characters of a character-level run and the meta.pkl that lists them: beside
     ckpt.pt, or where nanoGPT's sample.py looks (data/<dataset>/meta.pkl next to the out
     folder); None when there is no meta.pkl."""
-    dataset = str((ckpt.get("config") or {}).get("dataset", ""))
+    config = ckpt.get("config")
+    dataset = str(config.get("dataset", "")) if isinstance(config, dict) else ""
     places = [path.parent / "meta.pkl"]
     if re.fullmatch(r"[\w.-]+", dataset) and ".." not in dataset:
         places.append(path.parent.parent / "data" / dataset / "meta.pkl")

@@ -13,11 +13,14 @@ import json
 from dataclasses import dataclass, field
 
 import torch
-from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from torch import Tensor
 
-from gptviz.model import GPT
+from gptviz.checkpoints.errors import CheckpointError
+from gptviz.checkpoints.gpt2_weights import NoInit
+from gptviz.checkpoints.tensors import finite, header_limit, read_header, view
+from gptviz.model import GPT, GPTConfig
+from gptviz.tokenizers.base import read_json
 
 SNAPSHOTS = "snapshots.safetensors"
 FORMAT = "gptviz-snapshots-1"
@@ -26,7 +29,7 @@ MAX_COUNT = 12  # snapshots a run keeps
 MAX_BYTES = 48 << 20  # bytes a run's snapshots may take in memory (the app's runs)
 
 
-class SnapshotError(ValueError):
+class SnapshotError(CheckpointError):
     """The snapshots file does not fit the model; the message says what is wrong."""
 
 
@@ -34,6 +37,18 @@ def _weights(model: GPT) -> dict[str, Tensor]:
     """The state dict without E's tied alias W_U, as the checkpoint stores it."""
     return {k: v for k, v in model.state_dict().items()
             if k != "unembed.weight" or not model.config.tie_embeddings}
+
+
+def stored_shapes(config: GPTConfig) -> dict[str, tuple[int, ...]]:
+    """Name -> shape of every tensor a checkpoint of ``config`` stores (``_weights``), read
+    from a model left uninitialised (its memory untouched, ~10 ms; on the meta device,
+    torch's first arange would import its compiler, ~3 s).
+
+    >>> stored_shapes(model.config)["embed.weight"]
+    (10, 16)
+    """
+    with NoInit():
+        return {k: tuple(v.shape) for k, v in _weights(GPT(config)).items()}
 
 
 def snapshot_bytes(model: GPT) -> int:
@@ -89,40 +104,55 @@ class Snapshots:
 
     @classmethod
     def from_bytes(cls, data: bytes, model: GPT) -> Snapshots:
-        """Read and check a snapshots file against ``model``; SnapshotError if it does not fit."""
+        """Read and check a snapshots file against ``model``; SnapshotError if it does not fit.
+        The header is checked whole (names, shapes, dtypes) before any tensor is built."""
+        expected = {k: tuple(v.shape) for k, v in _weights(model).items()}
         try:
-            tensors = load_safetensors(data)
-            header = json.loads(data[8:8 + int.from_bytes(data[:8], "little")])
-            meta = header.get("__metadata__") or {}
-            steps = json.loads(meta.get("steps", "null"))
+            entries, meta = read_header(data, SNAPSHOTS, header_limit(MAX_COUNT * len(expected)))
+        except CheckpointError as exc:
+            raise SnapshotError(f"{SNAPSHOTS} is not a valid snapshots file ({exc})") from None
+        try:  # a list of steps, not nested: read_json bounds its depth
+            steps = read_json(meta.get("steps", "null").encode(), SNAPSHOTS, max_depth=1)
             thinned = int(meta.get("thinned", "0"))
-        except Exception as exc:  # the Rust parser raises its own error type
-            raise SnapshotError(f"{SNAPSHOTS} is not a valid snapshots file ({exc}).") from None
+        except ValueError:  # not JSON, or not a number
+            steps = thinned = None
         if meta.get("format") != FORMAT or not isinstance(steps, list) or not all(
-                isinstance(s, int) and not isinstance(s, bool) for s in steps):
+                isinstance(s, int) and not isinstance(s, bool) for s in steps) or thinned is None:
             raise SnapshotError(f"{SNAPSHOTS} does not say which steps it holds "
                                 f"(format {FORMAT} expected).")
         if len(steps) > MAX_COUNT or steps != sorted(set(steps)):
             raise SnapshotError(f"{SNAPSHOTS} lists {len(steps)} steps; at most {MAX_COUNT}, "
                                 "increasing, are allowed.")
-        expected = _weights(model)
-        states: list[dict[str, Tensor]] = [{} for _ in steps]
-        for key, t in tensors.items():
+        for key, e in entries.items():
             index, _, name = key.partition("/")
-            if not index.isdigit() or int(index) >= len(steps) or name not in expected:
+            if _index(index) >= len(steps) or name not in expected:
                 raise SnapshotError(f"{SNAPSHOTS} holds {key!r}, which this model has no "
                                     "place for.")
-            if tuple(t.shape) != tuple(expected[name].shape) or not t.dtype.is_floating_point:
-                raise SnapshotError(f"{SNAPSHOTS}: {key} has shape {tuple(t.shape)} and dtype "
-                                    f"{t.dtype}; the model needs {tuple(expected[name].shape)}.")
-            if not torch.isfinite(t.float()).all():
+            if e.shape != expected[name]:
+                raise SnapshotError(f"{SNAPSHOTS}: {key} has shape {e.shape} and dtype "
+                                    f"{e.dtype}; the model needs {expected[name]}.")
+        for i, step in enumerate(steps):
+            if lacks := sorted(n for n in expected if f"{i}/{n}" not in entries):
+                raise SnapshotError(f"{SNAPSHOTS}: snapshot {i} (step {step}) lacks "
+                                    f"{lacks[:3]}.")
+        states: list[dict[str, Tensor]] = [{} for _ in steps]
+        for key, e in entries.items():
+            t = view(data, e)
+            if not finite(t):
                 raise SnapshotError(f"{SNAPSHOTS}: {key} contains NaN or infinite values.")
-            states[int(index)][name] = t
-        for i, state in enumerate(states):
-            if set(state) != set(expected):
-                raise SnapshotError(f"{SNAPSHOTS}: snapshot {i} (step {steps[i]}) lacks "
-                                    f"{sorted(set(expected) - set(state))[:3]}.")
-        return cls(steps, states, thinned=thinned)
+            index, _, name = key.partition("/")
+            states[int(index)][name] = t.to(DTYPE)  # a float16 file's views are kept as they are
+        return cls(steps, states, thinned=max(0, thinned))
+
+
+def _index(text: str) -> int:
+    """The snapshot a key's prefix names ("3" -> 3), or a number past any: -1 or "03" name none.
+
+    >>> _index("3"), _index("03"), _index("٣") > MAX_COUNT
+    (3, 1000000, True)
+    """
+    canonical = text.isascii() and text.isdigit() and len(text) < 5 and str(int(text)) == text
+    return int(text) if canonical else 1_000_000
 
 
 def fitting_count(model: GPT, budget_bytes: int) -> int:

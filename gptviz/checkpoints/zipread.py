@@ -1,12 +1,28 @@
-"""Reading a zip's members within declared sizes (for uploaded checkpoints)."""
+"""Reading an uploaded zip's members: only stored and deflated ones (what a checkpoint's zip
+holds), each unpacked in bounded chunks into a buffer of its declared size, never past it.
+
+Python's ``zipfile`` unpacks a bzip2 or LZMA member a whole compressed block at a time
+(a 4 KB piece of bzip2 can hold a gigabyte of zeros), so those are refused before a byte
+is read; deflate unpacks at most one chunk per step (``zlib``'s ``max_length``).
+"""
 
 from __future__ import annotations
 
+import io
 import zipfile
-import zlib
+from collections.abc import Collection
+from pathlib import PurePosixPath
+
+from gptviz.checkpoints.errors import CheckpointError, brief
+from gptviz.work import add
+
+CHUNK = 1 << 20  # bytes unpacked per step
+LISTING = 65_536  # bytes of the zip's list of files (zipfile keeps ~500 B per entry)
+METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+OTHERS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "LZMA", 9: "Deflate64", 93: "Zstandard"}
 
 
-class ZipReadError(ValueError):
+class ZipReadError(CheckpointError):
     """A member of the zip cannot be read as declared; the message says which and why."""
 
 
@@ -22,8 +38,42 @@ def directory_size(data: bytes) -> int | None:
     return int.from_bytes(data[end + 12:end + 16], "little")
 
 
+def zip_members(data: bytes, wanted: Collection[str], what: str) -> ZipMembers:
+    """The members of zip ``data`` named in ``wanted`` (at its root or in one folder), each
+    checked to be readable here before any is unpacked; ``what`` says what the zip should
+    hold, for the messages."""
+    if (listing := directory_size(data) or 0) > LISTING:
+        raise CheckpointError(f"the zip's list of files takes {listing:,} bytes (the limit is "
+                              f"{LISTING:,}); a checkpoint zip holds {what}.")
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except Exception:  # zipfile's parser on any bytes (BadZipFile, NotImplementedError for a
+        # "version 6.4" zip, struct.error, ...), its listing bounded above
+        raise CheckpointError(f"the upload is not a .zip file: zip a checkpoint folder "
+                              f"holding {what}.") from None
+    found = ZipMembers(zf)
+    for info in zf.infolist():
+        name = PurePosixPath(info.filename).name
+        if name not in wanted or info.is_dir() or "__MACOSX" in info.filename:
+            continue
+        if name in found:
+            raise CheckpointError(f"the zip holds two files named {name}; "
+                                  "keep one checkpoint per zip.")
+        if info.flag_bits & 0x1:
+            raise CheckpointError(f"{name} in the zip is encrypted; zip the folder again "
+                                  "without a password.")
+        if info.compress_type not in METHODS:
+            method = OTHERS.get(info.compress_type, f"method {info.compress_type}")
+            raise CheckpointError(f"{name} in the zip is compressed with {method}; a checkpoint "
+                                  "zip uses deflate (what the Training page and every zip "
+                                  "tool write by default) or no compression.")
+        found[name] = info
+    return found
+
+
 class ZipMembers(dict):
-    """name -> ZipInfo; an item is unpacked when read, a megabyte at a time, up to its size."""
+    """name -> ZipInfo; an item is unpacked when read, CHUNK bytes at a time, into a
+    bytearray of its declared size (a reader may view tensors in it without a copy)."""
 
     def __init__(self, zf: zipfile.ZipFile) -> None:
         super().__init__()
@@ -32,17 +82,21 @@ class ZipMembers(dict):
     def size(self, name: str) -> int:
         return dict.__getitem__(self, name).file_size
 
-    def __getitem__(self, name: str) -> bytes:
-        info, parts, size = dict.__getitem__(self, name), [], 0
-        try:
+    def __getitem__(self, name: str) -> bytearray:
+        info = dict.__getitem__(self, name)
+        out, size = bytearray(info.file_size), 0
+        try:  # zipfile stops at the declared size, and checks the CRC of what it unpacked
             with self.zf.open(info) as f:
-                while chunk := f.read(min(1 << 20, info.file_size + 1 - size)):
-                    parts.append(chunk)
+                while size < info.file_size and (chunk := f.read(min(CHUNK,
+                                                                     info.file_size - size))):
+                    add(bytes_unpacked=len(chunk))
+                    out[size:size + len(chunk)] = chunk
                     size += len(chunk)
-        except (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError,
-                NotImplementedError) as exc:  # damaged, encrypted, or an unknown method
-            raise ZipReadError(f"{name} in the zip cannot be unpacked ({exc}); zip the "
-                                  "folder again, without encryption.") from None
-        if size > info.file_size:
-            raise ZipReadError(f"{name} in the zip unpacks to more than it declares.")
-        return b"".join(parts)
+        except Exception as exc:  # zipfile on a damaged member: BadZipFile (its CRC), EOFError,
+            # zlib.error, NotImplementedError, struct.error, ...; every step bounded by CHUNK
+            raise ZipReadError(f"{name} in the zip cannot be unpacked ({brief(exc)}); zip the "
+                               "folder again.") from None
+        if size < info.file_size:
+            raise ZipReadError(f"{name} in the zip unpacks to {size:,} bytes but declares "
+                               f"{info.file_size:,}; zip the folder again.")
+        return out

@@ -7,6 +7,7 @@ when it is read back.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -240,9 +241,9 @@ def _from_dict(cls: Any, data: Any) -> Any:
     if not isinstance(data, dict):
         raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}.")
     names = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ValueError(f"{cls.__name__}: unknown field(s) {unknown}.")
+    if unknown := set(data) - names:  # the first few by name (a file may hold 100,000)
+        more = f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
+        raise ValueError(f"{cls.__name__}: unknown field(s) {heapq.nsmallest(5, unknown)}{more}.")
     missing = sorted(names - set(data) - {"d_ff", "ln_eps"})  # these two have defaults
     if missing:
         raise ValueError(f"{cls.__name__}: missing field(s) {missing}.")

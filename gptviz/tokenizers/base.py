@@ -8,13 +8,15 @@ returns the same ids together with what a page needs to draw them.
 from __future__ import annotations
 
 import json
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import accumulate
 from pathlib import Path
 from typing import Any, ClassVar
+
+import numpy as np
+
+from gptviz.work import add
 
 # What encode does with text that spells a special token, e.g. "<|EOS|>":
 #   "none": it is ordinary text; "all": every registered special is recognised;
@@ -27,22 +29,42 @@ class TokenizerError(ValueError):
 
 
 JSON_DEPTH = 32  # nesting of arrays and objects accepted in a JSON file (ours use 3)
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
-_STEP = [0] * 256
-_STEP[ord("[")] = _STEP[ord("{")] = 1
-_STEP[ord("]")] = _STEP[ord("}")] = -1
+# Ids an uploaded tokenizer may have: the Training page's largest vocabulary (50,000) and
+# GPT-2's (50,257) fit; past it a tokenizer.json of 2 MB takes ~1 s to build.
+UNTRUSTED_IDS = 65_536
+_SCAN_CHUNK = 1 << 18  # bytes per step of the nesting scan: it holds ~4 MB whatever the size
+_STEP = np.zeros(256, np.int8)  # what a byte does to the nesting: "[" "{" +1, "]" "}" -1
+_STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
 
 
 def json_depth(data: bytes) -> int:
-    """How deeply arrays and objects nest in JSON ``data``, counted without parsing it (so
-    without recursion): strings are blanked, then the brackets are summed.
+    r"""How deeply arrays and objects nest in JSON ``data``, counted without parsing it (so
+    without recursion), in one pass whatever the text: the escapes go first (``\\`` pairs,
+    then ``\"``), so every quote left opens or closes a string; a bracket counts when an even
+    number of quotes stand before it. Linear in ``len(data)``, in steps of _SCAN_CHUNK.
 
-    >>> json_depth(b'{"a": [1, [2]], "b": "[[[["}'), json_depth(b"[" * 100_000)
+    >>> json_depth(b'{"a": [1, [2]], "b": "[[\\"[["}'), json_depth(b"[" * 100_000)
     (3, 100000)
     """
-    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKET)
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    pairs = data.replace(b"\\\\", b"")
+    plain = pairs.replace(b'\\"', b"")
+    add(json_chars=len(data) + len(pairs))  # the two passes over the escapes
+    depth = deepest = quotes = 0  # quotes: how many stand before the step (its parity)
+    for start in range(0, len(plain), _SCAN_CHUNK):
+        chunk = np.frombuffer(plain, np.uint8, min(_SCAN_CHUNK, len(plain) - start), start)
+        seen = np.cumsum(chunk == ord('"'), dtype=np.int64) + quotes  # quotes up to each byte
+        steps = np.where(seen & 1, 0, _STEP[chunk])  # (chunk,) brackets outside strings
+        levels = np.cumsum(steps, dtype=np.int64) + depth
+        deepest, depth, quotes = max(deepest, int(levels.max())), int(levels[-1]), int(seen[-1])
+        add(json_chars=len(chunk))
+    return deepest
+
+
+def check_untrusted_ids(n_ids: int, source: str) -> None:
+    """TokenizerError when a tokenizer from an upload would have over UNTRUSTED_IDS ids."""
+    if n_ids > UNTRUSTED_IDS:
+        raise TokenizerError(f"{source} describes {n_ids:,} ids; an uploaded model's "
+                             f"vocabulary may have {UNTRUSTED_IDS:,} at most.")
 
 
 def read_json(data: bytes, source: str, max_bytes: int | None = None,
@@ -61,7 +83,9 @@ def read_json(data: bytes, source: str, max_bytes: int | None = None,
         raise TokenizerError(f"{source} nests arrays and objects {depth:,} deep; the limit is "
                              f"{max_depth}. Save it with json.dump from plain lists and dicts.")
     try:
-        return json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        add(json_chars=len(text))
+        return json.loads(text)
     except ValueError as exc:  # bad UTF-8, bad JSON, or a number of over 4,300 digits
         raise TokenizerError(f"{source} is not valid UTF-8 JSON ({exc}).") from None
 
@@ -198,7 +222,8 @@ class Tokenizer(ABC):
                        trusted: bool = True) -> Tokenizer:
         """The tokenizer ``data`` describes; ``trusted=False`` (an upload) also applies the
         type's ``check_untrusted``."""
-        if not isinstance(data, dict) or data.get("type") not in Tokenizer._registry:
+        if not isinstance(data, dict) or not isinstance(data.get("type"), str) \
+                or data["type"] not in Tokenizer._registry:
             known = ", ".join(sorted(Tokenizer._registry))
             raise TokenizerError(f"{source}: missing or unknown tokenizer 'type' (known: {known}).")
         kind = Tokenizer._registry[data["type"]]
@@ -212,7 +237,8 @@ class Tokenizer(ABC):
     @classmethod
     def check_untrusted(cls, data: dict[str, Any], source: str) -> None:
         """Raise TokenizerError if ``data`` from an upload could cost the server more than its
-        size says (e.g. a regex that backtracks for minutes); nothing to check by default."""
+        size says (e.g. a regex that backtracks for minutes, or over UNTRUSTED_IDS ids);
+        nothing to check by default."""
         return None
 
     def __repr__(self) -> str:

@@ -22,7 +22,7 @@ import regex
 
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
 from gptviz.tokenizers.bpe_heap import merge_heap
-from gptviz.tokenizers.bpe_train import PATTERNS, Merge, TrainLimits, check_pattern, learn_within
+from gptviz.tokenizers.bpe_train import PATTERNS, Merge, TrainLimits, check_upload, learn_within
 from gptviz.tokenizers.byte_tokens import byte_token_infos
 from gptviz.tokenizers.merge_view import MergeView
 from gptviz.tokenizers.ranks import read_ranks
@@ -255,7 +255,7 @@ class ByteLevelBPE(Tokenizer):
 
     @classmethod
     def check_untrusted(cls, data: dict[str, Any], source: str) -> None:
-        check_pattern(data.get("pattern"), source)  # a named pattern only
+        check_upload(data, source)  # a named pattern, at most UNTRUSTED_IDS ids
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ByteLevelBPE:

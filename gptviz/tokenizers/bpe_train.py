@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
-from gptviz.tokenizers.base import TokenizerError
+from gptviz.tokenizers.base import TokenizerError, check_untrusted_ids
 
 # GPT-2's split pattern (tiktoken's r50k_base), and GPT-4's (cl100k_base).
 GPT2_PATTERN = (
@@ -57,6 +57,14 @@ def check_pattern(pattern: Any, source: str) -> None:
             f"{source}: the split pattern {shown} is not one of the named patterns "
             f"({', '.join(PATTERNS)}); an uploaded tokenizer must use one of those, since an "
             "arbitrary regex can hold the server's CPU. Retrain it with a named one.")
+
+
+def check_upload(data: dict[str, Any], source: str) -> None:
+    """What an uploaded BPE tokenizer.json must be besides well formed: a named pattern, and
+    at most UNTRUSTED_IDS ids (the 256 bytes, the merges, the specials)."""
+    check_pattern(data.get("pattern"), source)
+    check_untrusted_ids(256 + sum(len(v) for v in (data.get("merges"), data.get("special_ids"))
+                                  if isinstance(v, list | dict)), source)
 
 
 def learn_within(chunks: Iterable[str], vocab: dict[int, bytes], n_merges: int,

@@ -21,7 +21,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
+from gptviz.tokenizers.base import (
+    UNTRUSTED_IDS,
+    AllowedSpecial,
+    TokenInfo,
+    Tokenizer,
+    TokenizerError,
+)
 from gptviz.tokenizers.byte_tokens import byte_token_infos
 from gptviz.tokenizers.ranks import MissingEncoding, check_rank_file, read_ranks
 from gptviz.tokenizers.specials import ENDOFTEXT
@@ -30,8 +36,8 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets" / "tokenizers"
 GPT2_FILE = ASSETS / "gpt2.tiktoken"
 GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 OPENAI_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
-# Where tiktoken 0.12's definition of an encoding fetches its rank file, and the file's
-# sha256 it expects (tiktoken_ext/openai_public.py): known here, so that checking a file
+# Where tiktoken's definition of an encoding (0.12 to 0.14) fetches its rank file, and the
+# file's sha256 it expects (tiktoken_ext/openai_public.py): known here, so checking a file
 # needs no tiktoken (its Rust core, ~1.5 MB, is loaded when an encoding is built).
 RANK_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 RANK_SHA256 = {
@@ -242,6 +248,14 @@ class TiktokenTokenizer(Tokenizer):
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.kind, "name": self.name}
+
+    @classmethod
+    def check_untrusted(cls, data: dict[str, Any], source: str) -> None:
+        """GPT-2's encoding only: cl100k and o200k hold 100,277 and 200,019 ids."""
+        if data.get("name") != "gpt2":
+            raise TokenizerError(f"{source}: an uploaded model may use GPT-2's encoding (50,257 "
+                                 f"ids), not {str(data.get('name'))[:40]!r}: cl100k and o200k "
+                                 f"have more than the {UNTRUSTED_IDS:,} ids an upload may have.")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TiktokenTokenizer:

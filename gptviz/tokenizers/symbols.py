@@ -17,6 +17,7 @@ from gptviz.tokenizers.base import (
     TokenInfo,
     Tokenizer,
     TokenizerError,
+    check_untrusted_ids,
 )
 from gptviz.tokenizers.specials import BOS, EOS, SEED_SPECIALS, UNK, split_on_specials
 
@@ -158,6 +159,11 @@ class SymbolTokenizer(Tokenizer):
     # ---- persistence ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.kind, "symbols": self.symbols, "specials": list(self.specials)}
+
+    @classmethod
+    def check_untrusted(cls, data: dict[str, Any], source: str) -> None:
+        check_untrusted_ids(sum(len(v) for v in (data.get("symbols"), data.get("specials"))
+                                if isinstance(v, list | dict | str)), source)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SymbolTokenizer:

@@ -30,6 +30,28 @@ def term_tex(rope: bool) -> dict[str, str]:
     return ROPE_TERM_TEX if rope else TERM_TEX
 
 
+def qk_product(bias: bool, rope: bool = False) -> str:
+    r"""Inline TeX for the sentence that introduces W_QK: a query times a key, every term the
+    model has written out (with biases, the three bias terms beside the bilinear one; with
+    RoPE, R_{j−i} in each), so that it equals q_i·k_j as the model computes it.
+
+    >>> qk_product(False)
+    'q_i\\cdot k_j = \\hat x_i W_Q W_K^\\top \\hat x_j^\\top'
+    >>> r"b_Q\, b_K^\top" in qk_product(True), "R_{j-i}" in qk_product(True, rope=True)
+    (True, True)
+    """
+    terms = dict(term_tex(rope))
+    if not rope:
+        terms["xWx"] = r"\hat x_i W_Q W_K^\top \hat x_j^\top"  # before W_QK is named
+    if not bias:
+        lhs = r"R_i(q_i)\cdot R_j(k_j)" if rope else r"q_i\cdot k_j"
+        return f"{lhs} = {terms['xWx']}"
+    q, k = r"\hat x_i W_Q + b_Q", r"\hat x_j W_K + b_K"
+    lhs = (rf"R_i(q_i)\cdot R_j(k_j) = R_i({q})\cdot R_j({k})" if rope
+           else rf"q_i\cdot k_j = ({q})({k})^\top")
+    return lhs + " = " + " + ".join(terms.values())
+
+
 def circuit_shapes(d: int, d_k: int, layer: int, head: int) -> str:
     r"""W_QK and W_OV of head (layer, head), each product with its live shapes.
 

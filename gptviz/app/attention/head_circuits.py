@@ -77,17 +77,21 @@ def circuits_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     rope = c.rope
     st.markdown(
         "A head's four weight blocks only ever act in two pairs. The query and key blocks "
-        "meet in the scores, $q_i\\cdot k_j = \\hat x_i W_Q W_K^\\top \\hat x_j^\\top$, so "
-        "together they are one $d\\times d$ matrix $W_{QK}$, the **QK circuit**: *where* "
-        "the head looks. The value and output blocks act one after the other on whatever "
-        "is read, so together they are one $d\\times d$ matrix $W_{OV}$, the **OV circuit**: "
+        f"meet in the scores, ${cm.qk_product(c.bias, rope)}$"
+        + ("; in the first term $W_Q$ and $W_K^\\top$ together are" if c.bias else
+           ", so together they are")
+        + " one $d\\times d$ matrix $W_{QK}$, the **QK circuit**: *where* the head looks"
+        + (" (the bias terms beside it: the identity below)" if c.bias else "")
+        + ". The value and output blocks act one after the other on whatever is read, so "
+        "together they are one $d\\times d$ matrix $W_{OV}$, the **OV circuit**: "
         "*what* the head writes into the residual stream. Here $W_Q^h$ is head $h$'s "
         f"block of $d_k = {c.d_head}$ columns of $W_Q$ (and $W_O^h$ its $d_k$ rows of "
         "$W_O$); the product of a $d\\times d_k$ and a $d_k\\times d$ matrix has rank at "
         "most $d_k$." + (
             " **This model uses RoPE:** it turns query $i$ by $R_i$ and key $j$ by $R_j$ "
-            "before their product, so a score is $\\hat x_i W_Q R_{j-i} W_K^\\top "
-            "\\hat x_j^\\top$: the QK circuit depends on the offset $j-i$. The $W_{QK}$ "
+            "before their product, so $R_{j-i} = R_i^\\top R_j$ sits between $W_Q$ and "
+            "$W_K^\\top$ in the product above: the QK circuit depends on the offset $j-i$. "
+            "The $W_{QK}$ "
             "drawn is the one at offset 0 ($R_0 = I$), a query reading its own position."
             if rope else ""))
     st.latex(cm.circuit_shapes(c.d_model, c.d_head, layer, head))

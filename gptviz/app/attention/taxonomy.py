@@ -9,7 +9,7 @@ import streamlit as st
 import torch
 
 from gptviz.analysis import attention as am
-from gptviz.analysis import circuits as C
+from gptviz.analysis import taxonomy as TX
 from gptviz.analysis.core import to_numpy
 from gptviz.analysis.induction import PROTOCOL, STANDARD_LENGTHS
 from gptviz.app.attention import circuit_figures as cf
@@ -29,7 +29,7 @@ SHORT = {"previous-token": "previous", "induction": "induction", "first token": 
 @once_per_model(lambda ckpt: f"Running the standard induction test on all "
                              f"{ckpt.config.n_layer * ckpt.config.n_head:,} heads")
 def _induction(ckpt: Checkpoint) -> np.ndarray | None:
-    scores = C.induction_scores(ckpt.model, ckpt.tokenizer)
+    scores = TX.induction_scores(ckpt.model, ckpt.tokenizer)
     return None if scores is None else to_numpy(scores)  # (L, H)
 
 
@@ -38,7 +38,7 @@ def induction_scores(picked: Picked) -> np.ndarray | None:
     return _induction(picked)
 
 
-def taxonomy_table(tax: C.Taxonomy) -> pd.DataFrame:
+def taxonomy_table(tax: TX.Taxonomy) -> pd.DataFrame:
     """One row per head: layer, head, label, the four kind scores and the entropy."""
     n_layer, n_head = tax.entropy.shape
     rows = []
@@ -64,7 +64,7 @@ def taxonomy_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
         return
     patterns = am.all_patterns(cache, c.n_layer)  # (L, H, T, T)
     induction = induction_scores(picked)
-    tax = C.taxonomy(torch.from_numpy(np.array(patterns)),
+    tax = TX.taxonomy(torch.from_numpy(np.array(patterns)),
                      None if induction is None else torch.from_numpy(np.array(induction)))
     st.markdown(
         "Some heads do one simple job that can be read off their pattern. A "
@@ -82,7 +82,7 @@ def taxonomy_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     st.caption(f"Every head on this prompt, titled with its label; the framed one is layer "
                f"{layer}, head {head}.")
     if all(label == "none" for row in tax.labels for label in row):
-        st.info(f"No head of this model reaches {C.THRESHOLD} on any kind here: its heads "
+        st.info(f"No head of this model reaches {TX.THRESHOLD} on any kind here: its heads "
                 "spread their attention (the scores below say how much each leans one way). "
                 "Another prompt may change that; a model trained for it shows the kinds "
                 "clearly, e.g. induction-2layer, whose heads include induction heads.",
@@ -100,21 +100,17 @@ def taxonomy_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     csv_download(df, "head-taxonomy.csv")
     st.caption(f"Entropy: the mean over the rows of −Σⱼ wᵢⱼ log wᵢⱼ, on the prompt (0: each "
                f"row on one key; uniform attention over each row's keys would give "
-               f"{C.uniform_entropy(t):.2f} nats for these {t} tokens).")
+               f"{TX.uniform_entropy(t):.2f} nats for these {t} tokens).")
 
 
-def _how_measured(tax: C.Taxonomy, t: int) -> None:
+def _how_measured(tax: TX.Taxonomy, t: int) -> None:
     st.markdown(
         f"**How each score is measured.** Previous-token, first-token and self: on **this "
         f"prompt**, the head's mean weight on key i−1, on key 0 or on key i, over the queries "
         f"i = 2 … {t - 1} (rows 0 and 1 have no choice to make; from row 2 on, the three keys "
         f"differ). Induction: on the **standard repeated random sequence**, not on the "
         f"prompt: {PROTOCOL}; the mean over the lengths that fit the context.")
-    st.markdown(
-        f"**Labels.** A head gets its strongest kind when that score is at least "
-        f"{C.THRESHOLD} and beats every other kind by at least {C.MARGIN}; "
-        f"*mixed* when a second kind is also at least {C.THRESHOLD} and within {C.MARGIN} "
-        f"of it; *none* when no score reaches {C.THRESHOLD}.")
+    st.markdown(f"**Labels.** {TX.label_rule()}")
     if not tax.induction_measured:
         st.info(f"Induction was not measured: the standard test repeats {STANDARD_LENGTHS[0]} "
                 f"tokens (2 × {STANDARD_LENGTHS[0]} must fit the model's context) drawn from "

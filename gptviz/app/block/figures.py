@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from gptviz.analysis.core import Stage
+from gptviz.app.shared import labels as lb
 from gptviz.app.shared.heatmaps import as_float32, axis_labels, thin_ticks
 
 STAGE_COLOURS = {"before": "#9aa3b5", "standardised": "#4c78a8", "after": "#f58518"}
@@ -131,10 +132,36 @@ def parameter_bars(counts: Mapping[str, int], title: str = "parameters per compo
 
 
 COLS = 6  # stages per half
+FLOW_PX = 860  # the Block page's plot area at a 1280-px window: the titles are fitted to it
+NARROW_PX = 100  # a column narrower than this gives a stage's name three lines, not two
 
 
-def block_flow(stages: Sequence[Stage], tokens: Sequence[str], height: int = 560) -> go.Figure:
-    """Two rows of thumbnails (attention half, FFN half), arrows between them, ⊕ at the sums.
+def title_lines(col_px: float) -> int:
+    """Lines of a panel's title: the stage's name on two (three in a narrow column), then
+    its shape."""
+    return 3 if col_px >= NARROW_PX else 4
+
+
+def flow_titles(stages: Sequence[Stage], col_px: float) -> list[str]:
+    """Each panel's title in lines that fit its column (``shared.labels``): the stage's name,
+    then the numbers of its shape ("23×128" of "N×d = 23×128").
+
+    >>> flow_titles([Stage("attention out Z W_O + b_O", "N×d = 23×128", np.eye(2))], 110)
+    ['<b>attention<br>out Z W_O +…</b><br>23×128']
+    """
+    out = []
+    for stage in stages:
+        name = "<br>".join(lb.wrap(stage.name, col_px, lb.MIN_FONT, title_lines(col_px) - 1))
+        shape = lb.fit(stage.shape.split(" = ")[-1], col_px, lb.MIN_FONT) or ""
+        out.append(f"<b>{name}</b><br>{shape}")
+    return out
+
+
+def block_flow(stages: Sequence[Stage], tokens: Sequence[str], height: int = 560,
+               plot_px: float = FLOW_PX) -> go.Figure:
+    """Two rows of thumbnails (attention half, FFN half), arrows between them, ⊕ at the sums;
+    each title fitted to its column in a plot area ``plot_px`` wide (the narrowest it is
+    drawn in), so no two meet.
 
     Each panel has its own colour range, centred on 0 (W_attn: 0..1); hover gives
     token, column and value.
@@ -144,10 +171,13 @@ def block_flow(stages: Sequence[Stage], tokens: Sequence[str], height: int = 560
     12
     """
     rows = (len(stages) + COLS - 1) // COLS
-    titles = [f"<b>{s.name}</b><br><span style='font-size:10px'>{s.shape}</span>"
-              for s in stages]
-    fig = make_subplots(rows=rows, cols=COLS, subplot_titles=titles, horizontal_spacing=0.035,
-                        vertical_spacing=0.16)
+    spacing = 0.035
+    col_px = plot_px * (1 - spacing * (COLS - 1)) / COLS
+    title_px = title_lines(col_px) * lb.LINE_EM * lb.MIN_FONT  # above each panel
+    plot_h = height - 20 - (title_px + 10)
+    fig = make_subplots(rows=rows, cols=COLS, subplot_titles=flow_titles(stages, col_px),
+                        horizontal_spacing=spacing,
+                        vertical_spacing=min(0.5, (title_px + 24) / plot_h) if rows > 1 else 0)
     for k, stage in enumerate(stages):
         r, c = divmod(k, COLS)
         m = as_float32(stage.values)  # (T, cols)
@@ -162,9 +192,10 @@ def block_flow(stages: Sequence[Stage], tokens: Sequence[str], height: int = 560
                            "%{x}: %{z:.3f}<extra></extra>")), row=r + 1, col=c + 1)
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
-    fig.update_annotations(font_size=12)
+    fig.update_annotations(font=dict(family=lb.FONT, size=lb.MIN_FONT))
     _arrows(fig, len(stages))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=50, b=20))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=round(title_px + 10), b=20),
+                      meta=lb.geometry(plot_px, plot_h, [0, 1], [0, 1]))
     return fig
 
 

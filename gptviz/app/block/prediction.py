@@ -169,33 +169,49 @@ def commitment_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> N
         "block, as if the model stopped there. At each position, the **commitment layer** is "
         "the first block after which that guess (the top-1) is already the model's final "
         "prediction: “E” means the embeddings alone already point to it.")
+    kept = com.kept_layer.tolist()  # (T,) from which block on the top-1 stays the final one
     chart(pf.commitment_strip(layers, prompt.labels, [vocab[t] for t in final], c.n_layer))
-    st.caption(_commitment_count(layers, c.n_layer) + " Darker cells commit later. The first "
-               "match is shown even if the guess changes again in a later block (the table "
-               "lists the top-1 after every block). Hover a cell for the predicted token.")
+    st.caption(_commitment_count(layers, kept, c.n_layer) + " Darker cells commit later. The "
+               "strip shows the first match even if the guess changes again in a later block "
+               "(the table lists the top-1 after every block, and the block after which it "
+               "keeps the final one). Hover a cell for the predicted token.")
     df = pd.DataFrame({"position": range(len(layers)), "token": prompt.labels,
                        "final top-1": [vocab[t] for t in final],
-                       "commits after": [com.stages[v + 1] for v in layers]})
+                       "commits after": [com.stages[v + 1] for v in layers],
+                       "keeps it after": [com.stages[v + 1] for v in kept]})
     for s, stage in enumerate(com.stages[:-1]):
         df[f"top-1 {stage}"] = [vocab[t] for t in com.top1[s].tolist()]
     st.dataframe(df, hide_index=True, width="stretch", height=min(240, 35 * len(df) + 40))
     csv_download(df, "commitment-layers.csv")
 
 
-def _commitment_count(layers: list[int], n_layer: int) -> str:
-    """How many positions commit before the last block, in words.
+def _commitment_count(layers: list[int], kept: list[int], n_layer: int) -> str:
+    """How many positions have their final top-1 before the last block and keep it from
+    there to the end, in words; ``layers`` are the first matches, ``kept`` the blocks from
+    which the top-1 stays the final one (−1: the embeddings). A position whose top-1 matches
+    early and changes again counts only from where it stays.
 
-    >>> _commitment_count([0, 3, 3], 4)
-    '1 of 3 positions have their final top-1 before the last block (block 3); the others get
-     it only there.'
-    >>> _commitment_count([3], 4)
+    >>> _commitment_count([0, 3, 3], [0, 3, 3], 4)
+    '1 of 3 positions have their final top-1 before the last block (block 3) and keep it from
+     there on; the others get it for good only at the last block.'
+    >>> _commitment_count([0, 1, 3], [3, 1, 3], 4)
+    '1 of 3 positions have their final top-1 before the last block (block 3) and keep it from
+     there on; the others get it for good only at the last block (1 of them had it earlier
+     but lost it again).'
+    >>> _commitment_count([3], [3], 4)
     'The one position gets its final top-1 only at the last block (block 3).'
     """
-    early, n, last = sum(v < n_layer - 1 for v in layers), len(layers), n_layer - 1
+    last, n = n_layer - 1, len(kept)
+    early = sum(v < last for v in kept)
+    lost = sum(f < last <= k for f, k in zip(layers, kept, strict=True))
+    again = "" if not lost else (" (it had it earlier but lost it again)" if n - early == 1
+                                 else f" ({lost} of them had it earlier but lost it again)")
     if n == 1:
         return (f"The one position {'has' if early else 'gets'} its final top-1 "
-                f"{'before' if early else 'only at'} the last block (block {last}).")
-    rest = {0: ".", 1: "; the other gets it only there."}.get(n - early,
-                                                              "; the others get it only there.")
+                + (f"before the last block (block {last}) and keeps it from there on."
+                   if early else f"only at the last block (block {last}){again}."))
+    rest = "." if early == n else (
+        f"; the other gets it for good only at the last block{again}." if n - early == 1
+        else f"; the others get it for good only at the last block{again}.")
     return (f"{early} of {n} positions have their final top-1 before the last block "
-            f"(block {last}){rest}")
+            f"(block {last}) and keep it from there on{rest}")

@@ -16,7 +16,7 @@ from gptviz.app.shared.chips import visible
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot, problem
 from gptviz.checkpoints.folder import Checkpoint
-from gptviz.generation import beam
+from gptviz.generation import beam, exact
 from gptviz.generation import sampling as gen
 from gptviz.generation.sampling import Sampling
 
@@ -28,6 +28,14 @@ SHOWN_PROMPT = 3  # prompt tokens shown before each text
 @per_model
 def _search(ckpt: Checkpoint, ids: tuple[int, ...], width: int, n: int) -> beam.Beams:
     return beam.beam_search(ckpt.model, list(ids), n, width)
+
+
+@per_model
+def _exact(ckpt: Checkpoint, ids: tuple[int, ...], beam_text: tuple[int, ...],
+           beam_score: float) -> exact.Exact:
+    """The most probable text of the beam's length, searched exactly and pruned by the
+    beam's text and score."""
+    return exact.most_probable(ckpt.model, list(ids), len(beam_text), beam_text, beam_score)
 
 
 @per_model
@@ -106,8 +114,37 @@ def beam_view(hist: History, picked: Picked, sampling: Sampling) -> None:
         [s.logprobs for s in found.steps], [s.scores for s in found.steps], lineage,
         title=f"the {width} beam{'s' if width > 1 else ''} after every step (hover: "
               "log-probabilities)"), key="gen_beam_tree")
-    st.latex(tex.greedy_vs_beam(sum(g_lp), last.scores[0], width, _pruned(found, greedy)))
+    mine = tuple(found.tokens(n - 1, 0))
+    best = _exact(picked, prompt, mine, last.scores[0])
+    other = best.checked and best.tokens != mine  # y* is another text (or ties with it)
+    st.latex(tex.greedy_vs_beam(sum(g_lp), last.scores[0], width, _pruned(found, greedy),
+                                tex.beam_vs_best(
+                                    last.scores[0], width, best.score,
+                                    text_of(picked.checkpoint.tokenizer, best.tokens)
+                                    if other else None,
+                                    _pruned(found, best.tokens) if other else None)))
+    st.caption(_best_caption(picked, best, found, width, n))
     _beams_at(found, labels, picked, width, n)
+
+
+def _best_caption(picked: Picked, best: exact.Exact, found: beam.Beams, width: int,
+                  n: int) -> str:
+    """What the exact search found, how, and when it could not check."""
+    if not best.checked:
+        return (f"y*, the most probable of all {n}-token texts, was **not checked**: "
+                f"{best.reason}. Write fewer tokens for an exact check.")
+    how = (f"An exact best-first search checked every {n}-token text: a prefix whose log P is "
+           "already below the beam's score can never end above it (log P only goes down as "
+           f"a text grows), so {best.expanded:,} prefixes needed the model.")
+    score = found.steps[-1].scores[0]
+    if best.score - score <= tex.TIE:
+        return f"The beam's text is the most probable of all {n}-token texts. {how}"
+    tok = picked.checkpoint.tokenizer
+    at = _pruned(found, best.tokens)
+    return (f"Beam search missed the most probable {n}-token text, "
+            f"“{text_of(tok, best.tokens)}” (log P = {best.score:.3f}, against the beam's "
+            f"{score:.3f}): its prefix “{text_of(tok, best.tokens[:at])}” ranked below the "
+            f"{width} kept at step {at}. {how}")
 
 
 def _pruned(found: beam.Beams, greedy) -> int | None:

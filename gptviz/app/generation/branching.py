@@ -13,9 +13,9 @@ import pandas as pd
 import streamlit as st
 
 from gptviz.app.generation import tree
+from gptviz.app.generation.branch_figure import branch_tree
 from gptviz.app.generation.controls import STEP
 from gptviz.app.generation.figures import share
-from gptviz.app.generation.search_figures import branch_tree
 from gptviz.app.generation.state import History, Path, Viewed
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.inputs import fresh_choice

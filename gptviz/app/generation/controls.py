@@ -90,8 +90,8 @@ def token_info(tok: Tokenizer, idx: int) -> TokenInfo:
 
 
 def sampling_controls(vocab_size: int) -> Sampling:
-    """Temperature and min-p (``?temperature=…&min_p=…`` in the URL), top-k, top-p and seed,
-    with their notes."""
+    """Temperature, top-p, min-p and seed (``?temperature=…&top_p=…&min_p=…&seed=…`` in the
+    URL: the Lesson's links draw as it does), top-k, with their notes."""
     raw, raw_min = st.query_params.get("temperature"), st.query_params.get("min_p")
     c1, c2, c3, c5, c4 = st.columns([3, 2, 2, 2, 1.4])
     t = c1.slider("Temperature T", 0.0, 3.0, 1.0, 0.05, key="temperature", bind="query-params",
@@ -99,13 +99,13 @@ def sampling_controls(vocab_size: int) -> Sampling:
                        "sharpens the distribution, T > 1 flattens it.")
     k = c2.number_input("top-k (0 = off)", 0, 1_000_000, 0, key="top_k",
                         help="Keep only the k most probable tokens, then renormalise.")
-    p = c3.slider("top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="top_p",
+    p = c3.slider("top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="top_p", bind="query-params",
                   help="Keep the smallest set of most probable tokens whose probabilities "
                        "add up to at least p, then renormalise.")
     m = c5.slider("min-p (0 = off)", 0.0, 1.0, 0.0, 0.01, key="min_p", bind="query-params",
                   help="Keep only the tokens whose probability is at least min-p times the "
                        "largest one, P_T(i) ≥ min-p · max P_T, then renormalise.")
-    seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key="seed",
+    seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key="seed", bind="query-params",
                            help="Step i draws with a generator seeded by (seed, i): the same "
                                 "seed gives the same text.")
     if raw is not None and not _same(raw, t):

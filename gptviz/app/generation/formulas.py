@@ -15,6 +15,7 @@ from gptviz.app.shared.chips import hex_bytes
 from gptviz.app.shared.tex import STRUT, grouped, num, percent_tex, tex_running, tex_text
 
 WINDOW_CHARS = 60  # characters of the context window a line of the seeds' display shows
+TIE = 5e-4  # log-probabilities this close read as equal (the formulas show 3 decimals)
 
 
 def token_text(data: bytes) -> str:
@@ -214,10 +215,12 @@ def beam_score_formula(logprobs: Sequence[float], score: float, rank: int, width
         r"\end{aligned}")
 
 
-def greedy_vs_beam(greedy: float, beam: float, width: int, pruned_at: int | None = None
-                   ) -> str:
+def greedy_vs_beam(greedy: float, beam: float, width: int, pruned_at: int | None = None,
+                   best_line: str = "") -> str:
     r"""Seed 001's inequality with the live log-probabilities of the two texts; when greedy's
-    wins, ``pruned_at`` is the step at which its prefix fell out of the k beams.
+    wins, ``pruned_at`` is the step at which its prefix fell out of the k beams. The first
+    line says that neither text need be y*, the most probable of all; ``best_line``
+    (``beam_vs_best``) says whether the beam's was, when an exact search checked it.
 
     >>> r"e^{2.000}" in greedy_vs_beam(-5.0, -3.0, 4)
     True
@@ -225,19 +228,47 @@ def greedy_vs_beam(greedy: float, beam: float, width: int, pruned_at: int | None
     True
     """
     gap = beam - greedy
-    if gap > 5e-4:
+    if gap > TIE:
         factor = rf" \approx {grouped(math.exp(gap), 1)}" if gap < 20 else ""
         verdict = (rf"\text{{the beams' text is }} e^{{{num(gap)}}}{factor}\times"
                    r"\text{ more probable}")
-    elif gap >= -5e-4:
+    elif gap >= -TIE:
         verdict = r"\text{here both find the same probability}"
     else:  # a beam can prune greedy's prefix early: wider is not always better
         verdict = (r"\text{here greedy's text is more probable}\\&\text{(its prefix left "
                    rf"the {width} beams at step {pruned_at}; the texts kept then ended worse)}}")
-    relation = r"\ \ge\ " if gap >= -5e-4 else r"\ <\ "
-    return (r"\begin{aligned}&\arg\max_{y} \prod_{t=1}^{n} p(y_t \mid y_{<t}, x)\ "
-            r"\text{(whole texts)}\ \ne\ y^{\text{greedy}},\quad y^{\text{greedy}}_t = "
+    relation = r"\ \ge\ " if gap >= -TIE else r"\ <\ "
+    return (r"\begin{aligned}&y^{*} = \arg\max_{y} \prod_{t=1}^{n} p(y_t \mid y_{<t}, x)\ "
+            r"\text{(whole texts)},\quad y^{\text{greedy}}_t = "
             r"\arg\max_{v \in V} p(v \mid y^{\text{greedy}}_{<t}, x)\ \text{(step by step)}\\"
+            r"&\text{beam search keeps the } k \text{ best prefixes of each length: like "
+            r"greedy, it can miss } y^{*}\\"
             rf"&\log P(y^{{\text{{beam}},k={width}}} \mid x) = {num(beam)}" + relation +
             rf"\log P(y^{{\text{{greedy}}}} \mid x) = {num(greedy)}:\\&" + verdict +
-            r"\end{aligned}")
+            (r"\\&" + best_line if best_line else "") + r"\end{aligned}")
+
+
+def beam_vs_best(beam: float, width: int, best: float | None, text: str | None = None,
+                 pruned_at: int | None = None) -> str:
+    r"""One line: y*, the most probable text of the beam's length, against the beam's text;
+    ``best`` None when the exact search could not check (``gptviz.generation.exact``).
+    ``text`` is y* when it is not the beam's, ``pruned_at`` the step its prefix left them.
+
+    >>> r"\text{beam search missed }" in beam_vs_best(-4.472, 3, -4.318, "↵↵Let", 3)
+    True
+    >>> r"y^{*} = y^{\text{beam}" in beam_vs_best(-4.0, 3, -4.0)
+    True
+    >>> r"\text{not checked}" in beam_vs_best(-4.0, 3, None)
+    True
+    """
+    mine = rf"\log P(y^{{\text{{beam}},k={width}}} \mid x)"
+    if best is None:
+        return rf"\log P(y^{{*}} \mid x) \ge {mine} = {num(beam)}:\ y^{{*}}\ \text{{not checked}}"
+    if text is None or best - beam <= TIE:
+        same = (rf"y^{{*}} = y^{{\text{{beam}},k={width}}}" if text is None else
+                r"\text{another text ties with it, to 3 decimals}")
+        return rf"\log P(y^{{*}} \mid x) = {mine} = {num(beam)}:\ {same}"
+    return (rf"\log P(y^{{*}} \mid x) = {num(best)}\ >\ {mine} = {num(beam)}:\ "
+            rf"\text{{beam search missed }} y^{{*}} = {tex_text(text, 24)}"
+            + (rf"\ \text{{(its prefix left the {width} beams at step {pruned_at})}}"
+               if pruned_at else ""))

@@ -27,7 +27,7 @@ from gptviz.generation.sampling import Sampling
 from gptviz.model.names import act_name, generation_page_names
 from gptviz.words import counted
 
-TEMPERATURES = [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]
+TEMPERATURES = [0.0, 0.2, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]  # the Lesson's 0.2 and 2 among them
 MAX_SAMPLES = 10_000
 
 
@@ -131,13 +131,14 @@ def chain(hist: History, picked: Picked, v: Viewed, sampling: Sampling,
 
 def temperatures(v: Viewed, picked: Picked) -> None:
     """The same y_N at several temperatures, side by side, with their entropies."""
-    chosen = st.pills("Temperatures", TEMPERATURES, selection_mode="multi",
+    s = v.sampling  # the page's own T is one of the choices (a link from the Lesson has it)
+    options = sorted({*TEMPERATURES, float(s.temperature)})
+    chosen = st.pills("Temperatures", options, selection_mode="multi",
                       default=[0.5, 1.0, 2.0], key="gen_temps", bind="query-params",
                       format_func=lambda t: f"{t:g}")
     if not chosen:
         st.info("Choose at least one temperature above.", icon=":material/touch_app:")
         return
-    s = v.sampling
     panels = []
     for t in sorted(chosen)[:4]:
         p = gen.next_token_probs(v.step.logits, t, s.top_k, s.top_p, s.min_p)

@@ -76,10 +76,14 @@ def chain_rule_latex(n_layer: int) -> str:
             r"{group}}}\Big\|^2")
 
 
-def sgd_latex(eta: float, grad_sq: float, curvature: float, real: float) -> str:
-    r"""θ' = θ − η g and the predicted ΔL beside the real one.
+def sgd_latex(eta: float, grad_sq: float, curvature: float, real: float,
+              precise: bool = False) -> str:
+    r"""θ' = θ − η g and the predicted ΔL beside the real one, with the precision the real
+    one was computed in (float64 when float32's rounding could show, ``learning.sgd_steps``).
 
     >>> "= -0.01&" in sgd_latex(1e-4, 100.0, 1e3, -0.0099)
+    True
+    >>> r"\text{real, float64}" in sgd_latex(1e-6, 1.0, 1.0, -1e-6, precise=True)
     True
     """
     first = -eta * grad_sq
@@ -92,7 +96,8 @@ def sgd_latex(eta: float, grad_sq: float, curvature: float, real: float) -> str:
         r"&&\text{first order}\\"
         rf"\Delta L &\approx -\eta \|g\|^2 + \tfrac12 \eta^2\, g^\top H g = {sci(second, 4)}"
         r"&&\text{second order}\\"
-        rf"\Delta L &= L(\theta') - L(\theta) = {sci(real, 4)} && \text{{real}}"
+        rf"\Delta L &= L(\theta') - L(\theta) = {sci(real, 4)} && "
+        rf"\text{{real, {'float64' if precise else 'float32'}}}"
         r"\end{aligned}"
     )
 

@@ -52,7 +52,7 @@ def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
                 icon=":material/pause_circle:")
     else:
         s = m.step(eta)
-        st.latex(tex.sgd_latex(eta, m.grad_sq, m.curvature, s.loss - m.loss))
+        st.latex(tex.sgd_latex(eta, m.grad_sq, m.curvature, s.change, s.precise))
         if math.isfinite(s.loss):
             _before_after(m, s, vocab)
             _verdict(m, s)
@@ -95,10 +95,14 @@ def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
     cols = st.columns(5)
     cols[0].metric("P(y) after", f"{s.p_target:.4f}", change(s.p_target - m.p_target))
     # max: float32 gives a certain P(y) a loss of −0.0 or −1e-7, which would read "-0.0000"
-    cols[1].metric("L after", f"{max(0.0, s.loss):.4f}", change(s.loss - m.loss),
+    cols[1].metric("L after", f"{max(0.0, s.loss):.4f}", change(s.change),
                    delta_color="inverse")
     # '#': three significant digits kept, so the two stand side by side (-0.00580, -0.00588)
-    cols[2].metric("real ΔL", f"{s.loss - m.loss:+#.3g}")
+    cols[2].metric("real ΔL", f"{s.change:+#.3g}", help=(
+        "L(θ') − L(θ) computed in float64: in float32 (the model's own precision) the "
+        "rounding of L, about 1e-7 × L, would be a visible part of a change this small."
+        if s.precise else "L(θ') − L(θ) as the model computes it, in float32: its rounding "
+        "(about 1e-7 × L) is far below a change this large."))
     cols[3].metric("first order −η‖g‖²", f"{-s.eta * m.grad_sq:+#.3g}")
     if math.isfinite(m.rest_loss):
         cols[4].metric("other positions: mean L", loss_text(s.rest_loss),
@@ -109,31 +113,69 @@ def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
                + (" — the target." if s.top == m.target else "."))
 
 
+def small_percent(x: float) -> str:
+    """A relative gap as a percentage: one decimal, or one significant digit below 0.1 %.
+
+    >>> small_percent(0.055), small_percent(0.000059), small_percent(0.0)
+    ('5.5%', '0.006%', '0%')
+    """
+    return f"{x:.1%}" if x >= 1e-3 else f"{x * 100:.1g}%"
+
+
+def out_of_range(loss: float, first: float, second: float) -> str | None:
+    """Why the second-order Taylor prediction means nothing at this η, or None: it puts the
+    loss below 0, which no cross-entropy reaches, or its correction ½η² gᵀHg is as large as
+    the first-order term it corrects (a series is no longer converging there).
+
+    >>> out_of_range(2.99, -127.0, -44.1)
+    'it puts the loss at 2.99 - 44.1 = -41.1, below 0, where no cross-entropy goes'
+    >>> out_of_range(3.0, -0.5, -0.4) is None, out_of_range(3.0, -0.5, 0.6) is not None
+    (True, True)
+    """
+    if loss + second < 0:
+        return (f"it puts the loss at {loss:.3g} - {-second:.3g} = {loss + second:.3g}, "
+                "below 0, where no cross-entropy goes")
+    if abs(second - first) >= abs(first):
+        return (f"its correction ½η² gᵀHg = {second - first:+.3g} is as large as the "
+                f"first-order term {first:+.3g} it corrects, so the expansion in η has "
+                "stopped converging")
+    return None
+
+
 def _verdict(m: Microscope, s: Step) -> None:
-    real, predicted = s.loss - m.loss, -s.eta * m.grad_sq
+    real, predicted = s.change, -s.eta * m.grad_sq
     gap = abs(real - predicted) / abs(predicted)
+    second = predicted + 0.5 * s.eta ** 2 * m.curvature  # −η‖g‖² + ½η² gᵀHg
     if real < 0 and gap <= FIRST_ORDER_GAP:
         st.success(f"A small step: the loss fell by {-real:.3g}, and the first-order prediction "
-                   f"−η‖g‖² = {predicted:.3g} is within {gap:.1%} of it.",
+                   f"−η‖g‖² = {predicted:.3g} is within {small_percent(gap)} of it.",
                    icon=":material/check_circle:")
     elif real > 0:
         st.warning(f"η = {eta_label(s.eta)} is too large: the loss at this position went UP by "
                    f"{real:.3g}, although the first-order prediction says {predicted:.3g}. "
                    "The step jumped past the low point along −g.", icon=":material/warning:")
+    elif (outside := out_of_range(m.loss, predicted, second)) is not None:
+        below = m.loss + predicted
+        st.info(f"The loss fell by {-real:.3g}, less than the first-order prediction "
+                f"({-predicted:.3g}): {gap:.0%} apart. At this η the Taylor models have left "
+                f"the range where they mean anything: the second-order prediction "
+                f"{second:+.3g} fails, as {outside}"
+                + (f"; the first order puts the loss at {below:.3g}" if below < 0 else "")
+                + ". So neither accounts for the gap. A cross-entropy never goes below 0: no "
+                f"step can lower this loss by more than L = {m.loss:.3g}, a floor that "
+                "polynomials in η know nothing of.", icon=":material/info:")
+    elif abs(real - second) <= 0.5 * abs(real - predicted):
+        st.info(f"The loss fell by {-real:.3g}, less than the first-order prediction "
+                f"({-predicted:.3g}): {gap:.0%} apart. At this η the curvature of L "
+                f"already matters: with the second-order term ½η² gᵀHg the prediction is "
+                f"{second:+.3g}, which accounts for most of the gap.",
+                icon=":material/info:")
     else:
-        second = predicted + 0.5 * s.eta ** 2 * m.curvature  # −η‖g‖² + ½η² gᵀHg
-        if abs(real - second) <= 0.5 * abs(real - predicted):
-            st.info(f"The loss fell by {-real:.3g}, less than the first-order prediction "
-                    f"({-predicted:.3g}): {gap:.0%} apart. At this η the curvature of L "
-                    f"already matters: with the second-order term ½η² gᵀHg the prediction is "
-                    f"{second:+.3g}, which accounts for most of the gap.",
-                    icon=":material/info:")
-        else:
-            st.info(f"The loss fell by {-real:.3g}. Neither Taylor model holds this far from "
-                    f"the weights: the first order predicts {predicted:+.3g}, the second "
-                    f"order {second:+.3g}. A cross-entropy never goes below 0, so no step can "
-                    f"lower this loss by more than L = {m.loss:.3g}; the models are polynomials "
-                    "in η and know nothing of that floor.", icon=":material/info:")
+        st.info(f"The loss fell by {-real:.3g}. Neither Taylor model holds this far from "
+                f"the weights: the first order predicts {predicted:+.3g}, the second "
+                f"order {second:+.3g}. A cross-entropy never goes below 0, so no step can "
+                f"lower this loss by more than L = {m.loss:.3g}; the models are polynomials "
+                "in η and know nothing of that floor.", icon=":material/info:")
     if math.isfinite(m.rest_loss) and s.rest_loss - m.rest_loss > 0.05 * max(m.rest_loss, 1e-9):
         st.warning(f"The other positions of the window got worse: their mean loss rose from "
                    f"{m.rest_loss:.3f} to {loss_text(s.rest_loss)}. A step fitted to one token "

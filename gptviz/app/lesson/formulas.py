@@ -95,22 +95,17 @@ def ffn_formula(i: int, label: str, d: int, d_ff: int, activation: str, bias: bo
     )
 
 
-def residual_formula(i: int, stages: Sequence[str], norms: Sequence[float]) -> str:
-    r"""The pre-LN residual sums, and the length of token i's vector at every stage.
+def residual_formula() -> str:
+    r"""The pre-LN residual sums of one block (the chain of lengths is a figure:
+    ``figures.residual_chain``).
 
-    >>> tex = residual_formula(2, ["embed", "0.mid", "0.post"], [1.0, 2.0, 3.0])
-    >>> r"\xrightarrow{\text{0.post}} 3.000" in tex
+    >>> r"\mathrm{FFN}_\ell" in residual_formula()
     True
     """
-    chain = num(norms[0]) + "".join(rf" \xrightarrow{{\text{{{s}}}}} {num(v)}"
-                                    for s, v in zip(stages[1:], norms[1:], strict=True))
     return (  # MHA and FFN as steps 7–9 define them, each with its LayerNorm inside
-        r"\begin{aligned}"
-        r"y^{(\ell)} &= x^{(\ell)} + \mathrm{MHA}_\ell\big(x^{(\ell)}\big),\qquad "
+        r"y^{(\ell)} = x^{(\ell)} + \mathrm{MHA}_\ell\big(x^{(\ell)}\big),\qquad "
         r"x^{(\ell+1)} = y^{(\ell)} + \mathrm{FFN}_\ell\big(y^{(\ell)}\big)\qquad "
-        r"(\mathrm{LN}_1 \text{ inside MHA},\ \mathrm{LN}_2 \text{ inside FFN}) \\"
-        rf"\lVert x_{{{i}}}\rVert:\quad &{chain}"
-        r"\end{aligned}"
+        r"(\mathrm{LN}_1 \text{ inside MHA},\ \mathrm{LN}_2 \text{ inside FFN})"
     )
 
 
@@ -133,16 +128,30 @@ def logits_formula(i: int, d: int, vocab_size: int, tied: bool, token: str, toke
     )
 
 
-def draw_formula(temperature: float, token: str, token_id: int, prob: float, seed: int) -> str:
-    r"""The draw: ``t_{N+1} ∼ P_T`` (or the argmax at T = 0) and what came out.
+def draw_formula(temperature: float, token: str, token_id: int, prob: float, seed: int,
+                 rank: int = 1, kept_prob: float = 1.0, kept: int | None = None,
+                 top_p: float = 1.0) -> str:
+    r"""The draw: ``t_{N+1} ∼ P'`` (the top-p set's P_T renormalised; ``kept`` tokens, None
+    when top-p cut nothing: ``∼ P_T``) or the argmax at T = 0, and what came out: its P_T
+    and rank, its P' and the generator's seed.
 
     >>> r"\arg\max" in draw_formula(0.0, "a", 3, 1.0, 0)
+    True
+    >>> tex = draw_formula(1.0, "a", 3, 0.136, 0, 2, 0.15, 16, 0.9)
+    >>> r"\text{rank } 2" in tex and "P'(t_{N+1}) = 15.0" in tex and "top-p 0.9" in tex
     True
     """
     name = rf"{tex_text(token, 16)}\ (\mathrm{{id}}\ {token_id})"
     if temperature == 0:
         return (rf"t_{{N+1}} = \arg\max_{{v \in V}} P_0(v) = {name},\qquad "
                 rf"P_0(t_{{N+1}}) = {percent_tex(prob)}")
-    return (rf"t_{{N+1}} \sim P_{{{num(temperature, 2)}}}:\quad t_{{N+1}} = {name},\qquad "
-            rf"P_{{{num(temperature, 2)}}}(t_{{N+1}}) = {percent_tex(prob)},\quad "
-            rf"\text{{generator seed {seed}}}")
+    t = num(temperature, 2)
+    if kept is None:
+        source, extra = rf"P_{{{t}}}", ""
+    else:
+        source = "P'"
+        extra = (rf",\quad P'(t_{{N+1}}) = {percent_tex(kept_prob)}\ "
+                 rf"(\text{{top-p {top_p:g}: the {kept:,} most probable tokens}})")
+    return (rf"t_{{N+1}} \sim {source}:\quad t_{{N+1}} = {name},\qquad "
+            rf"P_{{{t}}}(t_{{N+1}}) = {percent_tex(prob)}\ (\text{{rank }} {rank}){extra},"
+            rf"\quad \text{{generator seed {seed}}}")

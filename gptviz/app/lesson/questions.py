@@ -1,10 +1,11 @@
 """Predict-then-reveal questions, built from the live model's numbers.
 
 Each builder takes the numbers a step draws and returns a ``Question`` whose one right
-answer is what the model computed (or None when the data allow no fair question: one
-token, one head, a tie). Pure functions, no Streamlit: the tests rebuild every answer
-with torch and compare.
+answer is what the model computed, or None when the data allow no fair question (one
+token, one head, or what ``fairness`` turns down: coin flips, choices that read alike).
+Pure functions, no Streamlit: the tests rebuild every answer with torch and compare.
 """
+
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from gptviz.analysis.circuits import kind_scores
+from gptviz.analysis.taxonomy import kind_scores
+from gptviz.app.lesson.fairness import fair, leads
 from gptviz.app.shared.chips import token_label
 from gptviz.tokenizers.base import TokenInfo
+from gptviz.tokenizers.specials import UNK
 
-TIE = 1e-6  # two numbers closer than this are a tie: no question is asked on a tie
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]<>#$~|])")
 
 
@@ -123,15 +125,19 @@ def one_hot_ones(n_tokens: int, vocab_size: int, distinct: int) -> Question:
                     "gives two identical rows.")
 
 
-def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question:
-    """Which is longer on average: the token's embedding or its position vector?
+def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question | None:
+    """Which is longer on average: the token's embedding or its position vector? Asked only
+    when one is longer than the other by ``MARGIN`` or more.
 
     >>> q = position_or_token(1.0, 3.0, "learned"); q.choices[q.answer]
     'the position p_i'
+    >>> position_or_token(1.0, 1.05, "learned") is None
+    True
     """
-    choices = ("the token's embedding E[t_i]", "the position p_i", "about the same (within 10 %)")
-    ratio = p_norm / e_norm if e_norm > 0 else np.inf
-    answer = 2 if 1 / 1.1 <= ratio <= 1.1 else (1 if ratio > 1 else 0)
+    choices = ("the token's embedding E[t_i]", "the position p_i")
+    answer = int(p_norm > e_norm)
+    if not leads(max(e_norm, p_norm), min(e_norm, p_norm)):
+        return None
     extra = {"none": " This model adds no positions at all (p_i = 0), so the sum is the "
                      "embedding alone.",
              "rope": " This model adds nothing here (p_i = 0): it rotates queries and keys "
@@ -142,7 +148,7 @@ def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question
 
 
 def layernorm_variance(var_standardised: float, var_before: float, d: int,
-                       bias: bool = True) -> Question:
+                       bias: bool = True) -> Question | None:
     """After LayerNorm standardises a row (before λ and b), what is its variance?
 
     >>> q = layernorm_variance(0.99999, 4.2, 128); q.choices[q.answer]
@@ -152,7 +158,10 @@ def layernorm_variance(var_standardised: float, var_before: float, d: int,
     if abs(var_before - 1.0) > 0.5 and abs(var_before - d) > 0.5 * d and var_before > 0.5:
         options[f"what it was before, {var_before:.3f}"] = var_before
     choices = tuple(options)
-    answer = int(np.argmin([abs(var_standardised - v) for v in options.values()]))
+    gaps = np.array([abs(var_standardised - v) for v in options.values()])
+    answer = int(np.argmin(gaps))
+    if not leads(float(np.sort(gaps)[1]), float(gaps[answer])):  # the nearest, clearly
+        return None
     return Question("LayerNorm first standardises each row: x̂ = (x − μ)/√(σ² + ε). For the "
                     f"last token's row (σ² = {var_before:.3f} before), what is the variance "
                     "of x̂?", choices, answer,
@@ -166,22 +175,31 @@ def layernorm_variance(var_standardised: float, var_before: float, d: int,
 
 def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: int
                   ) -> Question | None:
-    """Which earlier token does the last token attend to most in this head?
+    """Which earlier token does the last token attend to most in this head? Asked when its
+    weight leads the runner-up's by ``MARGIN``; the choices are tokens that read differently.
 
     >>> q = most_attended(np.array([0.1, 0.7, 0.2]), ["a", "b", "c"], 0, 1)
     >>> q.choices[q.answer]
     '1: “b”'
+    >>> most_attended(np.array([0.1, 0.46, 0.44]), ["a", "b", "c"], 0, 1) is None
+    True
     """
     w = np.asarray(weights, np.float64)  # (T,) row N-1 of W_attn
     if w.size < 2:
         return None
-    best = int(np.argmax(w))
-    if np.sum(w >= w[best] - TIE) > 1:
-        return None
     order = [int(j) for j in np.argsort(-w, kind="stable")]
-    keep = [best, *[j for j in order[1:3]], 0, w.size - 1]
-    shown = sorted(dict.fromkeys(j for j in keep if j == best or w[j] < w[best] - TIE))[:4]
+    best = order[0]
+    if not leads(w[best], w[order[1]]):
+        return None
+    shown, read = [best], {labels[best].strip()}
+    for j in [*order[1:3], 0, w.size - 1, *order[3:]]:  # the runners-up, the ends, the rest
+        if len(shown) < 4 and labels[j].strip() not in read and UNK not in labels[j]:
+            shown.append(j)
+            read.add(labels[j].strip())
+    shown.sort()
     choices = tuple(f"{j}: “{labels[j]}”" for j in shown)  # quoted: "22: “.”", not "22: ."
+    if not fair(choices):
+        return None
     top = ", ".join(f"{j}: “{md(labels[j])}” {w[j]:.3f}" for j in order[:3])
     return Question(f"In layer {layer}, head {head}, the last token **“{md(labels[-1])}”** "
                     "spreads its attention over the tokens up to itself. Which one gets the "
@@ -192,8 +210,9 @@ def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: 
 def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
     """Which head of a layer puts the most weight on the previous token, on average?
 
-    Scored as the Attention page's head taxonomy scores it (``circuits.kind_scores``): the
+    Scored as the Attention page's head taxonomy scores it (``taxonomy.kind_scores``): the
     mean weight on key i−1 over the queries i = 2 … T−1, so both pages give the same numbers.
+    Asked when the best head leads the next by ``MARGIN``.
 
     >>> p = np.stack([np.eye(4), np.eye(4, k=-1) + np.eye(4) * [[1], [0], [0], [0]]])
     >>> q = previous_token_head(p, 0); q.choices[q.answer]
@@ -204,8 +223,8 @@ def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
         return None
     t = p.shape[-1]
     score = kind_scores(torch.from_numpy(p)[None])["previous-token"][0].numpy()  # (n_head,)
-    best = int(np.argmax(score))
-    if np.sum(score >= score[best] - TIE) > 1:
+    best, runner_up = (int(h) for h in np.argsort(-score, kind="stable")[:2])
+    if not leads(score[best], score[runner_up]):
         return None
     scores = ", ".join(f"head {h}: {s:.3f}" for h, s in enumerate(score))
     return Question(f"A *previous-token head* sends each token's attention to the token just "
@@ -218,11 +237,12 @@ def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
 
 def ffn_norm(before: float, after: float, layer: int, label: str) -> Question | None:
     """After the FFN adds its output, does the last token's residual vector grow or shrink?
+    Asked when it does so by ``MARGIN`` or more.
 
     >>> ffn_norm(2.0, 3.5, 0, "a").choices
     ('it grows', 'it shrinks')
     """
-    if abs(after - before) < TIE:
+    if not leads(max(before, after), min(before, after)):
         return None
     return Question(f"Block {layer}'s feed-forward network adds its output to the residual "
                     f"stream: x' = y + FFN(y). For the last token **“{md(label)}”**, does the "
@@ -233,36 +253,44 @@ def ffn_norm(before: float, after: float, layer: int, label: str) -> Question | 
 
 
 def next_token(logits: np.ndarray, vocab: Sequence[str], label: str) -> Question | None:
-    """Which of four candidates is the model's most likely next token?
+    """Which of four candidates is the model's most likely next token? Asked when its
+    probability leads the runner-up's by ``MARGIN``; the choices read differently.
 
     >>> q = next_token(np.array([0.1, 2.0, 1.5, -1.0, 0.3]), list("abcde"), "x")
     >>> q.choices[q.answer], len(q.choices)
     ('b', 4)
+    >>> next_token(np.array([0.0, 1.0, 0.95]), list("abc"), "x") is None
+    True
     """
     y = np.asarray(logits, np.float64)  # (|V|,)
+    p = np.exp(y - y.max()) / np.exp(y - y.max()).sum()  # (|V|,) P at T = 1
     order = [int(i) for i in np.argsort(-y, kind="stable")[:40]]
     best = order[0]
-    if len(order) < 2 or y[order[1]] > y[best] - TIE:
+    if len(order) < 2 or not leads(p[best], p[order[1]]):
         return None
     picked = [best]
     for i in order[1:]:  # distractors from the top ranks, none that looks like another
-        if len(picked) < 4 and vocab[i] not in {vocab[j] for j in picked}:
+        if len(picked) < 4 and vocab[i].strip() not in {vocab[j].strip() for j in picked} \
+                and UNK not in vocab[i]:
             picked.append(i)
     shown = sorted(picked)
-    p = np.exp(y - y.max()) / np.exp(y - y.max()).sum()  # (|V|,) P at T = 1
+    choices = tuple(vocab[i] for i in shown)
+    if not fair(choices):
+        return None
     ranks = ", ".join(f"{md(vocab[i])} {100 * p[i]:.1f} %" for i in picked)
     return Question(f"After **“{md(label)}”**, which of these is the model's most likely next "
-                    "token?", tuple(vocab[i] for i in shown), shown.index(best),
+                    "token?", choices, shown.index(best),
                     f"P(next) at T = 1 for these candidates: {ranks}.")
 
 
 def flatter(sharp_t: float, sharp_h: float, flat_t: float, flat_h: float) -> Question | None:
-    """At two temperatures, which distribution is flatter (has the larger entropy)?
+    """At two temperatures, which distribution is flatter (has the larger entropy)? Asked
+    when one entropy leads the other by ``MARGIN``.
 
     >>> flatter(0.2, 0.5, 2.0, 3.1).answer
     1
     """
-    if abs(sharp_h - flat_h) < TIE:
+    if not leads(max(sharp_h, flat_h), min(sharp_h, flat_h)):
         return None
     return Question(f"The same logits, divided by T = {sharp_t:g} or by T = {flat_t:g} "
                     "before the softmax. Which bar chart is flatter?",

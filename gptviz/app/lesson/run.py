@@ -1,10 +1,10 @@
 """The live data a lesson reads, and the shape of one step of it.
 
 One forward pass of the prompt (through the shared cache, so the explore pages' numbers and
-the lesson's are the same), the layer, head and temperature the teacher chose, and a short
-continuation drawn with the Generation page's seeding rule, so that "explore this step"
-shows the very token the lesson drew. A step is data (``StepView``): the page draws it and
-the handout writes it, from the same object.
+the lesson's are the same), the layer, head, temperature and seed the teacher chose, and a
+short continuation drawn with the Generation page's seeding rule and top-p ``TOP_P``, so
+that "explore this step" shows the very token the lesson drew. A step is data
+(``StepView``): the page draws it and the handout writes it, from the same object.
 """
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from gptviz.app.lesson.questions import Question
 
 SEED = 0  # the Generation page's default seed: its first "Next token" draws our token
+# The draws keep the fewest most probable tokens whose probabilities reach TOP_P (top-p):
+# drawing from all of P_T, the default seed took a token of 0.8 % (rank 20) on
+# mathematics-bpe, and the continuation went on as gibberish.
+TOP_P = 0.9
 CONTINUATION = 8  # tokens the last step appends, one at a time
 FLAT_T, SHARP_T = 2.0, 0.2  # the two temperatures the P_T step compares
 BIG_FONT = 16  # px, plotly's type in presenter mode (its default is 12)
@@ -46,7 +50,7 @@ class Link:
 
     page: str  # e.g. "app_pages/attention.py"
     label: str  # e.g. "Attention"
-    params: dict[str, str]  # the URL's query parameters
+    params: dict[str, str | list[str]]  # the URL's query parameters (a list: repeated)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class StepView:
     caption: str = ""
     question: Question | None = None
     figure_widths: list[float] = field(default_factory=list)  # side by side, as st.columns
+    redraw: bool = False  # the step shows a random draw: offer "Draw again" (a new seed)
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,7 @@ class Lesson:
     cache: ActivationCache  # lesson_names(n_layer) of the cropped prompt
     logits: np.ndarray  # (|V|,) y_N, the last position's logits
     big: bool = False  # presenter mode: figures with larger type
+    seed: int = SEED  # the draws' seed (the Generation page's rule: step i seeded by it and i)
     offline: bool = False  # no Streamlit caches (a thread without a session: the handout)
     _memo: dict = field(default_factory=dict, repr=False, compare=False)  # offline's cache
 
@@ -111,19 +117,26 @@ class Lesson:
         """Every vocabulary entry as visible text, by id."""
         return vocab_labels.__wrapped__(self.ckpt) if self.offline else vocab_labels(self.picked)
 
+    @property
+    def sampling(self) -> gen.Sampling:
+        """How the lesson draws: T, top-p ``TOP_P`` and the seed (T = 0: greedy)."""
+        return gen.Sampling(float(self.temperature), top_p=TOP_P, seed=int(self.seed))
+
     def drawn(self, n: int = CONTINUATION) -> tuple[list[Drawn], np.ndarray]:
         """The first ``n`` tokens of the continuation, each with what it was drawn from,
-        and P_T (|V|,) of the first: one pass of the model per token."""
+        and P' (|V|,) of the first, the top-p set's P_T renormalised: one pass of the model
+        per token."""
         return self._cached(_draws, n)
 
     def _cached(self, fn: Callable[..., Any], n: int) -> Any:
         ids = tuple(t.id for t in self.prompt.all_tokens)  # as the Generation page: uncropped
+        t, seed = float(self.temperature), int(self.seed)
         if not self.offline:
-            return fn(self.picked, ids, float(self.temperature), int(n))
+            return fn(self.picked, ids, t, int(n), seed)
         # No shared cache: draw the longest continuation once; its first n are draws(n)'s.
-        key = (fn.__name__, max(n, CONTINUATION))
+        key = (fn.__name__, max(n, CONTINUATION), seed)
         if key not in self._memo:
-            self._memo[key] = fn.__wrapped__(self.ckpt, ids, float(self.temperature), key[1])
+            self._memo[key] = fn.__wrapped__(self.ckpt, ids, t, key[1], seed)
         drawn, first = self._memo[key]
         return drawn[:n], first
 
@@ -149,18 +162,19 @@ class Lesson:
 
         if self.offline:
             return styled()
-        args = (self.prompt.ids, self.layer, self.head, self.temperature, self.big)
+        args = (self.prompt.ids, self.layer, self.head, self.temperature, self.big, self.seed)
         return cached_figure(self.picked, f"lesson-{name}", args, styled)
 
     def link(self, page: str, label: str, view: str | None = None, **extra: Any) -> Link:
         """A link to ``page`` in this lesson's state: model, prompt (while it fits in a
         link; the session keeps longer ones), ``view`` (the page's tab) and ``extra``."""
-        params = {"model": self.picked.name}
+        params: dict[str, str | list[str]] = {"model": self.picked.link_value}
         if len(self.prompt.text) <= LINK_LIMIT:
             params["prompt"] = self.prompt.text
         if view:
             params["view"] = view
-        params.update({k: str(v) for k, v in extra.items()})
+        params.update({k: [str(x) for x in v] if isinstance(v, list) else str(v)
+                       for k, v in extra.items()})
         return Link(page, label, params)
 
 
@@ -175,19 +189,21 @@ def lesson_names(n_layer: int, rope: bool = False) -> list[str]:
 
 
 def build_lesson(picked: Picked, prompt: Prompt, layer: int, head: int, temperature: float,
-                 big: bool = False) -> Lesson:
+                 big: bool = False, seed: int = SEED) -> Lesson:
     """The forward pass of the (cropped) prompt, from the shared cache."""
     c = picked.checkpoint.config
     cache, logits = activations(picked, prompt.ids,
                                 lesson_names(c.n_layer, rope=c.rope))
-    return Lesson(picked, prompt, int(layer), int(head), float(temperature), cache, logits, big)
+    return Lesson(picked, prompt, int(layer), int(head), float(temperature), cache, logits, big,
+                  seed=int(seed))
 
 
 @per_model
-def _draws(ckpt: Checkpoint, ids: tuple[int, ...], temperature: float, n: int
+def _draws(ckpt: Checkpoint, ids: tuple[int, ...], temperature: float, n: int, seed: int
            ) -> tuple[list[Drawn], np.ndarray]:
     drawn, first = [], None
-    for k, s in enumerate(gen.step_through(ckpt.model, ids, n, temperature, seed=SEED)):
+    for k, s in enumerate(gen.step_through(ckpt.model, ids, n, temperature, top_p=TOP_P,
+                                           seed=seed)):
         if first is None:
             first = s.probs.numpy().astype(np.float32)  # (|V|,)
         drawn.append(Drawn(s.chosen, tuple(s.top), s.cropped, len(ids) + k, s.entropy))

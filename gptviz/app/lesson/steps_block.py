@@ -14,12 +14,14 @@ from gptviz.app.block import figures as vb
 from gptviz.app.block import formulas as mb
 from gptviz.app.lesson import formulas as lt
 from gptviz.app.lesson import questions as q
+from gptviz.app.lesson.figures import residual_chain
 from gptviz.app.lesson.run import Lesson, StepView
 from gptviz.app.shared.notes import agree, counted
 from gptviz.model.config import ACTIVATION_TEXT
 from gptviz.model.names import act_name
 
 GRID_PX = 560  # the height of the grid of every head, at most (a projector's screen)
+FIGURE_PX = 450  # the figure column's plot area at a 1280-px window (456 px, measured)
 
 
 def _block_link(ls: Lesson, view: str):
@@ -112,7 +114,8 @@ def all_heads(ls: Lesson) -> StepView:
 def ffn(ls: Lesson) -> StepView:
     c, layer, last = ls.config, ls.layer, ls.n - 1
     stages = analysis.block_stages(ls.cache, layer, ls.head, c.activation, c.bias)
-    fig = ls.figure("ffn", lambda: vb.block_flow(stages[6:], ls.labels, height=300))
+    fig = ls.figure("ffn", lambda: vb.block_flow(stages[6:], ls.labels, height=320,
+                                                 plot_px=FIGURE_PX))
     y = analysis.to_numpy(ls.cache[act_name("resid_mid", layer)][0, last])  # (d,)
     f = analysis.to_numpy(ls.cache[act_name("mlp_out", layer)][0, last])  # (d,)
     x = analysis.to_numpy(ls.cache[act_name("resid_post", layer)][0, last])  # (d,)
@@ -137,6 +140,8 @@ def residual(ls: Lesson) -> StepView:
     c, last = ls.config, ls.n - 1
     stages, norms = analysis.residual_norms(ls.cache, c.n_layer)  # (S,), (S, N)
     fig = ls.figure("residual", lambda: vb.residual_norms_figure(norms, stages, ls.labels))
+    chain = ls.figure("residual-chain", lambda: residual_chain(norms[:, last], stages,
+                                                               ls.labels[last]))
     narrative = (
         "Every token's vector flows through the model as the *residual stream*: each attention "
         "layer and each FFN reads it (through a LayerNorm) and adds its result back, and "
@@ -144,8 +149,9 @@ def residual(ls: Lesson) -> StepView:
         f"embedding plus {2 * c.n_layer} additions, which is why one can ask what each of them "
         "contributed. "
         "The plot follows the length $\\lVert x_t \\rVert$ of every token's vector through "
-        "the stages: thin lines are tokens, the thick line their mean.")
-    return StepView(narrative, [fig], [lt.residual_formula(last, stages, norms[:, last])],
+        "the stages: thin lines are tokens, the thick line their mean; the chain below "
+        "follows the last token's, stage by stage.")
+    return StepView(narrative, [fig, chain], [lt.residual_formula()],
                     _block_link(ls, "Residual stream and logit lens"),
                     caption="embed = X + P; ℓ.mid = after block ℓ's attention; ℓ.post = after "
                             "its FFN.")

@@ -23,7 +23,7 @@ from gptviz.app.shared.heatmaps import thin_ticks, title_room
 from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.widgets import LINK_LIMIT
 from gptviz.app.tokenizers import formulas as tok_tex
-from gptviz.app.tokenizers.controls import LABELS
+from gptviz.app.tokenizers.controls import MODEL_LABEL
 from gptviz.model.names import act_name
 from gptviz.tokenizers.specials import UNK
 
@@ -41,11 +41,9 @@ POSITIONS = {
 
 
 def _tokenizers_link(ls: Lesson) -> Link:
-    """The Tokenizers page on the prompt, with the kind of tokenizer this model uses."""
-    params = {}
-    kind = LABELS.get(str(ls.ckpt.card.get("tokenizer", "")))
-    if kind:
-        params["tokenizer"] = kind
+    """The Tokenizers page on the prompt, with this model's own tokenizer."""
+    params: dict[str, str | list[str]] = {"model": ls.picked.link_value,
+                                          "tokenizer": MODEL_LABEL}
     if len(ls.prompt.text) <= LINK_LIMIT:
         params["text"] = ls.prompt.text  # the Tokenizers page calls its box "text"
     return Link("app_pages/tokenizers.py", "Tokenizers", params)

@@ -13,7 +13,7 @@ from gptviz.app.generation import formulas as gen_tex
 from gptviz.app.generation.controls import token_info
 from gptviz.app.lesson import formulas as lt
 from gptviz.app.lesson import questions as q
-from gptviz.app.lesson.run import FLAT_T, SEED, SHARP_T, Lesson, StepView
+from gptviz.app.lesson.run import FLAT_T, SHARP_T, TOP_P, Lesson, StepView
 from gptviz.generation import sampling as gen
 
 TOP = 10  # candidates in the bar charts
@@ -97,34 +97,56 @@ def temperature(ls: Lesson) -> StepView:
         ls.vocab[best], best, float(ls.logits[best]), T, log_z, float(p_t[best]), c.vocab_size,
         c.vocab_size)],
         ls.link("app_pages/generation.py", "Generation", "Three temperatures",
-                temperature=f"{T:g}"),
+                temperature=f"{T:g}", gen_temps=[f"{t:g}" for t, _, _ in panels]),
         caption="The same ten candidates in every panel: the ten largest logits.",
         question=q.flatter(SHARP_T, h[SHARP_T], FLAT_T, h[FLAT_T]))
 
 
+def _generation_link(ls: Lesson, view: str):
+    """The Generation page on this lesson's draw: T, top-p and seed as the lesson draws."""
+    return ls.link("app_pages/generation.py", "Generation", view,
+                   temperature=f"{ls.temperature:g}", top_p=f"{TOP_P:g}", seed=ls.seed)
+
+
 def draw(ls: Lesson) -> StepView:
     T = ls.temperature
-    drawn, p0 = ls.drawn(1)
+    drawn, kept_p = ls.drawn(1)  # (|V|,) P', the top-p set's P_T renormalised
     first = drawn[0]
-    chosen, prob = first.chosen, float(p0[first.chosen])
-    rank = 1 + int((p0 > p0[chosen]).sum())
-    k = max(1, min(TOP, int((p0 > 0).sum())))  # T = 0 keeps one: no bars of ids at 0 %
-    fig = ls.figure("draw", lambda: gf.topk_bars(ls.vocab, p0, chosen, ls.logits, k=k,
-                                                 title=f"top {k} of P<sub>T</sub>, T = {T:g}"))
-    how = ("At $T = 0$ the model simply takes the most likely token (*greedy* decoding), so "
-           "the same prompt always gives the same text." if T == 0 else
-           f"At $T = {T:g}$ it draws at random with the probabilities $P_T$, so a less likely "
-           "token sometimes wins, which keeps the text varied. The draw uses a seeded random "
-           f"generator (seed {SEED}): the lesson, and the Generation page with the same "
-           "seed, draw the same token every time.")
+    chosen = first.chosen
+    p_t = gen.next_token_probs(_logits(ls), T).numpy()  # (|V|,) P_T, nothing cut
+    prob, rank = float(p_t[chosen]), 1 + int((p_t > p_t[chosen]).sum())
+    kept = int((kept_p > 0).sum())
+    k = max(1, min(TOP, kept))  # T = 0 keeps one: no bars of ids at 0 %
+    cut = T > 0 and kept < len(kept_p)  # top-p left tokens out: the draw is from P'
+    sym = "P'" if cut else "P_T"
+    title = (f"top {k} of P′, T = {T:g}, top-p {TOP_P:g}" if cut else
+             f"top {k} of P<sub>T</sub>, T = {T:g}")
+    fig = ls.figure("draw", lambda: gf.topk_bars(ls.vocab, kept_p, chosen, ls.logits, k=k,
+                                                 title=title))
+    if T == 0:
+        how = ("At $T = 0$ the model simply takes the most likely token (*greedy* decoding), "
+               "so the same prompt always gives the same text.")
+    else:
+        mass = float(p_t[kept_p > 0].sum())
+        how = (f"At $T = {T:g}$ it draws one **at random**, so a less likely token sometimes "
+               "wins, which keeps the text varied. To keep the long tail of unlikely tokens "
+               f"out, the lesson draws with *top-p* = {TOP_P:g}: only the {kept:,} most probable "
+               f"tokens, the fewest whose probabilities reach {TOP_P:.0%} ({100 * mass:.1f} % "
+               "here), can be drawn, their probabilities rescaled to add up to 1 ($P'$). The "
+               f"random generator starts from a *seed* ({ls.seed}): the same seed draws the "
+               "same token every time, here and on the Generation page; *Draw again* takes a "
+               "new seed and so, often, another token.")
     narrative = (
-        f"Now one token is chosen. {how} Here the model chose **“{q.md(ls.vocab[chosen])}”**, "
-        f"which had probability {100 * prob:.1f} % (rank {rank} of {len(p0):,}).")
-    return StepView(narrative, [fig], [lt.draw_formula(T, ls.vocab[chosen], chosen, prob, SEED),
-                                       gen_tex.entropy_formula(first.entropy)],
-                    ls.link("app_pages/generation.py", "Generation", "This step",
-                            temperature=f"{T:g}"),
-                    caption="The chosen token is orange (◀ chosen).")
+        f"Now one token is chosen. {how} Here the model chose **“{q.md(ls.vocab[chosen])}”**: "
+        f"probability {100 * prob:.1f} % under $P_T$, rank {rank} of {len(p_t):,}"
+        + (f" ({100 * float(kept_p[chosen]):.1f} % among the {kept:,} kept)."
+           if cut else "."))
+    return StepView(narrative, [fig], [lt.draw_formula(T, ls.vocab[chosen], chosen, prob,
+                                                       ls.seed, rank, float(kept_p[chosen]),
+                                                       kept if cut else None, TOP_P),
+                                       gen_tex.entropy_formula(first.entropy, sym)],
+                    _generation_link(ls, "This step"),
+                    caption="The chosen token is orange (◀ chosen).", redraw=T > 0)
 
 
 def repeat(ls: Lesson) -> StepView:
@@ -149,8 +171,6 @@ def repeat(ls: Lesson) -> StepView:
         f"prompt), the oldest tokens are cut. Below, the model "
         f"writes {len(new)} tokens this way (outlined chips). The lines show the first steps "
         "as the seeds write them: the text the model reads ↦ its most likely next tokens.")
-    return StepView(narrative, [html], lines,
-                    ls.link("app_pages/generation.py", "Generation", "This step",
-                            temperature=f"{ls.temperature:g}"),
+    return StepView(narrative, [html], lines, _generation_link(ls, "This step"),
                     caption="The boxed token is the one just appended; the underline is what "
-                            "the model reads.")
+                            "the model reads.", redraw=ls.temperature > 0)

@@ -22,6 +22,7 @@ from gptviz.app.shared.presenter import link_params
 from gptviz.app.shared.widgets import plain_table, plot
 
 STEP = "step"  # the step's key and URL parameter (?step=7), from 1
+SEED = "seed"  # the draws' seed: its key and URL parameter, as on the Generation page
 ANSWERS = "lesson_answers"  # st.session_state: {lesson: {step: (question, choice or None)}}
 N_STEPS = len(STEPS)
 FIGURE_PX = 255  # a figure beside another: its least width (px); two that do not fit stack
@@ -46,9 +47,9 @@ def _temperature_ok(raw: str) -> bool:
         return False
 
 
-def settings(picked: Picked) -> tuple[Prompt | None, int, int, float, int]:
-    """Prompt, layer, head, temperature and step (``?step=7``, from 1), in a box that
-    presenter mode hides (its keys move through the steps)."""
+def settings(picked: Picked) -> tuple[Prompt | None, int, int, float, int, int]:
+    """Prompt, layer, head, temperature, step (``?step=7``, from 1) and the draws' seed, in
+    a box that presenter mode hides (its keys move through the steps)."""
     ckpt = picked.checkpoint
     raw_t, raw_step = st.query_params.get("temperature"), st.query_params.get(STEP)
     with st.container(key=CONTROLS, border=True):
@@ -60,13 +61,29 @@ def settings(picked: Picked) -> tuple[Prompt | None, int, int, float, int]:
             t = st.slider("Temperature T", 0.0, 3.0, 1.0, 0.05, key="temperature",
                           bind="query-params", width=280,
                           help="P_T = softmax(y_N / T); T = 0 is greedy.")
+            seed = st.number_input("Seed of the draws", 0, 2**31 - 1, 0, key=SEED,
+                                   bind="query-params", width=150,
+                                   help="The random generator of steps 13 and 14 starts from "
+                                        "it: the same seed draws the same tokens. Draw again "
+                                        "takes the next one.")
         step = st.segmented_control("Jump to step", list(range(1, N_STEPS + 1)), default=1,
                                     required=True, format_func=str, key=STEP,
                                     bind="query-params")
     step = int(step or 1)
     _bad_link("temperature", raw_t, _temperature_ok, t)
     _bad_link(STEP, raw_step, lambda raw: raw in {str(i) for i in range(1, N_STEPS + 1)}, step)
-    return prompt, layer, head, float(t), step
+    return prompt, layer, head, float(t), step, int(seed)
+
+
+def _draw_again() -> None:
+    st.session_state[SEED] = int(st.session_state.get(SEED) or 0) + 1
+
+
+def draw_again_button(ls: Lesson) -> None:
+    """A new seed, so a new draw (the step says what the seed does)."""
+    st.button("Draw again", key="lesson_redraw", icon=":material/casino:", on_click=_draw_again,
+              help=f"Draw with seed {ls.seed + 1} instead of {ls.seed}: the same settings, "
+                   "another run of the random generator.")
 
 
 def no_prompt(presenter: bool) -> None:
@@ -125,13 +142,14 @@ def revealed(ls: Lesson, step: int, q: Question | None) -> tuple[bool, str | Non
     return True, done[1]
 
 
-FIT_PX = 470  # a figure's most height in presenter mode: the step fits a 720-px screen
+FIT_PX = 450  # the figures' most height in presenter mode: the step fits a 720-px screen
 
 
-def _figure(fig: Any, where: Any, key: str, compact: bool = False) -> None:
+def _figure(fig: Any, where: Any, key: str, compact: bool = False, most: int = FIT_PX
+            ) -> None:
     if isinstance(fig, go.Figure):
-        if compact and (fig.layout.height or 0) > FIT_PX:
-            fig = go.Figure(fig).update_layout(height=FIT_PX)  # a copy: figures are cached
+        if compact and (fig.layout.height or 450) > most:
+            fig = go.Figure(fig).update_layout(height=most)  # a copy: figures are cached
         plot(fig, key=key, container=where)
     elif isinstance(fig, pd.DataFrame):
         where.dataframe(fig, hide_index=True, width="stretch", height=260)
@@ -176,8 +194,16 @@ def draw_step(ls: Lesson, step: int, view: StepView, compact: bool = False) -> N
         cols = [row.container(key=f"gv-figure-{k}") for k in range(len(view.figure_widths))]
     else:
         cols = [right] * len(view.figures)
+    folded = compact and not view.figure_widths and len(view.figures) > 1
+    more = None
     for k, (col, fig) in enumerate(zip(cols, view.figures, strict=True)):
-        _figure(fig, col, f"lesson-fig-{step}-{k}", compact)
+        if folded and k >= 1:  # one figure on the projector, the rest folded under it
+            more = more or right.expander("The step's other figure", icon=":material/add_chart:")
+            col = more
+        _figure(fig, col, f"lesson-fig-{step}-{k}", compact, FIT_PX - 60 if folded else FIT_PX)
+    if view.redraw:
+        with right:
+            draw_again_button(ls)
     below = st.container()
     if compact and view.formulas:  # a projector's screen holds the step; formulas on demand
         below = left.expander("The formulas with these numbers", icon=":material/function:")

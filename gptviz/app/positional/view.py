@@ -118,8 +118,8 @@ def shift_identity(n: int, d: int, i: int) -> None:
     j = int(st.number_input("Position j, the second row", 0, n - 1, min(10, n - 1),
                             key="pe_j", bind="query-params"))
     check = _shift_check(n, d)
-    st.latex(pos_tex.shift_identity(i, j, d, float(check.similarity[i, j]),
-                                    float(check.by_offset[i, j]), check.max_deviation))
+    st.latex(pos_tex.shift_identity(i, j, d, check.similarity(i, j), check.formula(i, j),
+                                    check.max_deviation))
     if d % 2:
         st.caption(f"d = {d} is odd, so the last column is a sine without its cosine. That "
                    "column adds the extra term, which is not a function of i − j: here the "

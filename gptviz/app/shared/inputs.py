@@ -184,7 +184,10 @@ def _bound_choice(label: str, key: str, n: int, help: str) -> int:
     else:
         value = st.select_slider(f"{label} (0 to {n - 1})", list(range(n)), value=0, **common)
     value = 0 if value is None else int(value)
-    if raw is not None and raw != str(value):
+    # The bound widget writes its own value into the URL: after a switch to a model with
+    # fewer layers that value is still there, and no link asked for it (say nothing then).
+    own, st.session_state[f"{key}@url"] = st.session_state.get(f"{key}@url"), str(value)
+    if raw is not None and raw != str(value) and raw != own:
         st.warning(f"The link asks for {key} “{raw}”, but this model's {key}s are numbered "
                    f"0 to {n - 1}; showing {key} {value} instead.", icon=":material/link_off:")
     return value

@@ -80,9 +80,9 @@ def load_named(found: FoundModel) -> Checkpoint:
         _load.clear(old, named_budget() // 4)
     try:
         return _load(key, named_budget() // 4)
-    except (CheckpointError, OSError, ValueError) as exc:
+    except CheckpointError:  # the loader's one error, unreadable files included
         _resident().forget(key)
-        raise CheckpointError(str(exc)) from None
+        raise
 
 
 def label(found: FoundModel) -> str:

@@ -19,6 +19,7 @@ import streamlit as st
 
 from gptviz.app.serving.budget import ModelBudget, Shelf, model_bytes
 from gptviz.app.serving.memory import give_back
+from gptviz.app.shared.missing_model import SESSION_TAG, asked_name, missing_model_note
 from gptviz.app.shared.named import label, load_named, named_list, named_models
 from gptviz.app.shared.notes import held_out_line
 from gptviz.app.shared.presenter import presenting
@@ -38,6 +39,7 @@ from gptviz.train.plan import TrainingCaps
 SESSION_MODELS = "gptviz_session_models"  # st.session_state key: a Shelf, name -> Checkpoint
 # The model the pages last drew; why a chosen one was refused; the one to choose next run.
 IN_USE, REFUSED, PENDING = "gptviz_model_in_use", "gptviz_model_refused", "gptviz_model_next"
+MISSING = "gptviz_model_missing"  # a link's ?model= that is not here, for the notice
 CHECKPOINT_UPLOAD_LIMIT = 20_000_000  # bytes of an uploaded checkpoint zip
 # An upload may cost the server no more than a model the Training page trains: these follow
 # from memory (a crafted zip must not make it allocate over ~100 MB), not from the format.
@@ -63,6 +65,11 @@ class Picked:
         """What caches key this model on: a bundled model's name is unique on the server; a
         session's model adds its identity (two sessions may each train a "trained-x")."""
         return self.name if self.bundled else f"{self.name}#{id(self.checkpoint.model)}"
+
+    @property
+    def link_value(self) -> str:
+        """What ``?model=`` holds for it: the picker's label (a session's model is tagged)."""
+        return self.name if self.bundled else f"{self.name}{SESSION_TAG}"
 
 
 def _freeze(ckpt: Checkpoint) -> Checkpoint:
@@ -93,7 +100,7 @@ def bundled_status() -> tuple[list[str], dict[str, str]]:
             else:
                 load_checkpoint(folder)
             good.append(name)
-        except (CheckpointError, OSError) as exc:
+        except CheckpointError as exc:  # the loader's one error, unreadable files included
             broken[name] = f"{Path(folder).name}: {exc}"
     good.sort(key=lambda n: (n != DEFAULT_MODEL, n))
     # Reading a model frees ~2.5x its weights (file bytes, parsed tensors, the random
@@ -156,7 +163,7 @@ def _upload_checkpoint() -> None:
         name = add_session_model(Path(upload.name).stem, ckpt, origin="uploaded")
         st.session_state["model"] = name
         st.sidebar.success(f"Loaded {name!r}: it is now in the model list.")
-    except (CheckpointError, ValueError) as exc:
+    except CheckpointError as exc:  # the loader raises nothing else on any upload
         st.sidebar.error(f"Cannot use {upload.name}: {exc}", icon=":material/error:")
 
 
@@ -182,6 +189,14 @@ def model_picker() -> Picked | None:
         else options[0]
     if (pending := st.session_state.pop(PENDING, None)) in options:
         st.session_state["model"] = pending  # the run before refused what a link chose
+    def shown_as(n: str) -> str:  # the pills' label, which is what the URL holds too
+        return n if n in good or n in listed else f"{n}{SESSION_TAG}"
+
+    raw = st.query_params.get("model")
+    if raw in mine:  # a session's model named without its tag: the pills know only the label
+        st.session_state["model"] = raw
+    elif raw and raw not in map(shown_as, options):
+        st.session_state[MISSING] = asked_name(raw)  # said once a model is shown instead
     if st.session_state.get("model") not in options:
         st.session_state.pop("model", None)
     # Pills, not a select box: every model in view at once, and no widget code to fetch
@@ -190,7 +205,7 @@ def model_picker() -> Picked | None:
         "Model", options, key="model", bind="query-params", persist_state="session",
         # a fixed default, as a select box's first option: the link names every other model
         required=True, default=options[0],
-        format_func=lambda n: n if n in good or n in listed else f"{n} (this session)",
+        format_func=shown_as,
         on_change=_keep_or_refuse, args=(listed, fallback),
         help="Bundled models and those the server names are shared and read-only; models "
              "you train or upload are visible to you only.")
@@ -212,6 +227,9 @@ def model_picker() -> Picked | None:
             st.session_state[PENDING] = choice
             st.rerun()
         st.session_state[IN_USE] = choice
+        if wanted := st.session_state.pop(MISSING, None):
+            st.warning(missing_model_note(wanted, choice, [*good, *listed], getattr(
+                named.get(wanted), "problem", "")), icon=":material/link_off:")
         return picked
     st.sidebar.error(st.session_state.pop(REFUSED), icon=":material/error:")
     return None
@@ -263,10 +281,8 @@ def induction_line(card: dict) -> str:
                          f"{float(r['copy_accuracy']):.0%} of the repeat".replace("%", " %"))
         except (KeyError, TypeError, ValueError):
             return ""
-    if not parts:
-        return ""
     return ("Standard induction test (random letter and digit tokens repeated once, no "
-            "separator): " + "; ".join(parts) + ".")
+            "separator): " + "; ".join(parts) + ".") if parts else ""
 
 
 def picked_or_stop() -> Picked:

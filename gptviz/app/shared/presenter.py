@@ -47,7 +47,7 @@ padding:0 .45rem;background:rgba(128,135,150,.12)}
 PRESENTER_CSS = """<style>
 [data-testid="stSidebar"],[data-testid="stSidebarCollapsedControl"],
 [data-testid="stExpandSidebarButton"],[data-testid="stSidebarNav"]{display:none !important}
-.stMainBlockContainer{max-width:none;padding:3.5rem 2rem 1rem}
+.stMainBlockContainer{max-width:none;padding:3.25rem 2rem 0}
 .st-key-gv_top h1{font-size:1.6rem}
 .stMainBlockContainer .gv-chips{font-size:21px}
 .stMainBlockContainer .gv-chip small{font-size:12px}
@@ -123,11 +123,12 @@ class Top:
 
 
 def page_top(title: str, intro: str | None = None, latex: str | None = None,
-             notes: Callable[[], None] | None = None) -> Top:
+             notes: Callable[[], None] | None = None, short: str | None = None) -> Top:
     """The title row (title, presenter toggle) and the page's introduction: in place, or
-    in presenter mode folded into a "?" popover beside the title."""
+    in presenter mode folded into a "?" popover beside the title (and the title ``short``,
+    so the row's buttons stay on one line)."""
     row = st.container(horizontal=True, vertical_alignment="center", key="gv_top")
-    row.title(title, anchor=False)
+    row.title(short if short and presenting() else title, anchor=False)
     with row:
         on = presenter_toggle()
     top = Top(on, row)

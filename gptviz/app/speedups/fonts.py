@@ -36,6 +36,7 @@ FONTS: dict[str, tuple[str, ...]] = {  # url path of a page ("" the main page) -
                    "SourceCodeVF-Upright", "SourceSansVF-Italic"),
     "training": (ICONS, *TEX, "KaTeX_Size2-Regular", "SourceCodeVF-Upright"),
     "learning": (ICONS, *TEX, *SIZE),
+    "join": (ICONS,),
 }
 
 

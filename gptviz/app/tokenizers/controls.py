@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from gptviz.app.shared.picker import model_picker
 from gptviz.app.shared.widgets import problem
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 from gptviz.tokenizers import (
@@ -28,6 +29,9 @@ UPLOAD = "Upload a .txt file…"
 # Short, since a bound widget writes its label into the URL (?tokenizer=GPT-2).
 LABELS = {"char": "Character", "word": "Word", "bpe": "BPE", "gpt2": "GPT-2",
           "cl100k_base": "cl100k", "o200k_base": "o200k"}
+MODEL = "model"  # the tokenizer of the model the other pages show (the sidebar's picker)
+MODEL_LABEL = "This model's"
+KIND_LABELS = {MODEL: MODEL_LABEL, **LABELS}
 
 
 @dataclass(frozen=True)
@@ -165,3 +169,19 @@ def all_tokenizers(corpus: Corpus, s: TrainSettings) -> tuple[dict[str, Tokenize
     toks.update(ready)
     errors.update(broken)
     return toks, errors
+
+
+def model_tokenizer() -> Tokenizer | None:
+    """The tokenizer of the model chosen in the sidebar (the one the Lesson and the model
+    pages use, ``?model=``), with a line naming it; None when no model loads."""
+    picked = model_picker()
+    if picked is None:
+        return None
+    card = picked.checkpoint.card
+    kind = LABELS.get(str(card.get("tokenizer", "")), "its own")
+    corpus = f", learned from {card['corpus']}" if card.get("corpus") else ""
+    st.caption(f"The tokenizer of the model **{picked.name}** ({kind}, |V| = "
+               f"{picked.checkpoint.tokenizer.vocab_size:,}{corpus}): the tokens the model "
+               "reads, as the Lesson and the model pages show them. Choose another model in the "
+               "sidebar.")
+    return picked.checkpoint.tokenizer

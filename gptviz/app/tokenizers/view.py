@@ -12,7 +12,7 @@ from gptviz.app.shared.chips import merges_table, show_bytes, token_chips_html, 
 from gptviz.app.shared.notes import agree, counted, index_note
 from gptviz.app.shared.widgets import csv_download, on_demand, problem, text_block
 from gptviz.app.tokenizers import formulas as latex
-from gptviz.app.tokenizers.controls import LABELS, gpt2_as_our_bpe, loaded
+from gptviz.app.tokenizers.controls import KIND_LABELS, gpt2_as_our_bpe, loaded
 from gptviz.app.tokenizers.languages import languages_view
 from gptviz.tokenizers import ByteLevelBPE, Tokenizer, TokenizerError
 from gptviz.tokenizers.byte_tokens import replay_steps
@@ -70,7 +70,7 @@ def tokens_section(tok: Tokenizer, text: str, tokens, name: str) -> None:
 def compare_section(text: str, toks: dict[str, Tokenizer]) -> None:
     st.markdown("The same text through every tokenizer. *Round trip* checks "
                 rf"$T^{{-1}}(T(x)) = x$: it fails exactly when something became `{UNK}`.")
-    rows = compare(text, {LABELS.get(k, k): t for k, t in loaded(toks).items()})
+    rows = compare(text, {KIND_LABELS.get(k, k): t for k, t in loaded(toks).items()})
     df = pd.DataFrame(rows)
     if "UNK rate" in df:  # in percent, one decimal for every row (4.7% beside 16.7%)
         df = df.assign(**{"UNK rate": 100 * df["UNK rate"]}).rename(

@@ -1,0 +1,50 @@
+"""What a class refuses, each with a message a person can act on (pages show ``str(e)``)."""
+
+from __future__ import annotations
+
+import math
+
+
+class ClassError(Exception):
+    """A request the class refuses; ``str(error)`` says what is wrong and what to do."""
+
+
+class BadInput(ClassError):
+    """An input that is too long, not a number, out of range..."""
+
+
+class NotFound(ClassError):
+    """No live class has this code (a wrong or stale code, or an expired class)."""
+
+
+class ClassEnded(ClassError):
+    """The teacher ended the class: it can be read, not answered."""
+
+
+class Forbidden(ClassError):
+    """Only the teacher's session may do this (a missing or wrong credential)."""
+
+
+class RateLimited(ClassError):
+    """Too many requests from one client or student: wait ``wait_s`` seconds."""
+
+    def __init__(self, message: str, wait_s: float) -> None:
+        super().__init__(message)
+        self.wait_s = wait_s
+
+
+class Full(ClassError):
+    """A bound on the store's size is reached: students in a class, classes at once."""
+
+
+def wait_text(seconds: float) -> str:
+    """A wait as a person reads it.
+
+    >>> wait_text(0.2), wait_text(59.1), wait_text(61)
+    ('1 second', '60 seconds', '2 minutes')
+    """
+    s = max(1, math.ceil(seconds))
+    if s <= 60:
+        return "1 second" if s == 1 else f"{s} seconds"
+    m = math.ceil(s / 60)
+    return "1 minute" if m == 1 else f"{m} minutes"

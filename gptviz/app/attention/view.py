@@ -11,7 +11,13 @@ from gptviz.analysis import core as analysis
 from gptviz.app.attention import figures as va
 from gptviz.app.attention import flow, head_circuits, taxonomy
 from gptviz.app.attention import formulas as mp
-from gptviz.app.shared.cache import ablation, activations, cached_figure, vocab_labels
+from gptviz.app.shared.cache import (
+    ablation,
+    activations,
+    cached_figure,
+    cached_result,
+    vocab_labels,
+)
 from gptviz.app.shared.heatmaps import fit_margins, thin_ticks, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
@@ -172,7 +178,8 @@ def masks_and_check(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
                 "computes attention step by step here (so that every step can be shown) and "
                 "with `torch.nn.functional.scaled_dot_product_attention` when it trains. From "
                 "the captured Q, K, V of every layer and head:")
-    check = am.sdpa_max_delta(cache, range(picked.checkpoint.config.n_layer))
+    check = cached_result(picked, "sdpa-check", (prompt.ids,), lambda: am.sdpa_max_delta(
+        cache, range(picked.checkpoint.config.n_layer)))  # every layer: once per prompt
     st.latex(mp.sdpa_check(check, picked.checkpoint.config.n_layer))
     ok = max(check.values()) < 1e-4
     (st.success if ok else st.error)(

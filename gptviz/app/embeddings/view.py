@@ -86,10 +86,10 @@ def vocabulary(picked: Picked, prompt: Prompt, pos: int) -> None:
     labels = vocab_labels(picked)
     left_out = int(np.isnan(coords[:, 0]).sum())  # the special tokens training never feeds
     fitted = "all" if not left_out else f"{len(labels) - left_out:,} of the {len(labels):,}"
-    plot(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
-                                      title=f"{fitted} rows of E, PCA"
-                                      + (f" ({ve.MAX_POINTS:,} drawn)" if
-                                         sampled_note(len(labels)) else ""))))
+    plot(cached_figure(picked, "vocabulary-pca", (k, prompt.ids), lambda: legend_on_top(
+        ve.pca_scatter(coords, labels, prompt.ids, ratio, title=f"{fitted} rows of E, PCA"
+                       + (f" ({ve.MAX_POINTS:,} drawn)" if sampled_note(len(labels))
+                          else "")))))  # 50,257 labels sampled: once per prompt
     st.caption(f"The top {k} principal axes keep {100 * float(ratio.sum()):.1f} % of the "
                f"variance of E's {coords.shape[0] - left_out:,} rows in "
                f"{picked.checkpoint.config.d_model} dimensions: the picture is a shadow, and "

@@ -54,12 +54,15 @@ def logits(ls: Lesson) -> StepView:
 
 
 def _panels(ls: Lesson) -> list[tuple[float, np.ndarray, float]]:
-    y = _logits(ls)
-    out = []
-    for t in sorted({SHARP_T, float(ls.temperature), FLAT_T}):
-        p = gen.next_token_probs(y, t)  # (|V|,)
-        out.append((t, p.numpy(), gen.entropy(p)))
-    return out
+    def compute() -> list[tuple[float, np.ndarray, float]]:
+        y = _logits(ls)
+        out = []
+        for t in sorted({SHARP_T, float(ls.temperature), FLAT_T}):
+            p = gen.next_token_probs(y, t)  # (|V|,)
+            out.append((t, p.numpy(), gen.entropy(p)))
+        return out
+
+    return ls.result("temperature-panels", compute)  # 3 × |V| softmaxes: once per prompt
 
 
 def _temperatures(T: float, shown: list[float]) -> str:

@@ -179,7 +179,8 @@ def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
     X = analysis.to_numpy(cache[act_name("embed")][0])  # (T, d)
     PE = analysis.to_numpy(cache[act_name("pos_embed")])  # (T, d)
     st.latex(pos_tex.x_plus_pe_formula(prompt.labels[pos], pos, X[pos], PE[pos], c.positional))
-    chart(vp.x_plus_pe_figure(X, PE, prompt.labels))
+    chart(cached_figure(picked, "x-plus-pe", (prompt.ids,),
+                        lambda: vp.x_plus_pe_figure(X, PE, prompt.labels)))  # 3 × T × d
     e_norm, p_norm = np.linalg.norm(X, axis=1).mean(), np.linalg.norm(PE, axis=1).mean()
     st.caption("The same token at two positions enters the block as two different vectors: "
                "the sum is the only place where position enters a GPT. The three panels share "

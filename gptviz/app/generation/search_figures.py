@@ -60,10 +60,10 @@ def branch_tree(xy: Mapping[Path, tuple[int, int]], labels: Mapping[Path, str],
     traces.append(go.Scatter(
         x=mid[:, 0], y=mid[:, 1] - 0.45, mode="text", hoverinfo="skip", showlegend=False,
         text=[edge_label(probs[p], short) for p in edges] if len(nodes) <= LABELS_UP_TO
-        else None, textfont=dict(size=10, color="#6b7280")))
+        else None, textfont=dict(size=EDGE_FONT, color="#6b7280")))
     names = [fit_label("prompt" if not p else labels[p], xy[p][0], last) for p in nodes]
     hover = ["the prompt (step 0)" if not p else
-             f"step {len(p)} · {labels[p]} · P = {probs[p]:.4f}" for p in nodes]
+             f"step {len(p)} · {labels[p]} · P = {percent(probs[p], 3)}" for p in nodes]
     traces.append(go.Scatter(
         x=[xy[p][0] for p in nodes], y=[xy[p][1] for p in nodes],
         mode="markers+text" if len(nodes) <= LABELS_UP_TO else "markers",
@@ -79,8 +79,7 @@ def branch_tree(xy: Mapping[Path, tuple[int, int]], labels: Mapping[Path, str],
         unselected=dict(marker=dict(opacity=1)), showlegend=False))
     rows = max((y for _, y in xy.values()), default=0) + 1
     fig = go.Figure(traces)
-    fig.update_xaxes(title="step (tokens after the prompt)" + (
-        " · edge labels: P in %" if short else ""), zeroline=False,
+    fig.update_xaxes(title="step (tokens after the prompt)", zeroline=False,
                      range=[-1, last + 1], dtick=1 if last <= 30 else None)
     fig.update_yaxes(visible=False, range=[rows - 0.4, -0.8])  # room above row 0: P, token
     fig.update_layout(title=title, height=min(170 + 70 * rows, 780), clickmode="event+select",
@@ -96,7 +95,8 @@ BRANCH_FONT = 12  # px, monospace
 BRANCH_PLOT_PX = 760  # the plot area's width the labels are cut for (a 1280-px window)
 
 
-EDGE_LABEL_PX = 34  # "29.3%" at 10 px, and a gap
+EDGE_FONT = 12  # px, an edge's P
+EDGE_LABEL_PX = 40  # "29.3%" at 12 px, and a gap
 
 
 def edge_label_px(last: int) -> float:
@@ -105,15 +105,15 @@ def edge_label_px(last: int) -> float:
 
 
 def edge_label(p: float, short: bool) -> str:
-    """An edge's P as a percentage; ``short``, in whole percents without the sign (the axis
-    title says "%"), for trees whose steps are too narrow for "29.3%".
+    """An edge's P as ``percent`` writes it; ``short``, in its compact form (one digit
+    fewer), for trees whose steps are too narrow for "29.3%".
 
-    >>> edge_label(0.2931, False), edge_label(0.2931, True), edge_label(0.004, True)
-    ('29.3%', '29', '<1')
+    >>> edge_label(0.2931, False), edge_label(0.2931, True), edge_label(0.0002, True)
+    ('29.3%', '29%', '0.02%')
+    >>> edge_label(2.1e-5, False), edge_label(2.1e-5, True)
+    ('2.1e-5', '2e-5')
     """
-    if not short:
-        return percent(p)
-    return "<1" if 0 < p < 0.005 else f"{100 * p:.0f}"
+    return percent(p, 1 if short else 2)
 
 
 def fit_label(text: str, x: int, last: int) -> str:

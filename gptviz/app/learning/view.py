@@ -31,6 +31,7 @@ from gptviz.app.shared import fold
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.memory import then_give_back
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.tex import percent
 from gptviz.app.shared.threads import one_thread
 from gptviz.app.shared.widgets import chart, csv_download, on_demand
 from gptviz.model import GPT
@@ -93,7 +94,7 @@ def loss_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
     st.latex(tex.loss_latex(m.position, vocab[m.target], m.p_target, m.loss))
     rank = int((m.probs > m.p_target).sum()) + 1
     cols = st.columns(4)
-    cols[0].metric("P(y)", f"{m.p_target:.4f}")
+    cols[0].metric("P(y)", percent(m.p_target, 3))
     cols[1].metric("L = −ln P(y)", f"{m.loss:.4f}")
     cols[2].metric(f"rank of y among {len(m.probs):,}", f"{rank:,}")
     cols[3].metric("a uniform guess: ln |V|", f"{math.log(len(m.probs)):.4f}")

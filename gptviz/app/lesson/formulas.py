@@ -95,15 +95,24 @@ def ffn_formula(i: int, label: str, d: int, d_ff: int, activation: str, bias: bo
     )
 
 
+CHAIN_STEPS = 6  # arrows a line of the residual chain holds: ~660 px at KaTeX's size
+
+
 def residual_formula(i: int, stages: Sequence[str], norms: Sequence[float]) -> str:
-    r"""The pre-LN residual sums, and the length of token i's vector at every stage.
+    r"""The pre-LN residual sums, and the length of token i's vector at every stage, the
+    chain broken after every ``CHAIN_STEPS`` arrows (GPT-2 small's 24 would not fit a
+    projector's width at a readable size).
 
     >>> tex = residual_formula(2, ["embed", "0.mid", "0.post"], [1.0, 2.0, 3.0])
     >>> r"\xrightarrow{\text{0.post}} 3.000" in tex
     True
+    >>> residual_formula(0, [f"s{k}" for k in range(25)], [1.0] * 25).count(r"\\ &")
+    3
     """
-    chain = num(norms[0]) + "".join(rf" \xrightarrow{{\text{{{s}}}}} {num(v)}"
-                                    for s, v in zip(stages[1:], norms[1:], strict=True))
+    arrows = [rf" \xrightarrow{{\text{{{s}}}}} {num(v)}"
+              for s, v in zip(stages[1:], norms[1:], strict=True)]
+    chain = num(norms[0]) + r" \\ &".join(
+        "".join(arrows[k:k + CHAIN_STEPS]) for k in range(0, len(arrows), CHAIN_STEPS))
     return (  # MHA and FFN as steps 7–9 define them, each with its LayerNorm inside
         r"\begin{aligned}"
         r"y^{(\ell)} &= x^{(\ell)} + \mathrm{MHA}_\ell\big(x^{(\ell)}\big),\qquad "

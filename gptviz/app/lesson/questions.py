@@ -18,6 +18,7 @@ import torch
 
 from gptviz.analysis.circuits import kind_scores
 from gptviz.app.shared.chips import token_label
+from gptviz.app.shared.tex import percent
 from gptviz.tokenizers.base import TokenInfo
 
 TIE = 1e-6  # two numbers closer than this are a tie: no question is asked on a tie
@@ -250,7 +251,7 @@ def next_token(logits: np.ndarray, vocab: Sequence[str], label: str) -> Question
             picked.append(i)
     shown = sorted(picked)
     p = np.exp(y - y.max()) / np.exp(y - y.max()).sum()  # (|V|,) P at T = 1
-    ranks = ", ".join(f"{md(vocab[i])} {100 * p[i]:.1f} %" for i in picked)
+    ranks = ", ".join(f"{md(vocab[i])} {percent(p[i])}" for i in picked)
     return Question(f"After **“{md(label)}”**, which of these is the model's most likely next "
                     "token?", tuple(vocab[i] for i in shown), shown.index(best),
                     f"P(next) at T = 1 for these candidates: {ranks}.")

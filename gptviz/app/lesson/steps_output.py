@@ -14,6 +14,7 @@ from gptviz.app.generation.controls import token_info
 from gptviz.app.lesson import formulas as lt
 from gptviz.app.lesson import questions as q
 from gptviz.app.lesson.run import FLAT_T, SEED, SHARP_T, Lesson, StepView
+from gptviz.app.shared.tex import percent
 from gptviz.generation import sampling as gen
 
 TOP = 10  # candidates in the bar charts
@@ -116,7 +117,7 @@ def draw(ls: Lesson) -> StepView:
            "seed, draw the same token every time.")
     narrative = (
         f"Now one token is chosen. {how} Here the model chose **“{q.md(ls.vocab[chosen])}”**, "
-        f"which had probability {100 * prob:.1f} % (rank {rank} of {len(p0):,}).")
+        f"which had probability {percent(prob)} (rank {rank} of {len(p0):,}).")
     return StepView(narrative, [fig], [lt.draw_formula(T, ls.vocab[chosen], chosen, prob, SEED),
                                        gen_tex.entropy_formula(first.entropy)],
                     ls.link("app_pages/generation.py", "Generation", "This step",

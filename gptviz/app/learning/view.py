@@ -29,6 +29,7 @@ from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, step_section
 from gptviz.app.shared.cache import vocab_labels, wide_result
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import chart, csv_download, on_demand
 from gptviz.app.speedups import fold
 from gptviz.model import GPT
@@ -80,7 +81,7 @@ def loss_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
     st.latex(tex.loss_latex(m.position, vocab[m.target], m.p_target, m.loss))
     rank = int((m.probs > m.p_target).sum()) + 1
     cols = st.columns(4)
-    cols[0].metric("P(y)", f"{m.p_target:.4f}")
+    cols[0].metric("P(y)", percent(m.p_target, 3))
     cols[1].metric("L = −ln P(y)", f"{m.loss:.4f}")
     cols[2].metric(f"rank of y among {len(m.probs):,}", f"{rank:,}")
     cols[3].metric("a uniform guess: ln |V|", f"{math.log(len(m.probs)):.4f}")

@@ -55,7 +55,7 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
         dims = st.multiselect("Dimensions to plot as curves", list(range(d)),
                               default=default_dims(d), key=f"dims-{key}", max_selections=8)
         if dims:
-            chart(vp.pe_curves(P, dims, title=f"{name}: chosen dimensions along i"))
+            curves(P, dims, key, name)
         if formula:
             st.caption(formula)
         table(P, key, name)
@@ -64,6 +64,26 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
     more = f", the table itself{then_what}" if then_what else " and the table itself"
     fold.below("positional", f"Next: chosen dimensions of {name} as curves{more} (drawn as "
                "you scroll here).", rest)
+
+
+def curves(P: np.ndarray, dims: list[int], key: str, name: str) -> None:
+    """The chosen columns as curves, over as many positions as keep the fastest readable
+    (``vp.readable_positions``); a slider draws more, up to N."""
+    n = P.shape[0]
+    readable = vp.readable_positions(P, dims)
+    shown = n
+    if readable < n:
+        shown = st.slider("Positions drawn: 0 … i", min(16, n), n, readable,
+                          key=f"span-{key}-{'.'.join(map(str, sorted(dims)))}",
+                          help="Over all positions a fast dimension turns so often that its "
+                               "curve fills the chart; slide right to draw more of them.")
+    chart(vp.pe_curves(P[:shown], dims, title=f"{name}: chosen dimensions along i"
+                       + (f" (positions 0 … {shown - 1} of {n:,})" if shown < n else "")))
+    if readable < n:
+        st.caption(f"Drawn over positions 0 … {readable - 1} at first: the most for which "
+                   f"each curve crosses its mean at most {vp.PLOT_PX // vp.PX_PER_CROSSING} "
+                   f"times, once every {vp.PX_PER_CROSSING} px of the chart. Over all "
+                   f"{n:,} positions the fastest would be a solid band.")
 
 
 def table(P: np.ndarray, key: str, name: str) -> None:

@@ -8,14 +8,8 @@ import numpy as np
 import pytest
 
 from gptviz.app.attention.figures import attention_grid, grid_tile
-from gptviz.app.shared.heatmaps import (
-    COLORBAR_PX,
-    fit_margins,
-    heatmap,
-    label_px,
-    thin_ticks,
-    title_room,
-)
+from gptviz.app.shared.heatmaps import COLORBAR_PX, fit_margins, heatmap, label_px, title_room
+from gptviz.app.shared.ticks import thin_ticks
 
 # The default prompt's tokens on the Attention page (mathematics-bpe), whitespace made visible,
 # and what Chromium measured with Streamlit's theme: automargin widened the large pattern's

@@ -30,9 +30,10 @@ from gptviz.app.learning import figures as lf
 from gptviz.app.learning.step import p_change
 from gptviz.app.lesson.formulas import CHAIN_STEPS, residual_formula
 from gptviz.app.positional import figures as vp
-from gptviz.app.shared.heatmaps import LINE_EM, heatmap, label_px, thin_ticks, tick_room
+from gptviz.app.shared.heatmaps import LINE_EM, heatmap, label_px
 from gptviz.app.shared.presenter import CHART_FONT_PX, legible
 from gptviz.app.shared.tex import percent, percent_tex
+from gptviz.app.shared.ticks import thin_ticks, tick_room
 from gptviz.app.speedups.svgplot import read_marks
 from tests.helpers import read_percent
 

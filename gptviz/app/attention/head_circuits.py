@@ -11,7 +11,8 @@ from gptviz.analysis import circuits as C
 from gptviz.analysis.core import to_numpy
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import circuit_formulas as cm
-from gptviz.app.shared.cache import cached_figure, cached_result, per_model, vocab_labels
+from gptviz.app.shared.cache import cached_result, per_model, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import shown_label
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked

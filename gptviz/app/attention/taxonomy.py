@@ -14,7 +14,8 @@ from gptviz.analysis.core import to_numpy
 from gptviz.analysis.induction import PROTOCOL, STANDARD_LENGTHS
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import figures as va
-from gptviz.app.shared.cache import cached_figure, once_per_model
+from gptviz.app.shared.cache import once_per_model
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.notes import counted
 from gptviz.app.shared.picker import Picked

@@ -11,16 +11,12 @@ from gptviz.analysis import core as analysis
 from gptviz.app.attention import figures as va
 from gptviz.app.attention import flow, head_circuits, taxonomy
 from gptviz.app.attention import formulas as mp
-from gptviz.app.shared.cache import (
-    ablation,
-    activations,
-    cached_figure,
-    cached_result,
-    vocab_labels,
-)
-from gptviz.app.shared.heatmaps import fit_margins, thin_ticks, title_room
+from gptviz.app.shared.cache import ablation, activations, cached_result, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
+from gptviz.app.shared.heatmaps import fit_margins, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
 from gptviz.app.speedups import fold
 from gptviz.model.hooks import ActivationCache

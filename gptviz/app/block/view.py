@@ -7,12 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from gptviz.analysis import core as analysis
-from gptviz.analysis.core import block_stages
+from gptviz.analysis.stages import block_stages
 from gptviz.app.block import figures as vb
 from gptviz.app.block import formulas as mb
 from gptviz.app.block.figures import block_flow, stage_table
 from gptviz.app.block.prediction import attribution_view, commitment_view
-from gptviz.app.shared.cache import activations, cached_figure, cached_result, vocab_labels
+from gptviz.app.shared.cache import activations, cached_result, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot

@@ -20,13 +20,8 @@ from gptviz.app.embeddings.untrained import (
     fresh_neighbours_of,
     fresh_rows,
 )
-from gptviz.app.shared.cache import (
-    cached_figure,
-    once,
-    shared_result,
-    vocab_labels,
-    vocab_pca,
-)
+from gptviz.app.shared.cache import once, shared_result, vocab_labels, vocab_pca
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import legend_on_top
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked

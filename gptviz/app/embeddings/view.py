@@ -11,10 +11,12 @@ from gptviz.app.embeddings import figures as ve
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.embeddings.fresh import trained_vs_fresh
 from gptviz.app.shared import tex as tx
-from gptviz.app.shared.cache import cached_figure, vocab_labels, vocab_pca
-from gptviz.app.shared.heatmaps import legend_on_top, thin_ticks, title_room
+from gptviz.app.shared.cache import vocab_labels, vocab_pca
+from gptviz.app.shared.figure_cache import cached_figure
+from gptviz.app.shared.heatmaps import legend_on_top, title_room
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.widgets import SHOWN_DIMS, csv_download, plain_table, plot
 from gptviz.app.speedups import fold
 

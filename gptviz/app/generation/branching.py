@@ -15,7 +15,8 @@ import streamlit as st
 from gptviz.app.generation import tree
 from gptviz.app.generation.branch_figure import branch_tree
 from gptviz.app.generation.controls import STEP
-from gptviz.app.generation.state import History, Path, Viewed
+from gptviz.app.generation.state import History, Path
+from gptviz.app.generation.turn import Viewed
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.inputs import fresh_choice
 from gptviz.app.shared.picker import Picked

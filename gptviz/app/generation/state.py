@@ -276,31 +276,3 @@ class History:
                              min_p=sampling.min_p, cache=self.reader)
             self.ahead = (model, ids, sampling, s)
             return s
-
-
-@dataclass(frozen=True)
-class Viewed:
-    """The step the views show: a taken step (``index`` from 1) or the next one (0)."""
-
-    step: gen.Step
-    sampling: Sampling
-    index: int
-    origin: str = "drawn"  # the Turn's origin (a branch picked by hand, a rebuilt link)
-
-    @property
-    def taken(self) -> bool:
-        return self.index > 0
-
-
-def sampling_caption(s: Sampling) -> str:
-    """'T = 0.8 · top-k 40 · top-p 0.9 · min-p 0.05 · seed 1', or 'greedy (T = 0)'.
-
-    >>> sampling_caption(Sampling(0.8, top_k=40, min_p=0.05, seed=1))
-    'T = 0.8 · top-k 40 · min-p 0.05 · seed 1'
-    """
-    if s.greedy:
-        return "greedy (T = 0)"
-    parts = [f"T = {s.temperature:g}"] + ([f"top-k {s.top_k}"] if s.top_k else []) + (
-        [f"top-p {s.top_p:g}"] if s.top_p else []) + (
-        [f"min-p {s.min_p:g}"] if s.min_p else []) + [f"seed {s.seed}"]
-    return " · ".join(parts)

@@ -15,7 +15,8 @@ from gptviz.app.generation import formulas as tex
 from gptviz.app.generation.beams import beam_view
 from gptviz.app.generation.branching import branch_view
 from gptviz.app.generation.controls import STEP, token_info
-from gptviz.app.generation.state import History, Viewed, sampling_caption
+from gptviz.app.generation.state import History
+from gptviz.app.generation.turn import Viewed, sampling_caption
 from gptviz.app.shared.cache import activations, vocab_labels
 from gptviz.app.shared.chips import Shown, token_label
 from gptviz.app.shared.heatmaps import heatmap

@@ -6,7 +6,6 @@ token, one head, or what ``fairness`` turns down: coin flips, choices that read 
 Pure functions, no Streamlit: the tests rebuild every answer with torch and compare.
 """
 
-
 from __future__ import annotations
 
 import hashlib

@@ -16,13 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gptviz.app.shared.cache import (
-    activations,
-    cached_figure,
-    cached_result,
-    per_model,
-    vocab_labels,
-)
+from gptviz.app.shared.cache import activations, cached_result, per_model, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import LINK_LIMIT

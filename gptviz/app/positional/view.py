@@ -15,8 +15,9 @@ from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.positional.compare import compare_view
 from gptviz.app.positional.order import order_view
 from gptviz.app.positional.rope import rope_positions, rope_sum
-from gptviz.app.shared.cache import activations, cached_figure
+from gptviz.app.shared.cache import activations
 from gptviz.app.shared.clipping import clip_note
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import title_room
 from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
 from gptviz.app.shared.picker import Picked

@@ -5,7 +5,8 @@ Bundled models are shared by every session, so their results go in one global
 session goes in a session-scoped cache keyed on ``Picked.cache_key``, so no other
 user ever sees it (or collides with a model of the same name). ``per_model`` is
 the one decorator that makes that choice; each cached computation below is a
-plain function of a ``Checkpoint`` under it.
+plain function of a ``Checkpoint`` under it. Figures have their own store
+(``figure_cache``).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _session_results() -> ByteLRU:
 _UNATTACHED = ByteLRU(SESSION_BYTES)  # outside a session's script run (a test, a script)
 
 
-def _in_session() -> bool:
+def in_session() -> bool:
     """Whether this thread runs a session's script (session-scoped caches need one)."""
     return get_script_run_ctx(suppress_warning=True) is not None
 
@@ -62,7 +63,7 @@ def _in_session() -> bool:
 def _private() -> ByteLRU:
     """This session's store: released when it disconnects (``serving.sessions``); outside a
     session's run, one store of its own."""
-    return _session_results() if _in_session() else _UNATTACHED
+    return _session_results() if in_session() else _UNATTACHED
 
 
 def _store(picked: Picked) -> ByteLRU:
@@ -271,43 +272,6 @@ def vocab_labels(ckpt: Checkpoint) -> list[str]:
     """Every vocabulary entry as visible text, by id, e.g. ['\\x00', …, '·the', …]."""
     tok = ckpt.tokenizer
     return [show_bytes(tok.id_to_bytes(i)) for i in range(tok.vocab_size)]
-
-
-FIGURE_BYTES = 48 * 2**20  # figures kept for every session, by the bytes of their traces
-SESSION_FIGURE_BYTES = 12 * 2**20  # figures of one session's own models
-
-
-@st.cache_resource(show_spinner=False)
-def _figures() -> ByteLRU:
-    """Shared figures, bounded in bytes, not in number: a figure of GPT-2 small's 144 heads
-    at 128 tokens holds tens of MB, a small model's a few kB."""
-    return ByteLRU(FIGURE_BYTES)
-
-
-@st.cache_resource(show_spinner=False, scope="session")
-def _session_figure_store() -> ByteLRU:
-    return ByteLRU(SESSION_FIGURE_BYTES)
-
-
-_UNATTACHED_FIGURES = ByteLRU(SESSION_FIGURE_BYTES)
-
-
-def _session_figures() -> ByteLRU:
-    """This session's figures of its own models: released when it disconnects."""
-    return _session_figure_store() if _in_session() else _UNATTACHED_FIGURES
-
-
-def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], Any]) -> Any:
-    """``build()`` once per (model, name, args): for figures that cost more to build than to
-    send (a plotly figure is only read by ``st.plotly_chart``, never changed, so one object
-    can be shared). ``args`` must hold everything the figure depends on.
-
-    >>> picked, build = Picked("tiny", Checkpoint(model, tokenizer), bundled=True), dict
-    >>> cached_figure(picked, "grid", (1, 0), build) is cached_figure(picked, "grid", (1, 0), build)
-    True
-    """
-    store = _figures() if picked.bundled else _session_figures()
-    return store.get_or_compute((name, picked.cache_key, args), build)
 
 
 def untrained_twin(ckpt: Checkpoint) -> GPT:

@@ -151,11 +151,11 @@ def link_params() -> dict[str, str]:
 def legible(fig: Any) -> Any:
     """A copy of a plotly figure whose text is at least ``CHART_FONT_PX`` (axis titles, tick
     labels, legend, annotations), for presenter mode, its token ticks thinned again for
-    that size (``heatmaps.thin_ticks``); the figure given is not changed (it may be shared
+    that size (``ticks.thin_ticks``); the figure given is not changed (it may be shared
     through a cache)."""
     import plotly.graph_objects as go
 
-    from gptviz.app.shared.heatmaps import thin_ticks
+    from gptviz.app.shared.ticks import thin_ticks
 
     out = go.Figure(fig)
     px = CHART_FONT_PX

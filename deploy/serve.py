@@ -193,7 +193,7 @@ defaults
     timeout connect 5s
     timeout client 60s
     timeout server 120s
-    timeout http-request 15s
+    timeout http-request 30s
     timeout http-keep-alive 15s
     timeout queue 30s
     timeout tunnel 2h

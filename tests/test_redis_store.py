@@ -24,6 +24,8 @@ from gptviz.classroom.store import Limits
 from gptviz.classroom.stores import open_store
 from tests.hall_helpers import RedisServer
 
+pytestmark = pytest.mark.hall
+
 CHOICE = Snapshot(3, "Ids", "How many **ones**?", "choice", ("4", "5", "100"), 1,
                   why="Five ones.", key="ones")
 OTHER = Snapshot(5, "Attention", "Which token?", "choice", ("a", "b"), 0)  # key from its text

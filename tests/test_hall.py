@@ -7,10 +7,11 @@ a crowd of 20 students through the proxy, in Streamlit's own websocket protocol
 - sticky routing: every request of a student (the page, its websocket, later requests)
   reaches one replica, by the replica's header on each response and by HAProxy's log (every
   request that carried a replica's cookie went to that replica);
-- with the class pages (issue 42's Join page): the class counts every student once across
-  both replicas; a killed replica's students reconnect through the proxy to the other one
-  and are back in the class with their answers;
-- without them: a killed replica's students reconnect through the proxy and their page runs;
+- the class (issue 42's Join page) counts every student once across both replicas; a
+  killed replica's students reconnect through the proxy to the other one and are back in
+  the class with their answers, and the teacher whose Lesson was on it keeps control;
+- Redis stopped under a class: the Join page says the class is paused, and once Redis is
+  back the student's answer is there;
 - SIGTERM stops every process serve.py started.
 
 Skipped with the reason where redis-server or haproxy is missing; required in CI.
@@ -32,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.server import streamlit_client as sc
+from benchmarks.server.class_client import ClassSession, class_code, page_text
 from deploy import serve
 from gptviz.classroom import codes
 from gptviz.classroom.records import Pinned, Snapshot
@@ -42,7 +44,6 @@ from tests.helpers import ROOT
 pytestmark = pytest.mark.hall
 STUDENTS = 20
 TIMEOUT_S = 120  # per script run (a shared, loaded machine); nothing here is timed
-JOIN_PAGE = (ROOT / "app_pages" / "join.py").is_file()  # issue 42's pages, where merged
 ONES = Snapshot(3, "Ids → one-hot rows", "How many **ones**?", "choice", ("4", "5", "100"), 1,
                 why="Five ones, one per row.", key="ones")
 
@@ -197,7 +198,8 @@ async def join_and_answer(url: str, code: str, i: int, choice: int
     await s.connect()
     run = await s.open("join", f"code={code}")
     run = await s.press(run, "class_join")
-    run = await s.choose(run, f"class_answer_{code}_1", int_value=choice)
+    radio = f"class_answer_{code}_1"  # the browser sends the option's label
+    run = await s.choose(run, radio, string_value=s.widget(run, radio).options[choice])
     run = await s.press(run, "class_send_1")
     assert run.status == "ok" and not run.exceptions, run.exceptions
     return s, run
@@ -207,57 +209,72 @@ def shown(run: sc.Run) -> str:
     return " ".join(run.texts("markdown") + run.texts("alert") + run.texts("html"))
 
 
-@pytest.mark.skipif(not JOIN_PAGE, reason="the class pages (issue 42's /join) are not in "
-                                          "this tree: the class store is tested alone")
 def test_the_class_counts_every_student_once_and_a_killed_replica_loses_no_answer(hall):
     store = hall.store()
     info, token = store.create(Pinned("m", "p", {"steps": 14}), "teacher")
     store.open_step(info.code, token, ONES.step, ONES)
     choices = {i: i % 3 for i in range(STUDENTS)}
+    with asyncio.Runner() as loop:  # one event loop: the sessions' websockets live in it
+        teacher, trun = loop.run(teacher_starts_on(hall.url, "r1"))
+        taught = class_code(trun)
+        assert taught and store.get(taught).step == 1
+        sessions = [s for s, _ in loop.run(together(*(
+            join_and_answer(hall.url, info.code, i, choices[i]) for i in range(STUDENTS))))]
+        on = {i: s.cookies["SERVERID"] for i, s in enumerate(sessions)}
+        assert set(on.values()) == {"r1", "x1"}
+        tally = store.tally(info.code, 1)
+        assert (tally.joined, tally.answered) == (STUDENTS, STUDENTS)
+        assert tally.counts == tuple(sum(c == k for c in choices.values()) for k in range(3))
 
-    async def everyone() -> list[tuple[sc.ProtocolSession, sc.Run]]:
-        return await asyncio.gather(*(join_and_answer(hall.url, info.code, i, choices[i])
-                                      for i in range(STUDENTS)))
+        victims = [i for i, r in on.items() if r == "r1"]
+        os.kill(hall.pids()["r1"], signal.SIGKILL)  # in the middle of the class
 
-    sessions = [s for s, _ in asyncio.run(everyone())]
-    on = {i: s.cookies["SERVERID"] for i, s in enumerate(sessions)}
-    assert set(on.values()) == {"r1", "x1"}
-    tally = store.tally(info.code, 1)
-    assert (tally.joined, tally.answered) == (STUDENTS, STUDENTS)
-    assert tally.counts == tuple(sum(c == k for c in choices.values()) for k in range(3))
+        async def back(s: sc.ProtocolSession) -> sc.Run:
+            run = await s.reconnect()  # the browser's reconnection: the same cookies
+            assert s.replicas[-1] == "x1"
+            return run
 
-    victims = [i for i, r in on.items() if r == "r1"]
-    os.kill(hall.pids()["r1"], signal.SIGKILL)  # in the middle of the class
+        runs = loop.run(together(*(back(sessions[i]) for i in victims)))
+        for i, run in zip(victims, runs, strict=True):
+            assert run.status == "ok" and not run.exceptions
+            assert f"Sent: {ONES.choices[choices[i]]}" in shown(run).replace("*", "")
+        assert store.tally(info.code, 1).counts == tally.counts  # nothing lost, nothing twice
+        again = loop.run(sessions[victims[0]].press(runs[0], "class_send_1"))
+        assert again.status == "ok"
+        assert store.tally(info.code, 1).answered == STUDENTS
 
-    async def back(i: int) -> sc.Run:
-        s = sessions[i]
-        run = await s.reconnect()  # the browser's reconnection: the same cookies
-        assert s.replicas[-1] == "x1"
-        return run
-
-    async def all_back() -> list[sc.Run]:
-        return await asyncio.gather(*(back(i) for i in victims))
-
-    runs = asyncio.run(all_back())
-    for i, run in zip(victims, runs, strict=True):
-        assert run.status == "ok" and not run.exceptions
-        assert f"Sent: {ONES.choices[choices[i]]}" in shown(run).replace("*", "")
-    assert store.tally(info.code, 1).counts == tally.counts  # nothing lost, nothing twice
-    again = asyncio.run(sessions[victims[0]].press(runs[0], "class_send_1"))
-    assert again.status == "ok"
-    assert store.tally(info.code, 1).answered == STUDENTS
+        trun = loop.run(back(teacher))  # the teacher's tab was on the killed replica too
+        assert class_code(trun) == taught, page_text(trun)[:400]  # the class bar, resumed
+        trun = loop.run(teacher.press(trun, "lesson_next"))
+        assert trun.status == "ok" and not trun.exceptions
+        assert store.get(taught).step == 2  # still the teacher's to move
+        for s in [teacher, *sessions]:
+            loop.run(s.close())
 
 
-@pytest.mark.skipif(not JOIN_PAGE, reason="the class pages (issue 42's /join) are not in "
-                                          "this tree: the store's pause is tested alone")
+async def together(*coroutines):
+    return await asyncio.gather(*coroutines)
+
+
+async def teacher_starts_on(url: str, replica: str) -> tuple[ClassSession, sc.Run]:
+    """The teacher's Lesson, on ``replica`` (its proxy cookie), starts a class."""
+    t = ClassSession("ws" + url.removeprefix("http"), TIMEOUT_S, {"SERVERID": replica})
+    await t.connect()
+    run = await t.open("lesson", "model=mathematics-char")
+    run = await t.press(run, "class_start")
+    assert t.replicas[-1] == replica and "gptviz_teacher" in t.cookies, page_text(run)[:400]
+    return t, run
+
+
 def test_redis_restarted_the_page_says_paused_and_the_class_resumes(hall):
     store = hall.store()
     info, token = store.create(Pinned("m", "p", {"steps": 14}), "teacher")
     store.open_step(info.code, token, ONES.step, ONES)
-    s, run = asyncio.run(join_and_answer(hall.url, info.code, 99, 2))
+    loop = asyncio.Runner()  # one event loop: the session's websocket lives in it
+    s, run = loop.run(join_and_answer(hall.url, info.code, 99, 2))
     os.kill(hall.pids()["redis"], signal.SIGTERM)  # serve.py runs with --no-restart
     serve.wait_for(lambda: not alive(hall.pids()["redis"]), 30)
-    paused = asyncio.run(s._rerun())  # the page's next tick
+    paused = loop.run(s._rerun())  # the page's next tick
     assert paused.status == "ok" and not paused.exceptions
     assert "class is paused" in shown(paused)
     redis = serve.spawn([program("redis-server"), str(hall.run / "redis.conf")],
@@ -267,36 +284,14 @@ def test_redis_restarted_the_page_says_paused_and_the_class_resumes(hall):
         port = int(env["GPTVIZ_STORE"].rsplit(":", 1)[1].split("/")[0])
         password = (hall.run / "redis-password").read_text().strip()
         assert serve.wait_for(lambda: serve.redis_ping("127.0.0.1", port, password), 30)
-        back = asyncio.run(s._rerun())
+        back = loop.run(s._rerun())
         assert back.status == "ok" and not back.exceptions
         assert "Sent: 100" in shown(back).replace("*", "")  # the answer kept on disk
         assert store.tally(info.code, 1).counts == (0, 0, 1)
+        loop.run(s.close())
     finally:
+        loop.close()
         serve.stop(redis)
-
-
-@pytest.mark.skipif(JOIN_PAGE, reason="with the class pages, the test above kills a replica")
-def test_a_killed_replicas_students_reconnect_through_the_proxy(hall):
-    async def student(i: int) -> sc.ProtocolSession:
-        s = sc.ProtocolSession("ws" + hall.url.removeprefix("http"), TIMEOUT_S, cookies={})
-        await s.connect()
-        assert (await s.open("")).status == "ok"
-        return s
-
-    async def crowd() -> list[sc.ProtocolSession]:
-        return await asyncio.gather(*(student(i) for i in range(STUDENTS)))
-
-    sessions = asyncio.run(crowd())
-    victims = [s for s in sessions if s.cookies["SERVERID"] == "r1"]
-    assert victims and len(victims) < STUDENTS
-    os.kill(hall.pids()["r1"], signal.SIGKILL)
-
-    async def all_back() -> list[sc.Run]:
-        return await asyncio.gather(*(s.reconnect() for s in victims))
-
-    for s, run in zip(victims, asyncio.run(all_back()), strict=True):
-        assert run.status == "ok" and not run.exceptions
-        assert s.replicas[-1] == "x1" and s.cookies["SERVERID"] == "x1"  # the cookie follows
 
 
 def test_sigterm_stops_every_process_the_hall_started(hall):

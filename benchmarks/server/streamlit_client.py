@@ -114,7 +114,7 @@ class ProtocolSession:
     """A websocket session with a running app: ``await s.open(page, query)`` runs a page,
     ``await s.click(run, component, label)`` clicks a counting component,
     ``await s.type_text(run, key, text)`` types into a text box, ``await s.choose(run, key,
-    int_value=1)`` sets a keyed widget, ``await s.press(run, key)`` presses a keyed button,
+    string_value="5")`` sets a keyed widget, ``await s.press(run, key)`` presses a keyed button,
     ``await s.close()``.
 
     ``timeout_s`` bounds each run; a run that does not finish in time has status "timeout".
@@ -238,7 +238,7 @@ class ProtocolSession:
                      if str(getattr(e, "id", "")).endswith(f"-{key}")), None)
 
     async def choose(self, run: Run, key: str, **value: object) -> Run:
-        """Set the widget keyed ``key`` (e.g. ``int_value=1`` for a radio's second option,
+        """Set the widget keyed ``key`` (e.g. ``string_value=label`` for a radio's option,
         ``double_value=41.5`` for a number box) and rerun, as a change in the browser does."""
         found = self.widget(run, key)
         if found is None:

@@ -175,7 +175,8 @@ def test_the_projector_counts_live_and_shows_the_histogram(browser, served):
     wait_for_app(page)
     assert page.get_by_role("button", name="Start a class").count() == 1
     assert page.locator(".gv-class-code").count() == 0
-    page.goto(qr_url)  # the QR code's link: the Join page, a student's
+    page.goto(url + qr_url[qr_url.index("/join"):])  # the QR code's link (the LAN address
+    # in it, here this server's): the Join page, a student's, with no control
     wait_for_app(page)
     assert page.get_by_role("button", name="Join").count() == 1
     assert "gptviz_teacher" not in {c["name"] for c in stranger.cookies()}

@@ -35,9 +35,14 @@ def join_page() -> None:
     sid = browser.student_id()
     code = st.session_state.get(JOINED)
     raw = st.query_params.get("code")
-    if code is None and raw and (found := normalize_code(raw)) \
-            and class_store().is_member(found, sid):
-        code = st.session_state[JOINED] = found  # a reload, or a phone that slept
+    if code is None and raw and (found := normalize_code(raw)):
+        try:
+            if class_store().is_member(found, sid):
+                code = st.session_state[JOINED] = found  # a reload, or a phone that slept
+        except ClassError as e:  # the store out of reach (paused): try again by itself
+            st.warning(str(e), icon=":material/pause_circle:")
+            _watch(found, None)
+            return
     if code is None:
         _form(raw, sid)
     else:
@@ -96,16 +101,23 @@ def _show(code: str, sid: str) -> int | None:
     """The teacher's current step, its question and this student's answer; returns the
     class's version drawn (None when the class is gone). A fragment: choosing and sending
     redraw this part only."""
-    store = class_store()
     try:
-        info = store.get(code)
+        return _class(code, sid)
     except NotFound:
         st.warning(f"Class {code} has ended or expired. Thank you for taking part!",
                    icon=":material/event_busy:")
         if st.button("Join another class", key="class_again"):
             _leave()
             st.rerun(scope="app")  # the form is outside this fragment
-        return None
+    except ClassError as e:  # e.g. the class store out of reach: the class is paused, and
+        st.warning(str(e), icon=":material/pause_circle:")  # _watch redraws once it is back
+    return None
+
+
+def _class(code: str, sid: str) -> int:
+    """The class's step and question as this student sees them; the version drawn."""
+    store = class_store()
+    info = store.get(code)
     steps = info.pinned.settings.get("steps")
     st.caption(f"Class {code} · step {info.step}{f' of {steps}' if steps else ''}")
     st.subheader(info.title or f"Step {info.step}", anchor=False)

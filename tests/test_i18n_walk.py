@@ -25,10 +25,9 @@ from functools import cache
 import pytest
 
 from gptviz import i18n
-from gptviz.app.lesson.steps import STEPS
 from gptviz.app.speedups import fold
 from gptviz.checkpoints.folder import bundled_models
-from tests.helpers import ROOT, app_test, rerun
+from tests.helpers import ROOT, app_test, lesson_steps, rerun
 from tests.test_app_stock import VIEWS
 
 pytestmark = [pytest.mark.skipif(not bundled_models(), reason="no bundled models"),
@@ -154,12 +153,7 @@ def test_every_page_and_view_is_in_the_language(lang):
     for page in ("home", "training", "join"):
         check(router(page, lang), page, lang, problems)
     at = router("lesson", lang)
-    for step in range(1, len(STEPS) + 1):
-        at.session_state["step"] = step
-        rerun(at)
-        if any(b.key == "lesson_reveal" for b in at.button):
-            at.button(key="lesson_reveal").click()
-            rerun(at)
+    for step in lesson_steps(at):
         check(at, f"lesson step {step}", lang, problems)
     unique = list(dict.fromkeys(problems))
     assert not unique, f"{len(unique)} English runs in {lang}:\n" + "\n".join(unique[:40])

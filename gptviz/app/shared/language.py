@@ -34,12 +34,14 @@ RTL_CSS = """<style>
 
 
 def _session_language() -> str | None:
-    """The resolver ``gptviz.i18n`` asks: the language of the session this thread runs, or
-    None outside a session's script run."""
+    """The resolver ``gptviz.i18n`` asks: the language of the session this thread runs
+    (settled by ``choose`` the first time, when a page runs without the router), or None
+    outside a session's script run."""
     if get_script_run_ctx(suppress_warning=True) is None:
         return None
     try:
-        return st.session_state.get(PARAM)
+        lang = st.session_state.get(PARAM)
+        return lang if lang else choose()
     except Exception:  # a session being torn down  # noqa: BLE001
         return None
 

@@ -18,6 +18,7 @@ from gptviz.app.classroom import browser
 from gptviz.app.classroom.shared import FOLLOW_S, class_store, client
 from gptviz.app.lesson.questions import md
 from gptviz.app.shared import language
+from gptviz.app.speedups import choice
 from gptviz.classroom.codes import normalize_code
 from gptviz.classroom.errors import ClassError, NotFound
 from gptviz.classroom.inputs import NICKNAME_CHARS
@@ -59,7 +60,7 @@ def join_page() -> None:
 
 def _set_language(lang: str) -> None:
     st.session_state[language.PARAM] = lang
-    language._write_link(lang)  # the link's ?lang= too, or the next run would undo it
+    language._write_link(lang)  # the link's ?lang= too, as the sidebar's picker does
 
 
 def _class_language(code: str) -> None:
@@ -79,21 +80,21 @@ def _class_language(code: str) -> None:
         state[APPLIED] = lang
         if state.get(language.PARAM) != lang:
             _set_language(lang)
-
-
-def _picked() -> None:
-    st.session_state[OWN_LANG] = True
-    _set_language(st.session_state[LANG])
+            state[LANG] = lang  # the page's picker shows it (it is drawn after this)
 
 
 def _language_picker() -> None:
-    """A language picker on the page itself (a phone hides the sidebar's)."""
-    langs = i18n.available()
-    now = st.session_state.get(language.PARAM, i18n.SOURCE)
-    st.session_state[LANG] = now if now in langs else i18n.SOURCE
-    with st.container(horizontal=True, horizontal_alignment="right"):
-        st.selectbox(_("Language"), langs, key=LANG, format_func=language.name,
-                     on_change=_picked, label_visibility="collapsed", width=130)
+    """A language picker on the page itself (a phone hides the sidebar's): a pick is the
+    student's own, kept over the class's, and reruns the page in it."""
+    langs, now = i18n.available(), i18n.current()
+    if st.session_state.get(LANG) not in langs:
+        st.session_state[LANG] = now if now in langs else i18n.SOURCE
+    with st.container(horizontal=True, horizontal_alignment="right", key="class_lang_row"):
+        picked = choice.select(_("Language"), langs, key=LANG, format_func=language.name)
+    if picked != now:
+        st.session_state[OWN_LANG] = True
+        _set_language(picked)
+        st.rerun()
 
 
 def _join(sid: str) -> None:

@@ -74,7 +74,7 @@ def _top_probability(ls: Lesson) -> Snapshot:
     token = md(ls.vocab[best])
     return Snapshot(11, title(11), _(
         "After **“{token}”**, the model's most likely next token gets some probability P at "
-        "T = 1. Guess it, in %.").format(token=md(ls.labels[-1])), "number",
+        "T = 1. Guess it, in {unit}.").format(token=md(ls.labels[-1]), unit="%"), "number",
         value=value, low=0, high=100, unit="%",
         why=_("Its most likely next token is **“{token}”**, with P = **{p}**: the softmax of "
               "its logit over all {n} logits.").format(

@@ -87,8 +87,8 @@ def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question
                        "embedding alone."),
              "rope": _("This model adds nothing here (p_i = 0): it rotates queries and keys "
                        "by position inside attention instead (RoPE).")}.get(positional, "")
-    why = _("Mean length ‖E[t_i]‖ = {e}, ‖p_i‖ = {p}.").format(e=number(e_norm, 2),
-                                                              p=number(p_norm, 2))
+    why = _("Mean length ‖{E}‖ = {e}, ‖{P}‖ = {p}.").format(
+        E="E[t_i]", P="p_i", e=number(e_norm, 2), p=number(p_norm, 2))
     return Question(_("Each token enters the model as x_i = E[t_i] + p_i. Averaged over your "
                       "prompt, which of the two vectors is longer?"), choices, answer,
                     f"{why} {extra}".strip())
@@ -156,7 +156,7 @@ def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: 
         _("In layer {layer}, head {head}, the last token **“{token}”** spreads its attention "
           "over the tokens up to itself. Which one gets the largest weight?").format(
             layer=layer, head=head, token=md(labels[-1])), choices, shown.index(best),
-        _("The largest weights of its row of W_attn: {top}.").format(top=top))
+        _("The largest weights of its row of {w}: {top}.").format(w="W_attn", top=top))
 
 
 def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
@@ -262,6 +262,7 @@ def flatter(sharp_t: float, sharp_h: float, flat_t: float, flat_h: float) -> Que
         _("The same logits, divided by T = {a} or by T = {b} before the softmax. Which bar "
           "chart is flatter?").format(a=a, b=b), (f"T = {a}", f"T = {b}"),
         int(flat_h > sharp_h),
-        _("Entropy H(P_{a}) = {ha} nats, H(P_{b}) = {hb} nats: the larger, the flatter. "
+        _("Entropy H({pa}) = {ha} nats, H({pb}) = {hb} nats: the larger, the flatter. "
           "Dividing by a large T shrinks the gaps between logits, so the softmax evens them "
-          "out.").format(a=a, b=b, ha=number(sharp_h, 3), hb=number(flat_h, 3)))
+          "out.").format(pa=f"P_{a}", pb=f"P_{b}", ha=number(sharp_h, 3),
+                         hb=number(flat_h, 3)))

@@ -242,8 +242,9 @@ def score(ls: Lesson) -> None:
         return
     right = sum(q.right(c) for q, c in done.values())
     answered = sum(c is not None for _, c in done.values())
-    st.markdown(_("#### Your score: {right} right of {answered} answered ({revealed} "
-                  "revealed)").format(right=right, answered=answered, revealed=len(done)))
+    st.markdown("#### " + _("Your score: {right} right of {answered} answered ({revealed} "
+                            "revealed)").format(right=right, answered=answered,
+                                                revealed=len(done)))
     plain_table(pd.DataFrame({  # plain HTML: whole questions, wrapped (a grid cut them)
         _("step"): list(done),
         _("question"): [plain(q.text) for q, _c in done.values()],

@@ -63,6 +63,22 @@ def numbers(answer: int, others: Sequence[int]) -> tuple[tuple[str, ...], int]:
     return tuple(number(x, 0, grouping=True) for x in picked), picked.index(answer)
 
 
+FULL_STOPS = "。！？；：）"  # a sentence that ends so is followed by the next with no space
+
+
+def sentences(parts: Sequence[str]) -> str:
+    """Sentences (each translated whole) as one paragraph: a space after each, except after
+    a full-width stop, as Chinese writes them; empty parts left out.
+
+    >>> sentences(["A b.", "", "C."]), sentences(["甲。", "乙。"])
+    ('A b. C.', '甲。乙。')
+    """
+    out = ""
+    for part in filter(None, parts):
+        out += ("" if not out or out.endswith(tuple(FULL_STOPS)) else " ") + part
+    return out
+
+
 def longest_word(text: str, tokens: Sequence[TokenInfo]) -> tuple[str, list[TokenInfo]] | None:
     """The word of ``text`` cut into the most tokens (ties: the longest, then the first),
     and the tokens that cover it."""

@@ -17,7 +17,7 @@ import torch
 
 from gptviz.analysis.taxonomy import kind_scores
 from gptviz.app.lesson.fairness import fair, leads
-from gptviz.app.lesson.question import Question, longest_word, md, numbers
+from gptviz.app.lesson.question import Question, longest_word, md, numbers, sentences
 from gptviz.app.shared.chips import token_label
 from gptviz.app.shared.tex import percent
 from gptviz.i18n import _, number
@@ -91,7 +91,7 @@ def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question
         E="E[t_i]", P="p_i", e=number(e_norm, 2), p=number(p_norm, 2))
     return Question(_("Each token enters the model as x_i = E[t_i] + p_i. Averaged over your "
                       "prompt, which of the two vectors is longer?"), choices, answer,
-                    f"{why} {extra}".strip())
+                    sentences([why, extra]))
 
 
 def layernorm_variance(var_standardised: float, var_before: float, d: int,

@@ -49,7 +49,7 @@ def layernorm(ls: Lesson) -> StepView:
                          "which reads the residual stream as block {prev} left it.",
                          "A GPT is a stack of {n} identical blocks; we follow block {layer}, "
                          "which reads the residual stream as block {prev} left it.", c.n_layer)
-    narrative = " ".join([
+    narrative = q.sentences([
         stack.format(n=c.n_layer, layer=layer, x=first, prev=layer - 1),
         _("Its first move normalises every token's row on its own: subtract the row's mean "
           "$\\mu$, divide by its spread $\\sqrt{\\sigma^2 + \\varepsilon}$, then scale each "
@@ -80,7 +80,7 @@ def one_head(ls: Lesson) -> StepView:
     figs = ls.figure("head", lambda: [
         narrow(name, fig) for name, fig in va.head_step_figures(
             {k: steps[k] for k in ("masked scores", "pattern")}, ls.labels, c.bias).items()])
-    narrative = " ".join([
+    narrative = q.sentences([
         _("Attention lets each token gather information from the tokens before it. A head "
           "turns every normalised row into a query $q_i$, a key $k_j$ and a value $v_j$ (three "
           "learned matrices). Query $i$ scores key $j$ by $q_i \\cdot k_j / \\sqrt{d_k}$; the "
@@ -114,7 +114,7 @@ def all_heads(ls: Lesson) -> StepView:
                  "token, an earlier copy of the current one.").format(n=c.n_head)
                if c.n_head > 1 else
                _("A layer has a single head here; bigger models run many side by side."))
-    narrative = " ".join([
+    narrative = q.sentences([
         several,
         _("Their outputs $z^{{(h)}}$ ({n} × {dh} each) are laid side by side and multiplied "
           "by $W_O$, back to $d = {d}$ columns, and the result is added to the residual "
@@ -163,7 +163,7 @@ def residual(ls: Lesson) -> StepView:
     fig = ls.figure("residual", lambda: vb.residual_norms_figure(norms, stages, ls.labels))
     chain = ls.figure("residual-chain", lambda: residual_chain(norms[:, last], stages,
                                                                ls.labels[last]))
-    narrative = " ".join([
+    narrative = q.sentences([
         _("Every token's vector flows through the model as the *residual stream*: each "
           "attention layer and each FFN reads it (through a LayerNorm) and adds its result "
           "back, and nothing else changes it."),

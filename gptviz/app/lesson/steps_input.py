@@ -76,13 +76,13 @@ def tokens(ls: Lesson) -> StepView:
             _("A *tokenizer* cuts the text into pieces taken from a fixed vocabulary $V$ of "
               "{v} entries, and the model sees only that list of pieces, the tokens "
               "$t_1, \\dots, t_N$.")).format(v=_n(c.vocab_size), corpus=q.md(corpus))
-    narrative = " ".join(filter(None, [
+    narrative = q.sentences([
         _("A GPT never reads letters."), cuts,
         _("Your prompt of {chars} characters became {n} tokens; once revealed, each chip is "
           "one of them, with its id underneath.").format(chars=_n(len(p.text)),
                                                          n=_n(len(p.all_tokens))),
         cut, unk,
-        _("Frequent words tend to be one token; rarer ones are split into several.")]))
+        _("Frequent words tend to be one token; rarer ones are split into several.")])
     return StepView(
         narrative, [prompt_chips_html(p.all_tokens, p.text, p.dropped)],
         [tok_tex.tokenizer_map(p.text, p.all_tokens, c.vocab_size)],
@@ -97,7 +97,7 @@ def ids(ls: Lesson) -> StepView:
     repeats = (_("Only {k} of your {n} ids are different: the same piece always gets the "
                  "same id.").format(k=distinct, n=ls.n) if distinct < ls.n else
                _("The same piece would always get the same id."))
-    narrative = " ".join([
+    narrative = q.sentences([
         _("The pieces themselves are not kept either: each token is replaced by its number in "
           "the vocabulary, its *id*, from 0 to {last}. From here on the model receives a list "
           "of {n} whole numbers and nothing else.").format(last=_n(c.vocab_size - 1), n=ls.n),
@@ -163,7 +163,7 @@ def positions(ls: Lesson) -> StepView:
     last = ls.n - 1
     how = _(POSITIONS.get(c.positional, OTHER_POSITIONS)).format(n=c.context_length,
                                                                  d=c.d_model)
-    narrative = " ".join([
+    narrative = q.sentences([
         _("Attention, the next stage, treats its input as a set: without help it could not "
           "tell *where* a token stands. So the model adds a position vector to each row, "
           "$x_i = E[t_i] + p_i$."), how,

@@ -51,7 +51,7 @@ def logits(ls: Lesson) -> StepView:
                  "*logit*: {y}.") if c.tie_embeddings else
                _("A final LayerNorm, then a product with the unembedding $W_U$ ({d} × {v}), "
                  "a matrix of its own, gives one score per vocabulary entry, a *logit*: {y}."))
-    narrative = " ".join([
+    narrative = q.sentences([
         _("To predict what comes next, the model uses the last token's vector only (the other "
           "rows served as keys and values along the way)."),
         unembed.format(d=c.d_model, v=_n(c.vocab_size),
@@ -100,7 +100,7 @@ def temperature(ls: Lesson) -> StepView:
     y = _logits(ls).double()
     log_z = float(torch.logsumexp(y / T, 0)) if T > 0 else 0.0
     p_t = next(p for t, p, _h in panels if t == T)  # (|V|,)
-    narrative = " ".join([
+    narrative = q.sentences([
         _("Logits are not probabilities: they can be negative and do not add up to 1. Divide "
           "them by a *temperature* $T$ and take the softmax, $P_T(i) = e^{y_i/T} / \\sum_j "
           "e^{y_j/T}$: every entry becomes positive and they sum to 1."),
@@ -161,7 +161,7 @@ def draw(ls: Lesson) -> StepView:
                "of {n} ({kept_p} among the {kept} kept).") if cut else
              _("Here the model chose **“{token}”**: probability {p} under $P_T$, rank {rank} "
                "of {n}.")).format(**said)
-    narrative = " ".join([_("Now one token is chosen."), how, chose])
+    narrative = q.sentences([_("Now one token is chosen."), how, chose])
     return StepView(narrative, [fig], [lt.draw_formula(T, ls.vocab[chosen], chosen, prob,
                                                        ls.seed, rank, float(kept_p[chosen]),
                                                        kept if cut else None, TOP_P),

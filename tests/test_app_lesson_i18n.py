@@ -13,6 +13,7 @@ from gptviz.app.classroom.shared import class_store
 from gptviz.app.lesson import questions as q
 from gptviz.app.lesson.handout import lesson_handout
 from gptviz.app.lesson.steps import build_step
+from gptviz.app.shared import language
 from gptviz.classroom import codes
 from gptviz.classroom.records import Pinned, Snapshot
 from tests.helpers import MODELS, ChoiceBox, app_test, downloads, figures, rerun, tables
@@ -76,6 +77,23 @@ def test_the_lesson_page_speaks_the_sessions_language(lang, title, step, said):
     at.session_state["step"] = 14
     rerun(at)
     assert at.button(key="lesson_next").label == {"es": "Siguiente", "zh": "下一步"}[lang]
+
+
+@pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")
+def test_an_answer_revealed_in_one_language_stays_revealed_in_another():
+    at = lesson(lang="es")
+    (radio,) = at.radio
+    spanish = radio.options
+    radio.set_value(spanish[-1])
+    at.button(key="lesson_reveal").click()
+    rerun(at)
+    verdict = [e.type for e in at._tree if e.type in ("success", "error")]
+    ChoiceBox(at, language.PICKED + "@box").set_value(2)  # the sidebar's picker: Chinese
+    rerun(at)
+    assert at.session_state["lang"] == "zh" and not at.radio  # still revealed
+    assert [e.type for e in at._tree if e.type in ("success", "error")] == verdict
+    said = (at.success or at.error)[0].value
+    assert "模型的答案" in said or "与模型的一致" in said  # said again, in Chinese
 
 
 @pytest.mark.skipif(not MODELS, reason="no bundled models in assets/models")

@@ -37,15 +37,24 @@ class Question:
     choices: tuple[str, ...]
     answer: int
     why: str  # Markdown: the model's numbers that decide it
+    basis: tuple = ()  # what the question is made of, in no language (see ``key``)
 
     def right(self, choice: str | None) -> bool:
         return choice == self.choices[self.answer]
 
     @property
     def key(self) -> str:
-        """A fingerprint: a new prompt or model asks a new question, answered afresh."""
-        raw = "\x1f".join([self.text, *self.choices])
-        return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
+        """A fingerprint: a new prompt or model asks a new question, answered afresh; the
+        same question in another language keeps it (from ``basis`` when the builder gives
+        one: its kind and numbers, the same in every language).
+
+        >>> from dataclasses import replace
+        >>> a, b = Question("2 + 2?", ("3", "4"), 1, ""), Question("¿2 + 2?", ("3", "4"), 1, "")
+        >>> a.key != b.key, replace(a, basis=(2, 2)).key == replace(b, basis=(2, 2)).key
+        (True, True)
+        """
+        parts = [repr(p) for p in self.basis] if self.basis else [self.text, *self.choices]
+        return hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
 def numbers(answer: int, others: Sequence[int]) -> tuple[tuple[str, ...], int]:

@@ -51,7 +51,8 @@ def token_count(text: str, tokens: Sequence[TokenInfo]) -> Question | None:
           "prompt?").format(word=md(word)), choices, answer,
         _("The tokens that cover “{word}” are {pieces}: **{n}**. A tokenizer keeps whole the "
           "pieces it saw often while it was trained and splits rarer words into smaller "
-          "ones.").format(word=md(word), pieces=pieces, n=n))
+          "ones.").format(word=md(word), pieces=pieces, n=n),
+        basis=("tokens", word, tuple(t.id for t in covering)))
 
 
 def one_hot_ones(n_tokens: int, vocab_size: int, distinct: int) -> Question:
@@ -67,7 +68,8 @@ def one_hot_ones(n_tokens: int, vocab_size: int, distinct: int) -> Question:
         choices, answer,
         _("Exactly one 1 per row, in the column of that row's id: **{n}** ones among {total} "
           "entries. A token that appears twice gives two identical rows.").format(
-            n=n_tokens, total=_n(n_tokens * vocab_size)))
+            n=n_tokens, total=_n(n_tokens * vocab_size)),
+        basis=("one-hot", n_tokens, vocab_size, distinct))
 
 
 def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question | None:
@@ -91,7 +93,8 @@ def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question
         E="E[t_i]", P="p_i", e=number(e_norm, 2), p=number(p_norm, 2))
     return Question(_("Each token enters the model as x_i = E[t_i] + p_i. Averaged over your "
                       "prompt, which of the two vectors is longer?"), choices, answer,
-                    sentences([why, extra]))
+                    sentences([why, extra]),
+                    basis=("position", round(e_norm, 2), round(p_norm, 2), positional))
 
 
 def layernorm_variance(var_standardised: float, var_before: float, d: int,
@@ -121,7 +124,8 @@ def layernorm_variance(var_standardised: float, var_before: float, d: int,
     return Question(_("LayerNorm first standardises each row: x̂ = (x − μ)/√(σ² + ε). For the "
                       "last token's row (σ² = {v} before), what is the variance of x̂?").format(
                         v=number(var_before, 3)), choices, answer,
-                    why.format(v=number(var_standardised, 6)))
+                    why.format(v=number(var_standardised, 6)),
+                    basis=("layernorm", round(var_standardised, 6), round(var_before, 3), d))
 
 
 def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: int
@@ -156,7 +160,8 @@ def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: 
         _("In layer {layer}, head {head}, the last token **“{token}”** spreads its attention "
           "over the tokens up to itself. Which one gets the largest weight?").format(
             layer=layer, head=head, token=md(labels[-1])), choices, shown.index(best),
-        _("The largest weights of its row of {w}: {top}.").format(w="W_attn", top=top))
+        _("The largest weights of its row of {w}: {top}.").format(w="W_attn", top=top),
+        basis=("attended", layer, head, labels[-1], choices))
 
 
 def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
@@ -186,7 +191,8 @@ def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
             layer=layer), tuple(_("head {h}").format(h=h) for h in range(p.shape[0])), best,
         _("Mean weight on the previous token, w[i, i−1], over the queries i = 2 … {last} (as "
           "the Attention page's head taxonomy measures it): {scores}.").format(
-            last=t - 1, scores=scores))
+            last=t - 1, scores=scores),
+        basis=("previous-token", layer, tuple(round(float(x), 3) for x in score)))
 
 
 def ffn_norm(before: float, after: float, layer: int, label: str) -> Question | None:
@@ -205,7 +211,8 @@ def ffn_norm(before: float, after: float, layer: int, label: str) -> Question | 
         (_("it grows"), _("it shrinks")), 0 if after > before else 1,
         _("‖y‖ = {before} before, ‖x'‖ = {after} after. Adding a vector can shorten another "
           "one when it points partly against it.").format(before=number(before, 3),
-                                                          after=number(after, 3)))
+                                                          after=number(after, 3)),
+        basis=("ffn", layer, label, round(before, 3), round(after, 3)))
 
 
 def next_token(logits: np.ndarray, vocab: Sequence[str], label: str) -> Question | None:
@@ -236,7 +243,8 @@ def next_token(logits: np.ndarray, vocab: Sequence[str], label: str) -> Question
     ranks = ", ".join(f"{md(vocab[i])} {percent(p[i])}" for i in picked)
     return Question(_("After **“{token}”**, which of these is the model's most likely next "
                       "token?").format(token=md(label)), choices, shown.index(best),
-                    _("P(next) at T = 1 for these candidates: {ranks}.").format(ranks=ranks))
+                    _("P(next) at T = 1 for these candidates: {ranks}.").format(ranks=ranks),
+                    basis=("next", label, choices))
 
 
 def short(x: float) -> str:
@@ -265,4 +273,5 @@ def flatter(sharp_t: float, sharp_h: float, flat_t: float, flat_h: float) -> Que
         _("Entropy H({pa}) = {ha} nats, H({pb}) = {hb} nats: the larger, the flatter. "
           "Dividing by a large T shrinks the gaps between logits, so the softmax evens them "
           "out.").format(pa=f"P_{a}", pb=f"P_{b}", ha=number(sharp_h, 3),
-                         hb=number(flat_h, 3)))
+                         hb=number(flat_h, 3)),
+        basis=("flatter", sharp_t, flat_t, round(sharp_h, 3), round(flat_h, 3)))

@@ -109,14 +109,19 @@ def _answers(ls: Lesson) -> dict[int, tuple[Question, str | None]]:
     return st.session_state.setdefault(ANSWERS, {}).setdefault(lesson_key(ls), {})
 
 
+def _choice_key(q: Question) -> str:
+    """The radio's key: per question and language (its options are the language's)."""
+    return f"lesson_choice_{q.key}_{current()}"
+
+
 def _reveal(ls: Lesson, step: int, q: Question) -> None:
-    _answers(ls)[step] = (q, st.session_state.get(f"lesson_choice_{q.key}"))
+    _answers(ls)[step] = (q, st.session_state.get(_choice_key(q)))
 
 
 def question(ls: Lesson, step: int, q: Question) -> None:
     """The question, its choices and Reveal (R)."""
     st.markdown(_("**Predict, then reveal.** {question}").format(question=q.text))
-    st.radio(_("Your answer"), q.choices, index=None, key=f"lesson_choice_{q.key}", format_func=md,
+    st.radio(_("Your answer"), q.choices, index=None, key=_choice_key(q), format_func=md,
              label_visibility="collapsed")
     st.button(_("Reveal the answer"), key=REVEAL, icon=":material/visibility:", type="primary",
               on_click=_reveal, args=(ls, step, q),
@@ -145,7 +150,8 @@ def revealed(ls: Lesson, step: int, q: Question | None) -> tuple[bool, str | Non
     done = _answers(ls).get(step)
     if done is None or done[0].key != q.key:
         return False, None
-    return True, done[1]
+    asked, chosen = done  # asked perhaps in another language: the same choice in this one
+    return True, None if chosen is None else q.choices[asked.choices.index(chosen)]
 
 
 FIT_PX = 450  # the figures' most height in presenter mode: the step fits a 720-px screen

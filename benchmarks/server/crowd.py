@@ -331,7 +331,7 @@ def measure(n: int, texts: list[str], alone: list[Walk], bare: Server, args,
         server.stop()
     return {"n": n, "settle": settle, "runs": run_times(walks), "offsite": sorted(set(offsite)),
             "failures": [f"student {i}: {f}" for i, w in enumerate(walks) for f in w.failures]
-            + browser_failures, "mixed": mixed(alone[:n], walks),
+            + browser_failures, "mixed": mixed(alone[:n], walks) if alone else [],
             "rss_mb": {"idle": idle, "peak": peak, "after": after},
             "load": [load, os.getloadavg()[0]], "wall_s": time.monotonic() - start}
 

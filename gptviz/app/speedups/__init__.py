@@ -6,31 +6,30 @@ Streamlit's and plotly's own elements, only slower; ``GPTVIZ_STOCK=fold,svgplot`
 just those pieces. A server patch checks the releases and private names it relies on and,
 on a mismatch, switches itself off with one log line (``guard.py``). ``install(pages)``,
 called once by ``app.py``, installs the server patches. Gains are each piece's own A/B run
-in BENCHMARKS.md ("×" is a share of a bare Streamlit page's load time).
+in BENCHMARKS.md, "Each speed-up against stock" ("×": a share of a bare Streamlit page's
+load time; 2026-11-28, every piece against stock in one run).
 
 Speed-ups (stock mode: the element or behaviour in brackets)
 - ``svgplot`` (svgplot, svgaxes, svgbox, svgfigure): bar and line charts as inline SVG
-  instead of plotly.js; three charts 1.05× against 2.07× (2026-11-24, 09:43 run).
+  instead of plotly.js; Training +0.23×.
   Public API only. [``st.plotly_chart`` of the same chart, ``svgfigure``]
-- ``heatcanvas``: heatmap-only plotly figures painted on a canvas; a 32 × 32 heatmap 1.00×
-  against 1.96× (2026-11-24, 13:52 run). Reads ``Figure.to_json()`` (plotly 6.5, 7.1).
+- ``heatcanvas``: heatmap-only plotly figures painted on a canvas; Positional encoding
+  +2.0×. Reads ``Figure.to_json()`` (plotly 6.5, 7.1).
   [``st.plotly_chart``]
-- ``choice``: a native ``<select>``; with ``download``, Attention 0.11–0.17× sooner
-  (stop 34). [``st.selectbox``]
-- ``download``: a CSV button that holds its file (stop 34, with ``choice``).
+- ``choice``: a native ``<select>``; Attention +0.19×. [``st.selectbox``]
+- ``download``: a CSV button that holds its file; Attention +0.19×.
   [``st.download_button``]
-- ``fold``: parts a screen below the top drawn when scrolled to; Learning's cost
-  0.24–0.29× (stop 35). [everything drawn at once]
-- ``prefetch``: plotly.js loaded while the tab is idle; the Lesson's first chart 1.69 s →
-  0.57 s. Streamlit 1.67's ``static/js/PlotlyChart.*.js``. [loaded when first needed]
+- ``fold``: parts a screen below the top drawn when scrolled to; Learning +0.69×. [everything drawn at once]
+- ``prefetch``: plotly.js loaded while the tab is idle; the Lesson's first chart after
+  6 s idle 1.67 s → 0.98 s (0.53×). Streamlit 1.67's ``static/js/PlotlyChart.*.js``. [loaded when first needed]
 - ``base_url`` (server): the app's root written into ``index.html``; the websocket opens
   115–155 ms earlier (stop 32). Streamlit 1.67: ``create_streamlit_static_handler`` and its
   ``_StreamlitStaticFiles``, ``window.__streamlit.BACKEND_BASE_URL``; Starlette's
-  ``StaticFiles.__call__``. [not patched]
+  ``StaticFiles.__call__``; Home and Attention +0.10–0.11×. [not patched]
 - ``sockets`` (server): ``TCP_NODELAY``; a file on a kept-open connection 44 ms → ~1 ms
-  ("Nagle's algorithm"). Streamlit 1.67's ``_bind_socket``. [not set]
+  ("Nagle's algorithm"); Attention +0.45×. Streamlit 1.67's ``_bind_socket``. [not set]
 - ``fonts`` (server): each page's fonts preloaded through ``base_url``'s insertion; Attention
-  0.11–0.13× sooner (stop 33). Streamlit 1.67's ``file_util``, its font file names. [none]
+  +0.28×. Streamlit 1.67's ``file_util``, its font file names. [none]
 
 Features Streamlit lacks, kept in stock mode: ``click_button`` (fast clicks are never
 merged), ``formula_fit`` (wide formulas fitted to a projector's column), ``png`` (a PNG

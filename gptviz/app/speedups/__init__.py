@@ -19,9 +19,11 @@ Speed-ups (stock mode: the element or behaviour in brackets)
 - ``choice``: a native ``<select>``; Attention +0.19×. [``st.selectbox``]
 - ``download``: a CSV button that holds its file; Attention +0.19×.
   [``st.download_button``]
-- ``fold``: parts a screen below the top drawn when scrolled to; Learning +0.69×. [everything drawn at once]
+- ``fold``: parts a screen below the top drawn when scrolled to; Learning +0.69×.
+  [everything drawn at once]
 - ``prefetch``: plotly.js loaded while the tab is idle; the Lesson's first chart after
-  6 s idle 1.67 s → 0.98 s (0.53×). Streamlit 1.67's ``static/js/PlotlyChart.*.js``. [loaded when first needed]
+  6 s idle 1.67 s → 0.98 s (0.53×). Streamlit 1.67's ``static/js/PlotlyChart.*.js``.
+  [loaded when first needed]
 - ``base_url`` (server): the app's root written into ``index.html``; the websocket opens
   115–155 ms earlier (stop 32). Streamlit 1.67: ``create_streamlit_static_handler`` and its
   ``_StreamlitStaticFiles``, ``window.__streamlit.BACKEND_BASE_URL``; Starlette's
@@ -35,9 +37,10 @@ Features Streamlit lacks, kept in stock mode: ``click_button`` (fast clicks are 
 merged), ``formula_fit`` (wide formulas fitted to a projector's column), ``png`` (a PNG
 button on the SVG charts and canvas heatmaps, as plotly's modebar has; stock mode draws
 plotly's) and ``session`` (whether a thread runs a session's script, for the session's
-language; Streamlit 1.67's ``get_script_run_ctx``, else public ``st.runtime.exists``). Shared by the
-pieces: ``component`` (the one ``st.components.v2`` factory; JavaScript and CSS in ``.js`` and
-``.css`` files here), ``mount`` (the same chart twice in a run), ``guard``, ``stock``.
+language; Streamlit 1.67's ``get_script_run_ctx``, else public ``st.runtime.exists``).
+Shared by the pieces: ``component`` (the one ``st.components.v2`` factory; JavaScript and
+CSS in ``.js`` and ``.css`` files here), ``mount`` (the same chart twice in a run),
+``guard``, ``stock``.
 """
 
 from __future__ import annotations

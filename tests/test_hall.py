@@ -187,6 +187,40 @@ def test_every_request_of_a_student_reaches_one_replica(hall):
     assert (hall.run / "cookie-secret").stat().st_mode & 0o077 == 0
 
 
+# ---- rate limits count the client the proxy forwards ------------------------------------------
+
+async def wrong_codes(url: str, source: str, n: int, headers: dict | None = None) -> list[str]:
+    """A device at ``source`` types ``n`` wrong codes on the Join page, through the proxy:
+    what the page says each time."""
+    s = ClassSession("ws" + url.removeprefix("http"), TIMEOUT_S)
+    s.source, s.headers = source, headers or {}
+    await s.connect()
+    run = await s.open("join")
+    said = []
+    for _ in range(n):
+        run = await s.type_key(run, "class_code_typed", "ZZZZZZ")
+        run = await s.press(run, "class_join")
+        said.append(" ".join(run.texts("alert")))
+    await s.close()
+    return said
+
+
+def test_the_join_limit_counts_each_device_behind_the_proxy(hall):
+    """Every student reaches a replica from the proxy's address; the limits count the
+    address the proxy forwards, and not one a device writes itself."""
+    with asyncio.Runner() as loop:
+        first = loop.run(wrong_codes(hall.url, "127.0.0.5", 6))
+        assert all("No class has the code" in x for x in first[:5]), first
+        assert "Too many wrong codes from this device" in first[5]  # this device waits
+        other = loop.run(wrong_codes(hall.url, "127.0.0.6", 1))  # another device: not slowed
+        assert "No class has the code" in other[0], other
+        forged = loop.run(wrong_codes(hall.url, "127.0.0.7", 1,  # claims to be another
+                                      {"X-Forwarded-For": "127.0.0.8"}))
+        assert "No class has the code" in forged[0], forged
+        again = loop.run(wrong_codes(hall.url, "127.0.0.8", 5))  # not counted for 127.0.0.8
+        assert all("No class has the code" in x for x in again), again
+
+
 # ---- the class across replicas, and a replica killed -----------------------------------------
 
 async def join_and_answer(url: str, code: str, i: int, choice: int

@@ -16,16 +16,17 @@ import streamlit as st
 
 from gptviz.app.classroom import browser, projector
 from gptviz.app.classroom.questions import NUMBERS, class_question
-from gptviz.app.classroom.shared import class_store, client
+from gptviz.app.classroom.shared import POLL_S, class_store, client
 from gptviz.app.lesson import view
 from gptviz.app.lesson.presenter import REVEAL
 from gptviz.app.lesson.questions import md
 from gptviz.app.lesson.run import Lesson, StepView
 from gptviz.app.lesson.steps import TITLES
 from gptviz.app.shared.presenter import Top
-from gptviz.classroom.errors import ClassError
+from gptviz.classroom.errors import ClassError, Paused
 from gptviz.classroom.records import ClassInfo, Pinned, Snapshot
 
+WAITING = "class_waiting"  # st.session_state: (code, key) to try again once the store is back
 CLASS = "class_teaching"  # st.session_state: (code, credential) of the class this session runs
 TRIED = "class_cookie_tried"  # the browser's teacher cookie was tried (once per session)
 MESSAGE = "class_message"  # st.session_state: what the last action said
@@ -43,6 +44,9 @@ def teaching() -> tuple[str, str] | None:
         if found:
             try:
                 info = class_store().check_teacher(*found)
+            except Paused as e:  # the store is back soon: try the key again then
+                state[TRIED], state[WAITING] = False, found
+                state[MESSAGE] = f"Class {found[0]}: {e}"
             except ClassError as e:
                 state[MESSAGE] = f"This browser's key to class {found[0]} does not open it: {e}"
             else:
@@ -107,6 +111,9 @@ def drive(top: Top, ls: Lesson, step: int, sv: StepView) -> StepView:
     _cookies(held)
     if message := st.session_state.pop(MESSAGE, None):
         st.warning(message, icon=":material/groups:")
+    if held is None and (waiting := st.session_state.pop(WAITING, None)):
+        _when_back(*waiting)
+        return sv
     if held is None:
         top.row.button("Start a class", key="class_start", icon=":material/groups:",
                        on_click=_start, args=(pinned(ls),),
@@ -125,6 +132,10 @@ def drive(top: Top, ls: Lesson, step: int, sv: StepView) -> StepView:
         shown = sv.question is not None and view.revealed(ls, step, sv.question)[0]
         if snap is not None and snap.kind == "choice" and shown and not info.revealed:
             info = store.reveal(code, token)  # the lesson's own Reveal (or R) reveals it
+    except Paused as e:
+        st.warning(f"Class {code}: {e}", icon=":material/pause_circle:")
+        _when_back(code, token)
+        return sv
     except ClassError as e:
         st.warning(f"Class {code}: {e}", icon=":material/groups:")
         st.button("Leave this class", key="class_leave", on_click=_forget)
@@ -138,6 +149,19 @@ def drive(top: Top, ls: Lesson, step: int, sv: StepView) -> StepView:
     elif snap is not None and info.revealed and not shown:
         sv = replace(sv, question=None)  # revealed to the class before this tab was reloaded
     return sv
+
+
+@st.fragment(run_every=POLL_S)
+def _when_back(code: str, token: str) -> None:
+    """While the class store is out of reach (the class paused), ask it every ``POLL_S``
+    seconds; once it answers, the Lesson is drawn again with the class."""
+    try:
+        class_store().check_teacher(code, token)
+    except Paused:
+        return
+    except ClassError:
+        pass  # (drawn again, the Lesson says what is wrong)
+    st.rerun(scope="app")
 
 
 def _bar(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> None:
@@ -174,7 +198,10 @@ def _controls(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> 
     with st.popover("Join", icon=":material/qr_code_2:", help="The QR code, larger"):
         st.toggle("Show how to join in the bar", value=True, key="class_show_join")
         projector.join_card(info.code, big=True)
-    people = class_store().students(info.code, token)
+    try:
+        people = class_store().students(info.code, token)
+    except ClassError:  # (the store out of reach this moment: the count says so)
+        people = []
     with st.popover(f"Students ({len(people)})", icon=":material/group:"):
         st.caption("Nicknames are shown to you only; hide one and it is hidden everywhere.")
         for k, s in enumerate(people, start=1):
@@ -210,5 +237,9 @@ def _ended(code: str, token: str) -> None:
     with st.container(border=True, key="class_bar"):
         st.subheader(f"Class {code} has ended: its results", anchor=False)
         per = st.toggle("Per student (nicknames only)", key="class_per_student")
-        projector.results_tables(class_store().results(code, token, per_student=per), code)
+        try:
+            projector.results_tables(class_store().results(code, token, per_student=per),
+                                     code)
+        except ClassError as e:
+            st.warning(str(e), icon=":material/pause_circle:")
         st.button("Close the results", key="class_close", on_click=_forget)

@@ -111,6 +111,20 @@ def run_page(page: str | None = None, *, timeout: float = 120, **query: str) -> 
     return rerun(app_test(page, timeout=timeout, **query))
 
 
+def lesson_steps(at: AppTest) -> Iterator[int]:
+    """Walk the Lesson open in ``at`` through every step, each answer revealed where the
+    step asks a question; yields each step's number with the step drawn."""
+    from gptviz.app.lesson.steps import STEPS
+
+    for step in range(1, len(STEPS) + 1):
+        at.session_state["step"] = step
+        rerun(at)
+        if any(b.key == "lesson_reveal" for b in at.button):
+            at.button(key="lesson_reveal").click()
+            rerun(at)
+        yield step
+
+
 def rerun(at: AppTest) -> AppTest:
     """Run the script again (after a widget or state change); no exception allowed."""
     at.run()
@@ -134,6 +148,13 @@ def texts(at: AppTest, *kinds: str) -> str:
 def metric(at: AppTest, label: str) -> str:
     """The value of the metric labelled ``label``, e.g. ``metric(at, "Tokens") == "12"``."""
     return next(m.value for m in at.metric if m.label == label)
+
+
+def read_percent(text: str) -> float:
+    """A probability as ``tex.percent`` writes it, read back: "29.3%" is 0.293, "2.1e-5"
+    is 2.1e-5."""
+    text = text.strip()
+    return float(text[:-1]) / 100 if text.endswith("%") else float(text)
 
 
 # ---- plotly figures -----------------------------------------------------------------------

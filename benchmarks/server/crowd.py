@@ -1,6 +1,7 @@
 """A class on one server: N students at once, and what one more sees in Chromium.
 
     python -m benchmarks.server.crowd --sessions 1 10 30 [--stagger 10] [--out crowd.json]
+    python -m benchmarks.server.crowd --sessions 30 --baseline REV --baseline-python PATH
     python -m benchmarks.server.crowd --url http://127.0.0.1:8080 --sessions 300 --stagger 60
         --think 2   (students only, aimed at a running proxy: see below)
 
@@ -44,17 +45,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
 import re
 import resource
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-from benchmarks.common import HELLO, MATHEMATICS, Rss, Server, chromium, machine
+from benchmarks.common import HELLO, MATHEMATICS, ROOT, Rss, Server, chromium, machine, tree_at
 from benchmarks.server import streamlit_client as sc
 from tests.helpers import FOLD_IN_VIEW
 
@@ -297,9 +300,11 @@ def url_main(args) -> None:
 
 
 def measure(n: int, texts: list[str], alone: list[Walk], bare: Server, args,
-            deadline: float) -> dict:
-    """A new server, a warm-up walk, then N students and the browser: the figures for N."""
-    server, start, load = Server(log="crowd"), time.monotonic(), os.getloadavg()[0]
+            deadline: float, folder: Path = ROOT, python: str = sys.executable) -> dict:
+    """A new server (of the app in ``folder``, run by ``python``), a warm-up walk, then N
+    students and the browser: the figures for N."""
+    server = Server(log="crowd", folder=folder, python=python)
+    start, load = time.monotonic(), os.getloadavg()[0]
     rss = Rss(server.proc.pid)
     try:
         asyncio.run(walk(server.ws, texts[-1], args.timeout, deadline))
@@ -370,6 +375,11 @@ def main() -> None:
     p.add_argument("--think", type=float, default=0, help="seconds between a student's actions")
     p.add_argument("--cpu", type=int, help="the core this process is pinned to (default: the "
                                            "last, where there are two or more)")
+    p.add_argument("--baseline", metavar="REV", help="also each N against the app as of git "
+                   "revision REV, right after the same N against this one (e.g. before a "
+                   "dependency's upgrade)")
+    p.add_argument("--baseline-python", metavar="PATH", default=sys.executable,
+                   help="the Python that serves --baseline (another set of libraries)")
     args = p.parse_args()
     if args.url:
         return url_main(args)
@@ -383,7 +393,8 @@ def main() -> None:
              for t in texts[-1:] + texts[:max(args.sessions)]][1:]
     server.stop()
     print(f"alone: {len(alone)} walks, {sum(len(w.failures) for w in alone)} failures")
-    results, bare = [], Server(HELLO, log="crowd-bare")
+    results, bare, stack = [], Server(HELLO, log="crowd-bare"), contextlib.ExitStack()
+    then = stack.enter_context(tree_at(args.baseline)) if args.baseline else None
     try:
         for n in args.sessions:
             if time.monotonic() > deadline:
@@ -391,8 +402,13 @@ def main() -> None:
                 continue
             results.append(measure(n, texts, alone, bare, args, deadline))
             print(f"N={n} done in {results[-1]['wall_s']:.0f} s", flush=True)
+            if then is not None:  # its runs are not compared with this app's walks alone
+                results.append(measure(n, texts, [], bare, args, deadline, then,
+                                       args.baseline_python))
+                results[-1]["n"] = f"{n}, at {args.baseline}"
     finally:
         bare.stop()
+        stack.close()
     print(f"\n# Crowd: N students + 1 Chromium; 'alone' is each student's walk on an idle "
           f"server\n\n{machine()}\n")
     print(table(results, run_times(alone)))

@@ -434,7 +434,7 @@ def child(name: str, mb: float, vocab: int) -> None:
     torch.set_num_threads(1)
     what, work = case_work(name, mb, vocab)
     gc.collect()
-    from gptviz.app.shared.memory import give_back
+    from gptviz.app.serving.memory import give_back
 
     give_back()  # the heap freed by building the input goes back: the peak is the work's own
     with open("/proc/self/clear_refs", "w") as f:
@@ -467,8 +467,8 @@ def load_child(path: str) -> None:
     import resource
 
     import torch
-    from gptviz.app.shared.memory import give_back
 
+    from gptviz.app.serving.memory import give_back
     from gptviz.app.shared.picker import UPLOAD_LIMITS
     from gptviz.checkpoints.folder import CheckpointError, load_checkpoint_zip
 

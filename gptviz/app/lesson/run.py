@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gptviz.app.shared.cache import activations, cached_figure, per_model, vocab_labels
+from gptviz.app.shared.cache import activations, cached_result, per_model, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import LINK_LIMIT
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.generation import sampling as gen
+from gptviz.i18n import current
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import attention_page_names, block_page_names
 
@@ -43,7 +45,7 @@ class Link:
     """Where "explore this step" goes: an app page, its tab and the state in its URL."""
 
     page: str  # e.g. "app_pages/attention.py"
-    label: str  # e.g. "Attention"
+    label: str  # e.g. "Attention": the page's title in English (marked N_, shown translated)
     params: dict[str, str | list[str]]  # the URL's query parameters (a list: repeated)
 
 
@@ -134,6 +136,16 @@ class Lesson:
         drawn, first = self._memo[key]
         return drawn[:n], first
 
+    def result(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per (model, prompt, settings), e.g. P_T over the whole vocabulary
+        at three temperatures: shared, never change what it returns."""
+        if self.offline:
+            if ("result", name) not in self._memo:
+                self._memo[("result", name)] = compute()
+            return self._memo[("result", name)]
+        args = (self.prompt.ids, self.layer, self.head, self.temperature)
+        return cached_result(self.picked, f"lesson-{name}", args, compute)
+
     def figure(self, name: str, build: Callable[[], Any]) -> Any:
         """``build()`` (a figure or a list of them) once per (model, prompt, settings), with
         larger type for a projector. Shared: never change what it returns."""
@@ -146,7 +158,9 @@ class Lesson:
 
         if self.offline:
             return styled()
-        args = (self.prompt.ids, self.layer, self.head, self.temperature, self.big, self.seed)
+        # the language too: a figure's titles and hovers are in the reader's language
+        args = (self.prompt.ids, self.layer, self.head, self.temperature, self.big, self.seed,
+                current())
         return cached_figure(self.picked, f"lesson-{name}", args, styled)
 
     def link(self, page: str, label: str, view: str | None = None, **extra: Any) -> Link:

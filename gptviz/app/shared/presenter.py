@@ -19,6 +19,7 @@ from typing import Any
 
 import streamlit as st
 
+from gptviz.app.shared import language
 from gptviz.app.speedups.component import component
 from gptviz.app.speedups.history import one_entry_per_view
 
@@ -131,6 +132,8 @@ def page_top(title: str, intro: str | None = None, latex: str | None = None,
     row.title(short if short and presenting() else title, anchor=False)
     with row:
         on = presenter_toggle()
+        if on:  # the sidebar's language picker is hidden: the title row has one
+            language.picker(compact=True)
     top = Top(on, row)
     if intro or latex or notes:
         with top.folded("?"):
@@ -145,14 +148,17 @@ def page_top(title: str, intro: str | None = None, latex: str | None = None,
 
 def link_params() -> dict[str, str]:
     """Query parameters that a link to another page carries to keep the reader's mode."""
-    return {PRESENTER: "true"} if presenting() else {}
+    return ({PRESENTER: "true"} if presenting() else {}) | language.link_params()
 
 
 def legible(fig: Any) -> Any:
     """A copy of a plotly figure whose text is at least ``CHART_FONT_PX`` (axis titles, tick
-    labels, legend, annotations), for presenter mode; the figure given is not changed (it
-    may be shared through a cache)."""
+    labels, legend, annotations), for presenter mode, its token ticks thinned again for
+    that size (``ticks.thin_ticks``); the figure given is not changed (it may be shared
+    through a cache)."""
     import plotly.graph_objects as go
+
+    from gptviz.app.shared.ticks import thin_ticks
 
     out = go.Figure(fig)
     px = CHART_FONT_PX
@@ -165,4 +171,4 @@ def legible(fig: Any) -> Any:
         note.font.size = max(note.font.size or 0, px - 2)
     if out.layout.title.text:
         out.layout.title.font.size = max(out.layout.title.font.size or 0, px + 2)
-    return out
+    return thin_ticks(out)

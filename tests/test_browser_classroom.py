@@ -153,22 +153,27 @@ def test_the_projector_counts_live_and_shows_the_histogram(browser, served):
     projector_url = page.url
     with page.expect_download() as saved:  # "Teacher link": the private link, saved
         page.get_by_role("button", name="Teacher link").click()
-    link = Path(saved.value.path()).read_text().strip()
-    assert link.endswith(f"#teacher={cookie}") and cookie.split(".", 1)[1] not in page.content()
+    saved_link = Path(saved.value.path()).read_text().strip()
+    assert saved_link.endswith(f"#teacher={cookie}")
+    assert cookie.split(".", 1)[1] not in page.content()  # still nowhere on the page
     context.close()
-    other = browser.new_context(viewport={"width": 1280, "height": 720})  # another laptop
-    page = other.new_page()
-    page.goto(link)
-    page.locator(".gv-class-code").wait_for(timeout=60_000)  # the teacher link's key, kept
-    wait_for_app(page)
-    assert page.locator(".gv-class-code").get_attribute("data-code") == code
-    assert "#" not in page.url and "teacher" not in page.url  # gone from the address bar
-    assert {c["name"]: c["value"] for c in other.cookies()}["gptviz_teacher"] == cookie
-    step = store.get(code).step
-    page.keyboard.press("ArrowRight")  # the controls are back: the class follows
-    wait_for_app(page)
-    assert eventually(lambda: store.get(code).step == step + 1, timeout_s=10, every_s=0.2)
-    other.close()
+    short = f"{url}/lesson?model=mathematics-char&presenter=true#teacher={cookie}"
+    for link in (saved_link, short):  # the saved link, and one without the Lesson's own
+        # parameters (the Lesson adds them at once, and Streamlit rewrites the address)
+        other = browser.new_context(viewport={"width": 1280, "height": 720})  # another laptop
+        page = other.new_page()
+        page.goto(link)
+        page.locator(".gv-class-code").wait_for(timeout=60_000)  # the link's key, kept
+        wait_for_app(page)
+        assert page.locator(".gv-class-code").get_attribute("data-code") == code
+        assert "#" not in page.url and "teacher" not in page.url  # gone from the address bar
+        assert {c["name"]: c["value"] for c in other.cookies()}["gptviz_teacher"] == cookie
+        step = store.get(code).step
+        page.keyboard.press("ArrowRight")  # the controls are back: the class follows
+        wait_for_app(page)
+        assert eventually(lambda s=step: store.get(code).step == s + 1, timeout_s=10,
+                          every_s=0.2)
+        other.close()
     stranger = browser.new_context(viewport={"width": 1280, "height": 720})
     page = stranger.new_page()  # the projector's own address, without the private link
     page.goto(projector_url)

@@ -48,6 +48,16 @@ ONES = Snapshot(3, "Ids → one-hot rows", "How many **ones**?", "choice", ("4",
                 why="Five ones, one per row.", key="ones")
 
 
+def healthy(address: str) -> bool:
+    """Whether the replica at ``address`` (host:port) answers its health check (the proxy
+    counts a replica up before its first checks)."""
+    try:
+        with urllib.request.urlopen(f"http://{address}/_stcore/health", timeout=5) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 def alive(pid: int) -> bool:
     try:
         Path(f"/proc/{pid}/stat").read_text()
@@ -83,7 +93,14 @@ class HallUnderTest:
             self.fail("serve.py did not start the hall")
         if not serve.wait_for(lambda: self.up() == {"r1", "x1"}, 120):
             self.fail(f"the proxy does not see both replicas up: {self.up()}")
-        asyncio.run(self.warm())
+        replicas = re.findall(r"server \w+ (\S+) cookie", (run / "haproxy.cfg").read_text())
+        if not serve.wait_for(lambda: all(healthy(a) for a in replicas), 240):
+            self.fail(f"a replica does not answer at its own address: {replicas}")
+        try:
+            asyncio.run(self.warm())
+        except BaseException:
+            self.stop()
+            raise
 
     async def warm(self) -> None:
         """One run of the first page on each replica at its own address (its first run
@@ -187,6 +204,40 @@ def test_every_request_of_a_student_reaches_one_replica(hall):
     assert (hall.run / "cookie-secret").stat().st_mode & 0o077 == 0
 
 
+# ---- rate limits count the client the proxy forwards ------------------------------------------
+
+async def wrong_codes(url: str, source: str, n: int, headers: dict | None = None) -> list[str]:
+    """A device at ``source`` types ``n`` wrong codes on the Join page, through the proxy:
+    what the page says each time."""
+    s = ClassSession("ws" + url.removeprefix("http"), TIMEOUT_S)
+    s.source, s.headers = source, headers or {}
+    await s.connect()
+    run = await s.open("join")
+    said = []
+    for _ in range(n):
+        run = await s.type_key(run, "class_code_typed", "ZZZZZZ")
+        run = await s.press(run, "class_join")
+        said.append(" ".join(run.texts("alert")))
+    await s.close()
+    return said
+
+
+def test_the_join_limit_counts_each_device_behind_the_proxy(hall):
+    """Every student reaches a replica from the proxy's address; the limits count the
+    address the proxy forwards, and not one a device writes itself."""
+    with asyncio.Runner() as loop:
+        first = loop.run(wrong_codes(hall.url, "127.0.0.5", 6))
+        assert all("No class has the code" in x for x in first[:5]), first
+        assert "Too many wrong codes from this device" in first[5]  # this device waits
+        other = loop.run(wrong_codes(hall.url, "127.0.0.6", 1))  # another device: not slowed
+        assert "No class has the code" in other[0], other
+        forged = loop.run(wrong_codes(hall.url, "127.0.0.7", 1,  # claims to be another
+                                      {"X-Forwarded-For": "127.0.0.8"}))
+        assert "No class has the code" in forged[0], forged
+        again = loop.run(wrong_codes(hall.url, "127.0.0.8", 5))  # not counted for 127.0.0.8
+        assert all("No class has the code" in x for x in again), again
+
+
 # ---- the class across replicas, and a replica killed -----------------------------------------
 
 async def join_and_answer(url: str, code: str, i: int, choice: int
@@ -272,11 +323,21 @@ def test_redis_restarted_the_page_says_paused_and_the_class_resumes(hall):
     store.open_step(info.code, token, ONES.step, ONES)
     loop = asyncio.Runner()  # one event loop: the session's websocket lives in it
     s, run = loop.run(join_and_answer(hall.url, info.code, 99, 2))
+    teacher, trun = loop.run(teacher_starts_on(hall.url, "x1"))
+    taught = class_code(trun)
     os.kill(hall.pids()["redis"], signal.SIGTERM)  # serve.py runs with --no-restart
     serve.wait_for(lambda: not alive(hall.pids()["redis"]), 30)
     paused = loop.run(s._rerun())  # the page's next tick
     assert paused.status == "ok" and not paused.exceptions
     assert "class is paused" in shown(paused)
+    tpaused = loop.run(teacher._rerun())  # the teacher's Lesson: paused too, no traceback
+    assert tpaused.status == "ok" and not tpaused.exceptions
+    assert "class is paused" in page_text(tpaused)
+    reloaded = ClassSession(teacher.base_ws, TIMEOUT_S, dict(teacher.cookies))
+    loop.run(reloaded.connect())  # the teacher's tab reloaded while Redis is away
+    rrun = loop.run(reloaded.open("lesson", "model=mathematics-char"))
+    assert rrun.status == "ok" and not rrun.exceptions
+    assert "class is paused" in page_text(rrun) and "does not open it" not in page_text(rrun)
     redis = serve.spawn([program("redis-server"), str(hall.run / "redis.conf")],
                         hall.run / "logs" / "redis-again.log", death=signal.SIGTERM)
     try:
@@ -288,7 +349,15 @@ def test_redis_restarted_the_page_says_paused_and_the_class_resumes(hall):
         assert back.status == "ok" and not back.exceptions
         assert "Sent: 100" in shown(back).replace("*", "")  # the answer kept on disk
         assert store.tally(info.code, 1).counts == (0, 0, 1)
-        loop.run(s.close())
+        assert class_code(loop.run(teacher._rerun())) == taught  # the class bar again
+        for _ in range(40):  # the reloaded tab asks by itself, and gets its class back
+            rrun = loop.run(reloaded.poll(rrun))
+            if class_code(rrun):
+                break
+            time.sleep(0.3)
+        assert class_code(rrun) == taught, page_text(rrun)[:400]
+        for session in (s, teacher, reloaded):
+            loop.run(session.close())
     finally:
         loop.close()
         serve.stop(redis)

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
 import re
 import time
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass, field
 from html import unescape
 
@@ -121,9 +122,10 @@ class ProtocolSession:
     """
 
     def __init__(self, base_ws: str, timeout_s: float = 60.0,
-                 cookies: dict[str, str] | None = None, headers: dict[str, str] | None = None
-                 ) -> None:
+                 cookies: dict[str, str] | None = None, headers: dict[str, str] | None = None,
+                 source: str | None = None) -> None:
         self.base_ws = base_ws
+        self.source = source  # the address it connects from (a device of its own), or any
         self.url = f"{base_ws}/_stcore/stream"
         self.timeout_s = timeout_s
         self.ws = None
@@ -143,7 +145,9 @@ class ProtocolSession:
         self.ws = await websockets.connect(self.url, subprotocols=["streamlit"],
                                            max_size=None, open_timeout=self.timeout_s,
                                            additional_headers=self._headers(),
-                                           ping_interval=None)  # a browser sends none
+                                           ping_interval=None,  # a browser sends none
+                                           **({"local_addr": (self.source, 0)}
+                                              if self.source else {}))
         self._keep(self.ws.response.headers)
 
     async def reconnect(self, tries: int = 10, wait_s: float = 0.5) -> Run:
@@ -169,11 +173,19 @@ class ProtocolSession:
 
     def _get_page(self) -> None:
         """GET the page's HTML, as a browser does before it opens the websocket."""
-        http = "http" + self.base_ws.removeprefix("ws")
-        request = urllib.request.Request(f"{http}/{self.page}", headers=self._headers())
-        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+        where = urllib.parse.urlsplit("http" + self.base_ws.removeprefix("ws"))
+        conn = http.client.HTTPConnection(
+            where.hostname, where.port, timeout=self.timeout_s,
+            source_address=(self.source, 0) if self.source else None)
+        try:
+            conn.request("GET", f"/{self.page}", headers=self._headers())
+            response = conn.getresponse()
             response.read()
+            if response.status >= 400:
+                raise OSError(f"GET /{self.page}: HTTP {response.status}")
             self._keep(response.headers)
+        finally:
+            conn.close()
 
     def _keep(self, headers) -> None:
         """Keep the cookies a response sets and note the replica that sent it."""

@@ -33,6 +33,11 @@ class RateLimited(ClassError):
         self.wait_s = wait_s
 
 
+class Paused(ClassError):
+    """The store cannot be reached for now (a shared store restarting, or the network):
+    nothing is lost, and the same request succeeds once it is back."""
+
+
 class Full(ClassError):
     """A bound on the store's size is reached: students in a class, classes at once."""
 

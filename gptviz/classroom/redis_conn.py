@@ -20,7 +20,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from gptviz.classroom.errors import ClassError
+from gptviz.classroom.errors import ClassError, Paused
 
 T = TypeVar("T")
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError)
@@ -28,11 +28,6 @@ PAUSED = ("The class is paused: the server cannot reach its class store just now
           "is lost; this page carries on by itself once it is back (usually within seconds).")
 REFUSED = ("The server's class store refused its password: whoever runs the server must "
            "check the password in GPTVIZ_STORE (redis://:PASSWORD@HOST:PORT/0).")
-
-
-class Paused(ClassError):
-    """The store cannot be reached for now (Redis restarting, or the network): nothing is
-    lost, and the same request succeeds once it is back."""
 
 
 def reachable(method: Callable[..., T]) -> Callable[..., T]:

@@ -16,17 +16,18 @@ import streamlit as st
 
 from gptviz.app.classroom import browser, projector
 from gptviz.app.classroom.questions import NUMBERS, class_question
-from gptviz.app.classroom.shared import class_store, client
+from gptviz.app.classroom.shared import POLL_S, class_store, client
 from gptviz.app.lesson import view
 from gptviz.app.lesson.presenter import REVEAL
 from gptviz.app.lesson.questions import md
 from gptviz.app.lesson.run import Lesson, StepView
 from gptviz.app.lesson.steps import TITLES, title
 from gptviz.app.shared.presenter import Top
-from gptviz.classroom.errors import ClassError
+from gptviz.classroom.errors import ClassError, Paused
 from gptviz.classroom.records import ClassInfo, Pinned, Snapshot
 from gptviz.i18n import N_, _, current
 
+WAITING = "class_waiting"  # st.session_state: (code, key) to try again once the store is back
 CLASS = "class_teaching"  # st.session_state: (code, credential) of the class this session runs
 TRIED = "class_cookie_tried"  # the browser's teacher cookie was tried (once per session)
 MESSAGE = "class_message"  # st.session_state: what the last action said
@@ -44,6 +45,9 @@ def teaching() -> tuple[str, str] | None:
         if found:
             try:
                 info = class_store().check_teacher(*found)
+            except Paused as e:  # the store is back soon: try the key again then
+                state[TRIED], state[WAITING] = False, found
+                state[MESSAGE] = _("Class {code}: {error}").format(code=found[0], error=e)
             except ClassError as e:
                 state[MESSAGE] = _("This browser's key to class {code} does not open it: "
                                    "{error}").format(code=found[0], error=e)
@@ -111,6 +115,9 @@ def drive(top: Top, ls: Lesson, step: int, sv: StepView) -> StepView:
     _cookies(held)
     if message := st.session_state.pop(MESSAGE, None):
         st.warning(message, icon=":material/groups:")
+    if held is None and (waiting := st.session_state.pop(WAITING, None)):
+        _when_back(*waiting)
+        return sv
     if held is None:
         top.row.button(_("Start a class"), key="class_start", icon=":material/groups:",
                        on_click=_start, args=(pinned(ls),),
@@ -131,6 +138,11 @@ def drive(top: Top, ls: Lesson, step: int, sv: StepView) -> StepView:
         shown = sv.question is not None and view.revealed(ls, step, sv.question)[0]
         if snap is not None and snap.kind == "choice" and shown and not info.revealed:
             info = store.reveal(code, token)  # the lesson's own Reveal (or R) reveals it
+    except Paused as e:
+        st.warning(_("Class {code}: {error}").format(code=code, error=e),
+                   icon=":material/pause_circle:")
+        _when_back(code, token)
+        return sv
     except ClassError as e:
         st.warning(_("Class {code}: {error}").format(code=code, error=e),
                    icon=":material/groups:")
@@ -145,6 +157,19 @@ def drive(top: Top, ls: Lesson, step: int, sv: StepView) -> StepView:
     elif snap is not None and info.revealed and not shown:
         sv = replace(sv, question=None)  # revealed to the class before this tab was reloaded
     return sv
+
+
+@st.fragment(run_every=POLL_S)
+def _when_back(code: str, token: str) -> None:
+    """While the class store is out of reach (the class paused), ask it every ``POLL_S``
+    seconds; once it answers, the Lesson is drawn again with the class."""
+    try:
+        class_store().check_teacher(code, token)
+    except Paused:
+        return
+    except ClassError:
+        pass  # (drawn again, the Lesson says what is wrong)
+    st.rerun(scope="app")
 
 
 def _bar(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> None:
@@ -181,7 +206,10 @@ def _controls(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> 
     with st.popover(_("Join"), icon=":material/qr_code_2:", help=_("The QR code, larger")):
         st.toggle(_("Show how to join in the bar"), value=True, key="class_show_join")
         projector.join_card(info.code, big=True)
-    people = class_store().students(info.code, token)
+    try:
+        people = class_store().students(info.code, token)
+    except ClassError:  # (the store out of reach this moment: the count says so)
+        people = []
     with st.popover(_("Students ({n})").format(n=len(people)), icon=":material/group:"):
         st.caption(_("Nicknames are shown to you only; hide one and it is hidden everywhere."))
         for k, s in enumerate(people, start=1):
@@ -218,5 +246,9 @@ def _ended(code: str, token: str) -> None:
     with st.container(border=True, key="class_bar"):
         st.subheader(_("Class {code} has ended: its results").format(code=code), anchor=False)
         per = st.toggle(_("Per student (nicknames only)"), key="class_per_student")
-        projector.results_tables(class_store().results(code, token, per_student=per), code)
+        try:
+            projector.results_tables(class_store().results(code, token, per_student=per),
+                                     code)
+        except ClassError as e:
+            st.warning(str(e), icon=":material/pause_circle:")
         st.button(_("Close the results"), key="class_close", on_click=_forget)

@@ -55,13 +55,13 @@ def test_an_svg_chart_saves_as_png_with_its_legend(page, app_url):
     page.set_viewport_size({"width": 1280, "height": 900})
     visit(page, f"{app_url}/learning")
     settle(page)
-    charts = page.locator(".gv-svgbox:has(.gv-sp-legend)")
-    if not charts.count():
-        charts = page.locator(".gv-svgbox")
-    assert charts.count(), "the Learning page draws SVG charts"
-    image, name, box = download_png(page, ".gv-svgbox:has(.gv-sp-legend)"
-                                    if page.locator(".gv-svgbox .gv-sp-legend").count()
-                                    else ".gv-svgbox")
+    for _ in range(6):  # its charts are below the fold: drawn once scrolled to
+        if page.locator('.gv-svgbox[data-drawn="1"]').count():
+            break
+        page.mouse.wheel(0, 2000)
+        settle(page)
+    assert page.locator('.gv-svgbox[data-drawn="1"]').count(), "Learning draws SVG charts"
+    image, name, box = download_png(page, '.gv-svgbox[data-drawn="1"]')
     assert image.width >= 2 * (box["width"] - 4)  # twice the page's size
     background = image.getpixel((1, 1))
     inked = sum(1 for p in image.getdata() if p != background)

@@ -55,7 +55,7 @@ def test_a_page_in_the_language_at_1280x720(page, app_url, lang, name):
     page.set_viewport_size({"width": 1280, "height": 720})
     visit(page, f"{app_url}/{name}?lang={lang}")
     settle(page)
-    check_no_exception(page)
+    check_no_exception(page, f"{name or 'home'} in {lang}")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"lang-{lang}-{name or 'home'}.png"))
     with i18n.use(lang):
@@ -125,7 +125,7 @@ def test_a_right_to_left_catalog_a_teacher_adds_lays_out(page, tmp_path):
         page.set_viewport_size({"width": 1280, "height": 720})
         visit(page, f"{url}/positional?lang=ar")
         settle(page)
-        check_no_exception(page)
+        check_no_exception(page, "positional in ar")
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "lang-ar-positional.png"))
         assert "الترميز الموضعي" in page.locator('[data-testid="stSidebarNav"]').inner_text()

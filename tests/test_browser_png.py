@@ -51,17 +51,28 @@ def test_a_canvas_heatmap_saves_as_png(page, app_url):
     assert colours(image) > 50, "a heatmap's colour scale, not a blank image"
 
 
-def test_an_svg_chart_saves_as_png_with_its_legend(page, app_url):
-    page.set_viewport_size({"width": 1280, "height": 900})
-    visit(page, f"{app_url}/learning")
-    settle(page)
-    for _ in range(6):  # its charts are below the fold: drawn once scrolled to
-        if page.locator('.gv-svgbox[data-drawn="1"]').count():
-            break
-        page.mouse.wheel(0, 2000)
+def reach_an_svg_chart(page, app_url: str) -> None:
+    """Open the pages that draw SVG charts, each fold scrolled to, until one is drawn."""
+    drawn = page.locator('.gv-svgbox[data-drawn="1"]')
+    for name in ("positional", "learning"):
+        visit(page, f"{app_url}/{name}")
         settle(page)
-    assert page.locator('.gv-svgbox[data-drawn="1"]').count(), "Learning draws SVG charts"
+        for _ in range(4):
+            if drawn.count():
+                return
+            fold = page.locator(".gv-fold").first
+            if not fold.count():
+                break
+            fold.scroll_into_view_if_needed()
+            settle(page)
+    assert drawn.count(), "no SVG chart drawn on Positional encoding or Learning"
+
+
+def test_an_svg_chart_saves_as_png(page, app_url):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    reach_an_svg_chart(page, app_url)
     image, name, box = download_png(page, '.gv-svgbox[data-drawn="1"]')
+    assert name.endswith(".png") and name != "chart.png"
     assert image.width >= 2 * (box["width"] - 4)  # twice the page's size
     background = image.getpixel((1, 1))
     inked = sum(1 for p in image.getdata() if p != background)

@@ -130,5 +130,9 @@ def gpt2_prompts(n: int, count: int) -> list[str]:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description="List the walk of every view the GPT-2 benchmarks "
+                                        "open, one a line.").parse_args()
     for v in every_view():
         print(v.label)

@@ -17,28 +17,31 @@ from gptviz.app.shared.heatmaps import (
     heatmap,
     matrix_panels,
 )
+from gptviz.i18n import N_, _
 
 TITLE_PX, GAP_PX = 16, 6  # the grid: room for a thumbnail's title above it, gap between heads
 GRID_WIDTH_PX = 900  # the width the grid is laid out for (the page column)
-# Which colour scale each step of a head gets, and its caption (the formula it shows).
+# Which colour scale each step of a head gets, and its caption (the formula it shows;
+# shown through ``_``).
 HEAD_STEPS = {
     "Q": ("signed", "Q = LN₁(X) W_Q"), "K": ("signed", "K = LN₁(X) W_K"),
-    "V": ("signed", "V = LN₁(X) W_V"), "scores": ("signed", "scores = Q Kᵀ / √d_k"),
-    "M": ("signed", "mask M (−∞ above the diagonal)"),
+    "V": ("signed", "V = LN₁(X) W_V"), "scores": ("signed", N_("scores = Q Kᵀ / √d_k")),
+    "M": ("signed", N_("mask M (−∞ above the diagonal)")),
     "masked scores": ("signed", "Q Kᵀ / √d_k + M"),
     "pattern": ("prob", "W_attn = softmax(Q Kᵀ / √d_k + M)"), "Z": ("signed", "Z = W_attn V"),
 }
 
 
-def attention_pattern(pattern, tokens: Sequence[str], title: str = "attention pattern",
+def attention_pattern(pattern, tokens: Sequence[str], title: str | None = None,
                       height: int | None = 520) -> go.Figure:
     """One head's pattern (T, T) large: rows are queries, columns the keys they read.
 
     >>> attention_pattern(np.eye(2), ["a", "b"]).data[0].z.shape
     (2, 2)
     """
-    return heatmap(pattern, tokens, tokens, kind="prob", title=title, x_title="key",
-                   y_title="query", height=height)
+    return heatmap(pattern, tokens, tokens, kind="prob",
+                   title=_("attention pattern") if title is None else title, x_title=_("key"),
+                   y_title=_("query"), height=height)
 
 
 def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
@@ -58,6 +61,7 @@ def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
     figs = {}
     for name, values in steps.items():
         kind, caption = HEAD_STEPS.get(name, ("signed", name))
+        caption = _(caption)
         if bias and name in ("Q", "K", "V"):
             caption += f" + b_{name}"
         if rope and name in ("Q", "K"):
@@ -65,7 +69,7 @@ def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
         m = as_float32(values)  # (T, T) or (T, d_k)
         square = name in ("scores", "M", "masked scores", "pattern")
         figs[name] = heatmap(m, tokens if square else None, tokens, kind=kind, title=caption,
-                             x_title="key" if square else "", y_title="token")
+                             x_title=_("key") if square else "", y_title=_("token"))
         if name == "M":  # two values, 0 and −∞ (the gaps, written in): a colour bar would
             figs[name].update_traces(showscale=False)  # show a range M does not have
         # (Q, K, V, Z: no x title, it would run into theirs; the caption says "dimensions")
@@ -100,8 +104,10 @@ def attention_grid(patterns, tokens: Sequence[str] | None = None,
         for h in range(n_head):
             r, c = ly * (t + row_gap), h * (t + col_gap)
             z[r:r + t, c:c + t] = p[ly, h]
-    x = _tile_labels(n_head, t, col_gap, lambda h, j: f"H{h}, key {labels[j]} ({j})")
-    y = _tile_labels(n_layer, t, row_gap, lambda ly, i: f"L{ly}, query {labels[i]} ({i})")
+    key, query = _("H{h}, key {token} ({j})"), _("L{layer}, query {token} ({i})")
+    x = _tile_labels(n_head, t, col_gap, lambda h, j: key.format(h=h, token=labels[j], j=j))
+    y = _tile_labels(n_layer, t, row_gap,
+                     lambda ly, i: query.format(layer=ly, token=labels[i], i=i))
     names = list(titles) if titles is not None else [
         f"L{ly} H{h}" for ly in range(n_layer) for h in range(n_head)]
     captions, edges = [], []  # a title above each tile and its edge, as plain layout dicts
@@ -161,17 +167,18 @@ def masking_comparison(simplified, renormalised, neg_inf, tokens: Sequence[str],
     >>> len(fig.data)
     3
     """
-    title = "softmax(X Xᵀ) and its two causal forms"
+    title = _("softmax(X Xᵀ) and its two causal forms")
     if max_delta is not None:
-        title += f" — max |renormalised − (−∞)| = {max_delta:.1e}"
+        title = _("softmax(X Xᵀ) and its two causal forms — max |renormalised − (−∞)| = "
+                  "{delta}").format(delta=f"{max_delta:.1e}")
     return matrix_panels({"softmax(X Xᵀ)": simplified,
-                          "softmax, zero the future, renormalise": renormalised,
+                          _("softmax, zero the future, renormalise"): renormalised,
                           "softmax(X Xᵀ + M)": neg_inf},
                          tokens, tokens, kind="prob", title=title)
 
 
 def ablation_bars(labels: Sequence[str], before, after,
-                  title: str = "next-token probability") -> go.Figure:
+                  title: str | None = None) -> go.Figure:
     """Grouped bars: P(token) with every head, and with the chosen heads switched off.
 
     >>> fig = ablation_bars(["a", "b"], [0.7, 0.3], [0.4, 0.6]); [t.name for t in fig.data]
@@ -183,10 +190,11 @@ def ablation_bars(labels: Sequence[str], before, after,
     fig = go.Figure([
         go.Bar(x=pos, y=y, name=name, marker_color=colour, customdata=x,
                hovertemplate=f"%{{customdata}}: %{{y:.4f}}<extra>{name}</extra>")
-        for name, y, colour in [("all heads", before, "#4c78a8"),
-                                ("heads ablated", after, "#f58518")]
+        for name, y, colour in [(_("all heads"), before, "#4c78a8"),
+                                (_("heads ablated"), after, "#f58518")]
     ])
-    fig.update_layout(barmode="group", title=title, yaxis=dict(title="P(next token)",
+    fig.update_layout(barmode="group", title=_("next-token probability") if title is None
+                      else title, yaxis=dict(title=_("P(next token)"),
                       rangemode="tozero"), xaxis=dict(tickmode="array", tickvals=pos, ticktext=x),
                       margin=dict(l=10, r=10, t=40, b=10))
     return fig

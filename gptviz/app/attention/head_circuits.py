@@ -37,7 +37,7 @@ def _identity_deltas(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[float, flo
     rope = c.rope
     names = [act_name(k, ly, "ln1" if k == "normalized" else None)
              for ly in range(c.n_layer) for k in ("normalized", "scores")]
-    _, cache = model.run_with_cache(list(ids), names_filter=names)
+    cache = model.run_with_cache(list(ids), names_filter=names)[1]
     exact = page = 0.0
     tol = C.TOLERANCE
     for layer in range(c.n_layer):
@@ -56,7 +56,7 @@ def _identity_deltas(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[float, flo
 def _score_terms(ckpt: Checkpoint, ids: tuple[int, ...], layer: int, head: int
                  ) -> dict[str, np.ndarray]:
     name = act_name("normalized", layer, "ln1")
-    _, cache = ckpt.model.run_with_cache(list(ids), names_filter=[name])
+    cache = ckpt.model.run_with_cache(list(ids), names_filter=[name])[1]
     terms = C.score_terms(cache[name][0], C.head_weights(ckpt.model, layer, head),
                           rope=ckpt.config.rope)
     return {k: v.numpy() for k, v in terms.items()}  # float64, each (T, T)

@@ -158,7 +158,7 @@ def masks_and_check(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
                     head: int) -> None:
     """The seeds' weight-free attention, both causal masks, and the SDPA check."""
     x = analysis.to_numpy(cache[act_name("embed")][0] + cache[act_name("pos_embed")])  # (T, d)
-    scores, simple, _ = am.simplified_attention(x)  # (T, T) each
+    scores, simple, _unused = am.simplified_attention(x)  # (T, T) each
     renorm, neg_inf = am.causal_by_renormalising(scores), am.causal_by_neg_inf(scores)
     delta = float((renorm - neg_inf).abs().max())
     steps = am.head_tensors(cache, layer, head)

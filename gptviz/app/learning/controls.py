@@ -155,7 +155,7 @@ def source_or_stop(picked: Picked) -> Source:
         st.stop()
     try:
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        ids, _ = _encode_private(picked.cache_key, key, False, ckpt, text)
+        ids = _encode_private(picked.cache_key, key, False, ckpt, text)[0]
     except TokenizerError as exc:
         problem(f"This model's tokenizer cannot read the text: {exc}")
         st.stop()

@@ -73,7 +73,7 @@ def _patterns(ckpt: Checkpoint, step: int, ids: Sequence[int]) -> np.ndarray:
     """Every head's pattern on ``ids`` at ``step`` (L, H, T, T)."""
     names = [act_name("pattern", ly) for ly in range(ckpt.config.n_layer)]
     with torch.no_grad():
-        _, cache = replay.model_at(ckpt, step).run_with_cache(list(ids), names_filter=names)
+        cache = replay.model_at(ckpt, step).run_with_cache(list(ids), names_filter=names)[1]
     return torch.stack([cache[n][0] for n in names]).float().numpy()
 
 

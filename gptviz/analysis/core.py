@@ -278,17 +278,15 @@ def block_stages(cache: ActivationCache, layer: int, head: int = 0,
 
     x = to_numpy(layernorm_input(cache, layer))  # (T, d)
     t, d = x.shape
-    z = cache[act_name("z", layer)][0]  # (h, T, d_k)
-    h, _t, d_k = z.shape
+    h, _t, d_k = (z := cache[act_name("z", layer)][0]).shape  # z: (h, T, d_k)
     pre, mid = get("pre"), get("resid_mid")  # (T, d_ff), (T, d)
     act = ACTIVATION_TEXT[activation]
     b_o, b_1, b_2 = (" + b_O", " + b₁", " + b₂") if bias else ("", "", "")
-    td, tf = f"N×d = {t}×{d}", f"N×d_ff = {t}×{pre.shape[1]}"
+    td, tf, tt = f"N×d = {t}×{d}", f"N×d_ff = {t}×{pre.shape[1]}", f"N×N = {t}×{t}"
     return [
         Stage("X", td, x),
         Stage("LN₁(X)", td, get("normalized", "ln1")),
-        Stage(_("W_attn (head {head})").format(head=head), f"N×N = {t}×{t}",
-              get("pattern")[head], "key"),
+        Stage(_("W_attn (head {head})").format(head=head), tt, get("pattern")[head], "key"),
         Stage(_("Z, heads side by side"), f"N×(h·d_k) = {t}×{h * d_k}",
               to_numpy(z.transpose(0, 1).reshape(t, h * d_k))),
         Stage(_("attention out Z W_O{bias}").format(bias=b_o), td, get("attn_out")),

@@ -117,8 +117,8 @@ def logit_lens_formula(position: int, token: str, rows: Sequence[tuple[str, str,
         r"\begin{aligned}"
         rf"&P^{{(\ell)}}_{{{position}}} = \mathrm{{softmax}}\big(\mathrm{{LN}}_{{\text{{final}}}}"
         rf"(x^{{(\ell)}}_{{{position}}})\, W_U\big),\ "
-        + r"\text{" + _("top guess after") + " } "
-        + rf"{tex_text(token, 12)}: \\ " + r" \\ ".join(lines)
+        + r"\text{" + _("top guess after {token}:").format(  # the token set as maths
+            token="}" + tex_text(token, 12) + r"\text{") + r"} \\ " + r" \\ ".join(lines)
         + r"\end{aligned}"
     )
 

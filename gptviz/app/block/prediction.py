@@ -18,7 +18,7 @@ from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download, problem
 from gptviz.checkpoints.folder import Checkpoint
-from gptviz.i18n import N_, _, ngettext
+from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model.hooks import ActivationCache
 from gptviz.tokenizers import TokenizerError
 
@@ -78,7 +78,7 @@ def _chosen_token(picked: Picked, pos: int, logits: np.ndarray, vocab: list[str]
     chosen = left.selectbox(
         _("Token (the {n} most likely next)").format(n=len(top)), top, index=0,
         key="dla_token", format_func=lambda t: option.format(
-            rank=top.index(t), token=vocab[t], id=t, logit=f"{logits[t]:.2f}"))
+            rank=top.index(t), token=vocab[t], id=t, logit=number(logits[t], 2)))
     typed = right.text_input(_("…or type a token"), key="dla_typed", max_chars=50,
                              help=_("Text that this model's tokenizer reads as exactly one "
                                     "token of its vocabulary."))
@@ -89,7 +89,7 @@ def _chosen_token(picked: Picked, pos: int, logits: np.ndarray, vocab: list[str]
         return int(chosen)
     st.caption(_("Using the typed token “{token}” (id {id}, logit {logit}); "
                  "clear the box to use the list.").format(token=vocab[got], id=got,
-                                                          logit=f"{logits[got]:.4f}"))
+                                                          logit=number(logits[got], 4)))
     return got
 
 
@@ -150,10 +150,10 @@ def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> 
     st.markdown(_(
         "**The final LayerNorm's σ is frozen at its value for this input (σ = {sigma} "
         "at position {pos}): with σ fixed, LayerNorm is a linear map, so the bars add up "
-        "exactly to the logit.**").format(sigma=f"{a.sigma:.4f}", pos=pos))
+        "exactly to the logit.**").format(sigma=number(a.sigma, 4), pos=pos))
     cols = st.columns(3)
-    cols[0].metric(_("Σ of the bars"), f"{total:.4f}")
-    cols[1].metric(_("the model's logit"), f"{real:.4f}")
+    cols[0].metric(_("Σ of the bars"), number(total, 4))
+    cols[1].metric(_("the model's logit"), number(real, 4))
     cols[2].metric("|Δ|", f"{abs(total - real):.1e}")
     if abs(total - real) <= TOLERANCE:
         st.success(_("The bars add up to the model's logit of “{token}” to within "

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from gptviz.app.shared.heatmaps import axis_labels, label_px
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 
 UP, DOWN, TOTAL = "#59a14f", "#e15759", "#4c78a8"  # raises, lowers, the sum
 MAX_BAR_TEXT = 40  # bars up to this many carry their value as text; more: hover only
@@ -108,7 +108,7 @@ def logit_waterfall(labels: Sequence[str], values: Sequence[float], real: float,
     fig.add_annotation(xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
                        yshift=2, showarrow=False, name="logit key",
                        text="<b>- - -</b> " + _("model's logit {value}").format(
-                           value=f"{real:.4f}"), font=dict(size=12))
+                           value=number(real, 4)), font=dict(size=12))
     fig.update_xaxes(type="category", tickangle=-45 if rotated else 0)
     fig.update_yaxes(range=[lo - room * unit, hi + room * unit])
     fig.update_layout(title=title, yaxis_title=_("added to the logit"), showlegend=False,

@@ -17,6 +17,7 @@ from gptviz.app.block.prediction import attribution_view, commitment_view
 from gptviz.app.shared.cache import activations, cached_figure, vocab_labels
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.tex import tex_escape
 from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
 from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model.config import ACTIVATION_TEX, ACTIVATION_TEXT
@@ -105,7 +106,7 @@ def activation_functions(picked: Picked, cache: ActivationCache, layer: int) -> 
     act = c.activation
     st.latex(rf"A = \mathrm{{LN}}_2(Y)\,W_1{' + b_1' if c.bias else ''},\qquad "
              rf"H = {ACTIVATION_TEX[act]}(A)\qquad \text{{"
-             + _("(layer {layer}, entry by entry)").format(layer=layer) + "}")
+             + tex_escape(_("(layer {layer}, entry by entry)").format(layer=layer)) + "}")
     cols = st.columns(3)
     cols[0].metric(_("entries of A in this layer"), number(a.size, 0, grouping=True))
     cols[1].metric(_("share with A < 0"), f"{number(100 * float((a < 0).mean()), 1)} %")

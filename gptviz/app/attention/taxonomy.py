@@ -15,7 +15,8 @@ from gptviz.analysis.core import to_numpy
 from gptviz.analysis.induction import PROTOCOL, STANDARD_LENGTHS
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import figures as va
-from gptviz.app.shared.cache import cached_figure, per_model
+from gptviz.app.shared.cache import once_per_model
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot
@@ -45,7 +46,8 @@ def shown_table(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(label=df["label"].map(named)).rename(columns=named)
 
 
-@per_model
+@once_per_model(lambda ckpt: _("Running the standard induction test on all {n} heads").format(
+    n=number(ckpt.config.n_layer * ckpt.config.n_head, 0, grouping=True)))
 def _induction(ckpt: Checkpoint) -> np.ndarray | None:
     scores = TX.induction_scores(ckpt.model, ckpt.tokenizer)
     return None if scores is None else to_numpy(scores)  # (L, H)

@@ -27,6 +27,7 @@ COLUMNS = {k: k for k in (
     N_("token"), N_("probability"), N_("position"), N_("adds to the logit"),
     N_("final top-1"), N_("commits after"), N_("keeps it after"))}
 AFTER_BLOCK = re.compile(r"^after block (\d+)$")
+WORDS = {"embeddings": N_("embeddings"), "embed": N_("embed")}  # "0.mid", "0.post": as they are
 
 
 def component_name(key: str) -> str:
@@ -42,15 +43,15 @@ def component_name(key: str) -> str:
 
 
 def stage_name(key: str) -> str:
-    """A stage of the logit lens or the commitment table ("embeddings", "after block 2")
-    as the page shows it.
+    """A stage of the logit lens, the commitment table or the residual stream ("embeddings",
+    "after block 2", "embed") as the page shows it.
 
     >>> stage_name("after block 2"), stage_name("embeddings")
     ('after block 2', 'embeddings')
     """
     if m := AFTER_BLOCK.match(key):
         return _("after block {layer}").format(layer=m.group(1))
-    return _("embeddings") if key == "embeddings" else key
+    return _(WORDS[key]) if key in WORDS else key
 
 
 def stat_name(key: str) -> str:

@@ -172,7 +172,7 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
     """‖x_t‖ along the residual stream, and the logit lens after every block."""
     c, model = picked.checkpoint.config, picked.checkpoint.model
     stages, norms = analysis.residual_norms(cache, c.n_layer)  # (S,), (S, T)
-    plot(vb.residual_norms_figure(norms, stages, prompt.labels))
+    plot(vb.residual_norms_figure(norms, [stage_name(s) for s in stages], prompt.labels))
     df = pd.DataFrame(norms.T, columns=stages)
     df.insert(0, "token", prompt.labels)
     with on_demand(_("Norms as a table"), key="norms_table") as shown:

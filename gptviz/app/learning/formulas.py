@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from gptviz.app.shared.tex import num, tex_escape, tex_text
-from gptviz.i18n import _
+from gptviz.i18n import _, pgettext
 
 
 def sci(v: float, digits: int = 3) -> str:
@@ -114,7 +114,7 @@ def central_difference_latex(eps: float) -> str:
     return (r"\frac{\partial L}{\partial \theta_i} \approx "
             r"\frac{L(\theta + \varepsilon e_i) - L(\theta - \varepsilon e_i)}{2\varepsilon},"
             rf"\qquad \varepsilon = {shown},\qquad "
-            r"\text{" + tex_escape(_("error")) + r"} \approx "
+            r"\text{" + tex_escape(pgettext("finite difference", "error")) + r"} \approx "
             r"\underbrace{O(\varepsilon^2)}_{\text{" + tex_escape(_("curvature")) + "}} + "
             r"\underbrace{O(u\,L/\varepsilon)}_{\text{" + tex_escape(_("rounding,"))
             + r" } u = 2^{-53}}")

@@ -28,7 +28,7 @@ from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.widgets import plot, text_block
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.generation.sampling import generate
-from gptviz.i18n import _, number
+from gptviz.i18n import _, number, pgettext
 from gptviz.model.names import act_name
 from gptviz.tokenizers.readable import readable_decode
 
@@ -94,7 +94,8 @@ def loss_figure(evals: Sequence[dict], step: int) -> go.Figure:
                                      mode="lines+markers", name=name))
     fig.update_layout(title=_("Loss over training (marker: step {step})").format(
                           step=number(step, 0, grouping=True)), height=300,
-                      xaxis_title=_("step"), yaxis_title=_("cross-entropy loss (nats)"),
+                      xaxis_title=pgettext("training", "step"),
+                      yaxis_title=_("cross-entropy loss (nats)"),
                       margin=MARGIN | dict(r=LEGEND_R), shapes=[marker(step)])
     return fig
 
@@ -110,7 +111,7 @@ def induction_figure(evals: Sequence[dict], step: int) -> go.Figure:
     # phase change
     top = max([1.0, *(p[1] for p in pts)])
     fig.update_layout(title=_("Induction score over training"), height=300,
-                      xaxis_title=_("step"),
+                      xaxis_title=pgettext("training", "step"),
                       yaxis=dict(title=_("score"), range=[0, top * 1.02]), margin=MARGIN,
                       shapes=[marker(step)])
     return fig

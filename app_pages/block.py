@@ -7,13 +7,14 @@ from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import picked_or_stop
 from gptviz.app.shared.presenter import page_top
 from gptviz.app.shared.widgets import view_tabs
+from gptviz.i18n import _
 
 top = page_top(
-    "Transformer block",
-    "A GPT is a stack of identical blocks. Each reads the residual stream $X$ (one row of "
+    _("Transformer block"),
+    _("A GPT is a stack of identical blocks. Each reads the residual stream $X$ (one row of "
     "$d$ numbers per token), normalises it, lets the tokens exchange information by attention, "
     "adds the result back, then transforms every token on its own with a small feed-forward "
-    "network and adds that back too. Shapes never change: $N\\times d$ in, $N\\times d$ out.",
+    "network and adds that back too. Shapes never change: $N\\times d$ in, $N\\times d$ out."),
     notes=index_note)
 
 picked = picked_or_stop()

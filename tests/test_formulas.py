@@ -75,7 +75,7 @@ def unmasked(monkeypatch):
 @pytest.mark.parametrize("bias, act", [(True, "gelu"), (False, "relu")])
 def test_block_stages_are_what_their_names_say(bias, act):
     """A = LN₂(Y) W₁ (+ b₁), H = act(A), Z W_O (+ b_O), H W₂ (+ b₂), from the weights."""
-    from gptviz.analysis.core import block_stages
+    from gptviz.analysis.stages import block_stages
 
     model = tiny_gpt(12, n_layer=2, bias=bias, activation=act)
     _, cache = model.run_with_cache([3, 1, 4, 1, 5, 9])

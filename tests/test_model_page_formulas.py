@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from gptviz.analysis.core import block_stages
+from gptviz.analysis.stages import block_stages
 from gptviz.app.attention import formulas as mp
 from gptviz.app.attention.view import grid_cell_px
 from gptviz.app.block import formulas as mb

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from gptviz.i18n import N_
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
 from gptviz.model.names import act_name
@@ -33,7 +34,7 @@ from gptviz.tokenizers.base import Tokenizer
 STANDARD_LENGTHS = (10, 20)
 STANDARD_SEQUENCES = 32
 STANDARD_SEED = 0
-PROTOCOL = ("random letter-and-digit tokens, repeated once with no separator, lengths 10 and "
+PROTOCOL = N_("random letter-and-digit tokens, repeated once with no separator, lengths 10 and "
             "20, 32 sequences each (seed 0); score = mean attention from each repeated token "
             "to the token after its first copy")
 

@@ -21,9 +21,9 @@ from torch import Tensor
 
 from gptviz.analysis.curvature import curvature, dot64
 from gptviz.analysis.twin import private_twin, stepper, swapped, units
+from gptviz.i18n import _, ngettext, number
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
-from gptviz.words import counted
 
 
 class LearningError(ValueError):
@@ -47,15 +47,24 @@ def take_window(ids: Sequence[int], start: int, context_length: int) -> Window:
     """The training window that starts at ``start``, as the trainer cuts it (N + 1 tokens)."""
     n, need = len(ids), context_length + 1
     if n < need:
-        raise LearningError(
-            f"the text has {counted(n, 'token')}, but a training window needs N + 1 = {need} "
-            f"({context_length} inputs and the token after the last one). Paste a text "
-            f"of at least {need} tokens ({need - n:,} more).")
+        raise LearningError(ngettext(
+            "the text has {n} token, but a training window needs N + 1 = {need} "
+            "({inputs} inputs and the token after the last one). Paste a text "
+            "of at least {need} tokens ({more} more).",
+            "the text has {n} tokens, but a training window needs N + 1 = {need} "
+            "({inputs} inputs and the token after the last one). Paste a text "
+            "of at least {need} tokens ({more} more).", n).format(
+                n=number(n, 0, grouping=True), need=need, inputs=context_length,
+                more=number(need - n, 0, grouping=True)))
     last = n - need
     if not 0 <= start <= last:
-        raise LearningError(f"window start {start:,} is out of range: the text has "
-                            f"{counted(n, 'token')}, so a window of {need} starts at 0 to "
-                            f"{last:,}.")
+        raise LearningError(ngettext(
+            "window start {start} is out of range: the text has {n} token, so a window of "
+            "{need} starts at 0 to {last}.",
+            "window start {start} is out of range: the text has {n} tokens, so a window of "
+            "{need} starts at 0 to {last}.", n).format(
+                start=number(start, 0, grouping=True), n=number(n, 0, grouping=True),
+                need=need, last=number(last, 0, grouping=True)))
     ids = [int(i) for i in ids[start:start + need]]
     return Window(start, tuple(ids[:-1]), tuple(ids[1:]))
 
@@ -64,9 +73,10 @@ def check_position(position: int, window: Window) -> None:
     """Raise LearningError unless ``position`` is one of the window's 0 … N−1."""
     n = len(window.x)
     if not 0 <= position < n:
-        raise LearningError(f"target position {position} is out of range: this window has "
-                            f"positions 0 to {n - 1} (position t predicts the token after "
-                            f"x_t). Choose a position from 0 to {n - 1}.")
+        raise LearningError(_("The target position {position} is out of range: this window "
+                              "has positions 0 to {last} (position t predicts the token after "
+                              "x_t). Choose a position from 0 to {last}.").format(
+                                  position=position, last=n - 1))
 
 
 @dataclass(frozen=True)

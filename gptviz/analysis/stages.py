@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gptviz.analysis.core import layernorm_input, to_numpy
+from gptviz.i18n import _
 from gptviz.model.config import ACTIVATION_TEXT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name
@@ -39,7 +40,7 @@ def block_stages(cache: ActivationCache, layer: int, head: int = 0,
     x = to_numpy(layernorm_input(cache, layer))  # (T, d)
     t, d = x.shape
     z = cache[act_name("z", layer)][0]  # (h, T, d_k)
-    h, _, d_k = z.shape
+    h, _t, d_k = z.shape
     pre, mid = get("pre"), get("resid_mid")  # (T, d_ff), (T, d)
     act = ACTIVATION_TEXT[activation]
     b_o, b_1, b_2 = (" + b_O", " + b₁", " + b₂") if bias else ("", "", "")
@@ -47,10 +48,11 @@ def block_stages(cache: ActivationCache, layer: int, head: int = 0,
     return [
         Stage("X", td, x),
         Stage("LN₁(X)", td, get("normalized", "ln1")),
-        Stage(f"W_attn (head {head})", f"N×N = {t}×{t}", get("pattern")[head], "key"),
-        Stage("Z, heads side by side", f"N×(h·d_k) = {t}×{h * d_k}",
+        Stage(_("W_attn (head {head})").format(head=head), f"N×N = {t}×{t}",
+              get("pattern")[head], "key"),
+        Stage(_("Z, heads side by side"), f"N×(h·d_k) = {t}×{h * d_k}",
               to_numpy(z.transpose(0, 1).reshape(t, h * d_k))),
-        Stage(f"attention out Z W_O{b_o}", td, get("attn_out")),
+        Stage(_("attention out Z W_O{bias}").format(bias=b_o), td, get("attn_out")),
         Stage(f"Y = X + Z W_O{b_o}", td, mid),
         Stage("Y", td, mid),
         Stage("LN₂(Y)", td, get("normalized", "ln2")),

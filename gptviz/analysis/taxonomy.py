@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from gptviz.analysis.induction import standard_induction
+from gptviz.i18n import _, separators
 from gptviz.model import GPT
 from gptviz.tokenizers.base import Tokenizer
 
@@ -32,7 +33,7 @@ def kind_scores(patterns: Tensor) -> dict[str, Tensor]:
     """
     t = patterns.shape[-1]
     if t < 3:
-        raise ValueError(f"the scores need at least 3 tokens; the prompt has {t}.")
+        raise ValueError(_("the scores need at least 3 tokens; the prompt has {t}.").format(t=t))
     p = patterns.double()
     rows = torch.arange(2, t)
     return {"previous-token": p[..., rows, rows - 1].mean(-1),
@@ -103,10 +104,12 @@ def label_rule(threshold: float | None = None, margin: float | None = None) -> s
     """
     threshold = THRESHOLD if threshold is None else threshold
     margin = MARGIN if margin is None else margin
-    return (f"A head gets its strongest kind when that score is at least {threshold} and "
-            f"beats every other kind by at least {margin}; *mixed* when it is at least "
-            f"{threshold} but another kind comes within {margin} of it (whatever that "
-            f"kind's own score); *none* when no score reaches {threshold}.")
+    dec = separators()[0]  # the constants as written in the code, with the reader's decimal sign
+    return _("A head gets its strongest kind when that score is at least {threshold} and "
+             "beats every other kind by at least {margin}; *mixed* when it is at least "
+             "{threshold} but another kind comes within {margin} of it (whatever that "
+             "kind's own score); *none* when no score reaches {threshold}.").format(
+                 threshold=str(threshold).replace(".", dec), margin=str(margin).replace(".", dec))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from gptviz.app.shared.heatmaps import BLANK, as_float32, axis_labels
+from gptviz.i18n import _
 
 MAX_PANEL_HOVER_CELLS = 40_000  # hover names the tokens only below this (JSON size)
 MAX_TERM_HOVER_CELLS = 4_000  # the same for the score terms, redrawn on every choice of (i, j)
@@ -26,10 +27,11 @@ def circuit_matrix(m, title: str, height: int = 430) -> go.Figure:
     z = as_float32(m)  # (d, d)
     bound = float(np.abs(z).max()) or 1.0
     fig = go.Figure(go.Heatmap(z=z, colorscale="RdBu_r", zmin=-bound, zmax=bound, zmid=0.0,
-                               hovertemplate="row %{y}, column %{x}: %{z:.4f}<extra></extra>"))
+                               hovertemplate=_("row %{y}, column %{x}: %{z:.4f}")
+                               + "<extra></extra>"))
     fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_xaxes(title="dimension (column)", showgrid=False, zeroline=False)
-    fig.update_yaxes(title="dimension (row)", autorange="reversed", showgrid=False,
+    fig.update_xaxes(title=_("dimension (column)"), showgrid=False, zeroline=False)
+    fig.update_yaxes(title=_("dimension (row)"), autorange="reversed", showgrid=False,
                      zeroline=False, scaleanchor="x")
     return fig
 
@@ -49,7 +51,7 @@ def score_term_panels(terms: Mapping[str, np.ndarray], titles: Mapping[str, str]
     fig = make_subplots(rows=1, cols=len(mats), subplot_titles=[titles[k] for k in mats],
                         horizontal_spacing=0.02, shared_yaxes=True)
     pairs = _pairs(axis_labels(tokens, t)) if t * t * len(mats) <= MAX_TERM_HOVER_CELLS else None
-    where = "%{text}" if pairs is not None else "query %{y} → key %{x}"
+    where = "%{text}" if pairs is not None else _("query %{y} → key %{x}")
     for col, (k, m) in enumerate(mats.items(), start=1):
         fig.add_trace(go.Heatmap(z=m, coloraxis="coloraxis", text=pairs, name=titles[k],
                                  hovertemplate=f"{where}<br>%{{z:.4f}}<extra></extra>"),
@@ -70,14 +72,15 @@ def _pairs(labels: list[str]) -> np.ndarray:
 
 
 def ov_bars(up: Sequence[str], up_values, down: Sequence[str], down_values, title: str,
-            names: tuple[str, str] = ("pushed up", "pushed down"),
-            x_title: str = "logit change ℓ<sub>t</sub>") -> go.Figure:
+            names: tuple[str, str] | None = None, x_title: str | None = None) -> go.Figure:
     """Horizontal bars: the output tokens a head pushes up most (blue) and down most (red);
     an empty group is left out.
 
     >>> fig = ov_bars(["a"], [2.0], ["b"], [-1.0], "t"); [t.name for t in fig.data]
     ['pushed up', 'pushed down']
     """
+    names = names or (_("pushed up"), _("pushed down"))
+    x_title = _("logit change ℓ<sub>t</sub>") if x_title is None else x_title
     fig = go.Figure()
     for name, labels, values, colour in [(names[0], up, up_values, "#4c78a8"),
                                          (names[1], down, down_values, "#e45756")]:
@@ -109,7 +112,7 @@ def taxonomy_scores(scores: Mapping[str, np.ndarray], labels: Sequence[Sequence[
     kinds = list(scores)
     z = np.stack([as_float32(scores[k]).reshape(-1) for k in kinds], axis=1)  # (L·H, kinds)
     rows = [f"L{ly} H{h}: {lab}" for ly, heads in enumerate(labels) for h, lab in enumerate(heads)]
-    text = np.where(np.isnan(z), "n/a", np.char.mod("%.2f", np.nan_to_num(z)))
+    text = np.where(np.isnan(z), _("n/a"), np.char.mod("%.2f", np.nan_to_num(z)))
     fig = go.Figure(go.Heatmap(z=z, x=kinds, y=rows, text=text, texttemplate="%{text}",
                                colorscale="Blues", zmin=0.0, zmax=1.0, hoverongaps=True,
                                hovertemplate="%{y}<br>%{x}: %{text}<extra></extra>"))
@@ -138,7 +141,7 @@ def layer_panels(mats, tokens: Sequence[str], cmax: float, title: str,
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=list(panel_titles),
                         horizontal_spacing=0.03, vertical_spacing=0.3 / rows)
     pairs = _pairs(labels) if m.size <= MAX_PANEL_HOVER_CELLS else None  # (T, T)
-    where = "%{text}" if pairs is not None else "query %{y} → key %{x}"
+    where = "%{text}" if pairs is not None else _("query %{y} → key %{x}")
     for k in range(n):
         fig.add_trace(go.Heatmap(z=m[k], coloraxis="coloraxis", text=pairs,
                                  name=panel_titles[k],

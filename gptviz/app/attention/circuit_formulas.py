@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gptviz.app.shared.tex import addends, num, tex_text
+from gptviz.app.shared.tex import addends, num, tex_escape, tex_text
+from gptviz.i18n import _
 
 # The four terms of s_ij (times √d_k), in the order they are written.
 TERM_TEX = {
@@ -106,8 +107,9 @@ def score_pair(i: int, j: int, terms: Mapping[str, float], d_k: int, page: float
              for k in written if k in terms]
     total = sum(terms[k] for k in written if k in terms)
     return (rf"s_{{{i},{j}}} = \frac{{1}}{{\sqrt{{{d_k}}}}}\Big[" + " + ".join(parts)
-            + rf"\Big] = {num(total, 4, sci=False)},\qquad \text{{page's score: }} "
-            rf"s_{{{i},{j}}} = {num(page, 4, sci=False)}")
+            + rf"\Big] = {num(total, 4, sci=False)},\qquad "
+            + r"\text{" + tex_escape(_("page's score:")) + " } "
+            + rf"s_{{{i},{j}}} = {num(page, 4, sci=False)}")
 
 
 def identity_check(exact: float, page: float, tol: float, bias: bool = True,
@@ -125,7 +127,8 @@ def identity_check(exact: float, page: float, tol: float, bias: bool = True,
     lhs = rf"R_i({q})\cdot R_j({k})" if rope else rf"({q})({k})^\top"
     return (r"\max_{i,j}\Big|\tfrac{" + lhs + r"}{\sqrt{d_k}}"
             r" - \tfrac{[\dots]}{\sqrt{d_k}}\Big| = " + num(exact)
-            + r",\qquad \max_{i,j}\big|s^{\text{page}}_{ij} - \tfrac{[\dots]}{\sqrt{d_k}}\big|"
+            + r",\qquad \max_{i,j}\big|s^{\text{" + tex_escape(_("page"))
+            + r"}}_{ij} - \tfrac{[\dots]}{\sqrt{d_k}}\big|"
             + " = " + num(page) + (r" \le " if page <= tol else " > ") + num(tol))
 
 
@@ -135,7 +138,8 @@ def ov_formula(source: str, source_id: int, tied: bool, top: str, top_value: flo
     >>> r"W_U = E^\top" in ov_formula("a", 3, True, "b", 1.5)
     True
     """
-    w_u = r"W_U = E^\top\ \text{(tied)}" if tied else r"W_U\ \text{(this model's own)}"
+    w_u = (r"W_U = E^\top\ \text{" + tex_escape(_("(tied)")) + "}" if tied else
+           r"W_U\ \text{" + tex_escape(_("(this model's own)")) + "}")
     return (
         rf"\ell_t = \big(E_{{s}}\, W_{{OV}}\, W_U\big)_t,\quad s = {source_id}\ "
         rf"({tex_text(source, 12)}),\quad {w_u};\qquad "

@@ -17,6 +17,7 @@ from gptviz.app.shared.heatmaps import (
     heatmap,
     matrix_panels,
 )
+from gptviz.i18n import N_, _
 
 TITLE_PX, GAP_PX = 18, 6  # the grid: room for a thumbnail's title above it, gap between heads
 GRID_FONT_PX = 12  # a thumbnail's title, and the overview's layer and head numbers
@@ -26,25 +27,26 @@ GRID_WIDTH_PX = 900  # the width the grid is laid out for (the page column)
 # 12 × 12) gets one layer's heads large (``layer_strip``, STRIP_ACROSS to a row) and every
 # head as an overview labelled by its axes (``attention_grid(..., axis_names=True)``).
 ONE_GRID_HEADS, ONE_GRID_ACROSS, STRIP_ACROSS = 48, 8, 6
-# Which colour scale each step of a head gets, and its caption (the formula it shows).
+# Which colour scale each step of a head gets, and its caption (its formula; shown via _).
 HEAD_STEPS = {
     "Q": ("signed", "Q = LN₁(X) W_Q"), "K": ("signed", "K = LN₁(X) W_K"),
-    "V": ("signed", "V = LN₁(X) W_V"), "scores": ("signed", "scores = Q Kᵀ / √d_k"),
-    "M": ("signed", "mask M (−∞ above the diagonal)"),
+    "V": ("signed", "V = LN₁(X) W_V"), "scores": ("signed", N_("scores = Q Kᵀ / √d_k")),
+    "M": ("signed", N_("mask M (−∞ above the diagonal)")),
     "masked scores": ("signed", "Q Kᵀ / √d_k + M"),
     "pattern": ("prob", "W_attn = softmax(Q Kᵀ / √d_k + M)"), "Z": ("signed", "Z = W_attn V"),
 }
 
 
-def attention_pattern(pattern, tokens: Sequence[str], title: str = "attention pattern",
+def attention_pattern(pattern, tokens: Sequence[str], title: str | None = None,
                       height: int | None = 520) -> go.Figure:
     """One head's pattern (T, T) large: rows are queries, columns the keys they read.
 
     >>> attention_pattern(np.eye(2), ["a", "b"]).data[0].z.shape
     (2, 2)
     """
-    return heatmap(pattern, tokens, tokens, kind="prob", title=title, x_title="key",
-                   y_title="query", height=height)
+    return heatmap(pattern, tokens, tokens, kind="prob",
+                   title=_("attention pattern") if title is None else title, x_title=_("key"),
+                   y_title=_("query"), height=height)
 
 
 def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
@@ -64,6 +66,7 @@ def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
     figs = {}
     for name, values in steps.items():
         kind, caption = HEAD_STEPS.get(name, ("signed", name))
+        caption = _(caption)
         if bias and name in ("Q", "K", "V"):
             caption += f" + b_{name}"
         if rope and name in ("Q", "K"):
@@ -71,7 +74,7 @@ def head_step_figures(steps: Mapping[str, np.ndarray], tokens: Sequence[str],
         m = as_float32(values)  # (T, T) or (T, d_k)
         square = name in ("scores", "M", "masked scores", "pattern")
         figs[name] = heatmap(m, tokens if square else None, tokens, kind=kind, title=caption,
-                             x_title="key" if square else "", y_title="token")
+                             x_title=_("key") if square else "", y_title=_("token"))
         if name == "M":  # two values, 0 and −∞ (the gaps, written in): a colour bar would
             figs[name].update_traces(showscale=False)  # show a range M does not have
         # (Q, K, V, Z: no x title, it would run into theirs; the caption says "dimensions")
@@ -124,8 +127,10 @@ def attention_grid(patterns, tokens: Sequence[str] | None = None,
         for h in range(n_head):
             r, c = ly * (t + row_gap), h * (t + col_gap)
             z[r:r + t, c:c + t] = p[ly, h]
-    row_label, col_label = hover or (lambda ly, i: f"L{ly}, query {labels[i]} ({i})",
-                                     lambda h, j: f"H{h}, key {labels[j]} ({j})")
+    key, query = _("H{h}, key {token} ({j})"), _("L{layer}, query {token} ({i})")
+    row_label, col_label = hover or (
+        lambda ly, i: query.format(layer=ly, token=labels[i], i=i),
+        lambda h, j: key.format(h=h, token=labels[j], j=j))
     x = _tile_labels(n_head, t, col_gap, col_label)
     y = _tile_labels(n_layer, t, row_gap, row_label)
     names = list(titles) if titles is not None else [
@@ -193,6 +198,7 @@ def layer_strip(patterns, tokens: Sequence[str] | None, layer: int, head: int | 
     across = max(1, min(across, n_head))
     rows = -(-n_head // across)
     labels = axis_labels(tokens, t)
+    key, query = _("H{h}, key {token} ({j})"), _("query {token} ({i})")
     plot_h = rows * cell_px + (rows - 1) * TITLE_PX  # the rows and the titles between them
     traces, captions, edges, axes = [], [], [], {}
     for r in range(rows):
@@ -203,8 +209,8 @@ def layer_strip(patterns, tokens: Sequence[str] | None, layer: int, head: int | 
             tiles, tokens, cell_px=cell_px,
             selected=(0, head - heads[0]) if head in heads else None,
             titles=[f"L{layer} H{h}" for h in heads] + [None] * (across - len(heads)),
-            hover=(lambda _, i: f"query {labels[i]} ({i})",
-                   lambda c, j, first=heads[0]: f"H{first + c}, key {labels[j]} ({j})"))
+            hover=(lambda _ly, i: query.format(token=labels[i], i=i),
+                   lambda c, j, first=heads[0]: key.format(h=first + c, token=labels[j], j=j)))
         k = "" if r == 0 else str(r + 1)  # plotly's axis names: x, x2, x3…
         top = r * (cell_px + TITLE_PX)
         domain = [1 - (top + cell_px) / plot_h, 1 - top / plot_h]
@@ -261,17 +267,18 @@ def masking_comparison(simplified, renormalised, neg_inf, tokens: Sequence[str],
     >>> len(fig.data)
     3
     """
-    title = "softmax(X Xᵀ) and its two causal forms"
+    title = _("softmax(X Xᵀ) and its two causal forms")
     if max_delta is not None:
-        title += f" — max |renormalised − (−∞)| = {max_delta:.1e}"
+        title = _("softmax(X Xᵀ) and its two causal forms — max |renormalised − (−∞)| = "
+                  "{delta}").format(delta=f"{max_delta:.1e}")
     return matrix_panels({"softmax(X Xᵀ)": simplified,
-                          "softmax, zero the future, renormalise": renormalised,
+                          _("softmax, zero the future, renormalise"): renormalised,
                           "softmax(X Xᵀ + M)": neg_inf},
                          tokens, tokens, kind="prob", title=title)
 
 
 def ablation_bars(labels: Sequence[str], before, after,
-                  title: str = "next-token probability") -> go.Figure:
+                  title: str | None = None) -> go.Figure:
     """Grouped bars: P(token) with every head, and with the chosen heads switched off.
 
     >>> fig = ablation_bars(["a", "b"], [0.7, 0.3], [0.4, 0.6]); [t.name for t in fig.data]
@@ -283,10 +290,11 @@ def ablation_bars(labels: Sequence[str], before, after,
     fig = go.Figure([
         go.Bar(x=pos, y=y, name=name, marker_color=colour, customdata=x,
                hovertemplate=f"%{{customdata}}: %{{y:.4f}}<extra>{name}</extra>")
-        for name, y, colour in [("all heads", before, "#4c78a8"),
-                                ("heads ablated", after, "#f58518")]
+        for name, y, colour in [(_("all heads"), before, "#4c78a8"),
+                                (_("heads ablated"), after, "#f58518")]
     ])
-    fig.update_layout(barmode="group", title=title, yaxis=dict(title="P(next token)",
+    fig.update_layout(barmode="group", title=_("next-token probability") if title is None
+                      else title, yaxis=dict(title=_("P(next token)"),
                       rangemode="tozero"), xaxis=dict(tickmode="array", tickvals=pos, ticktext=x),
                       margin=dict(l=10, r=10, t=40, b=10))
     return fig

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from gptviz import i18n
 from gptviz.analysis import attention as am
 from gptviz.analysis import flow as F
 from gptviz.analysis.core import to_numpy
@@ -18,6 +19,7 @@ from gptviz.app.shared.heatmaps import shown_label
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import plot
+from gptviz.i18n import _, number
 from gptviz.model.hooks import ActivationCache
 
 
@@ -44,23 +46,24 @@ def summed_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: i
     c = picked.checkpoint.config
     patterns = _patterns(picked, cache)  # (L, H, T, T)
     summed = to_numpy(F.summed_attention(patterns))  # (L, T, T)
-    st.markdown(
+    st.markdown(_(
         "A layer's heads work side by side, and their outputs are added into the same "
         "residual stream. Adding their patterns shows where the layer as a whole reads: "
-        f"each row of the sum adds {c.n_head} rows that each sum to 1, so it sums to "
-        f"H = {c.n_head} (divide by H for the heads' mean).")
+        "each row of the sum adds {n} rows that each sum to 1, so it sums to "
+        "H = {n} (divide by H for the heads' mean).").format(n=c.n_head))
     i = len(prompt.ids) - 1
     j = int(np.argmax(summed[layer, i]))
     st.latex(cm.summed_formula(layer, c.n_head, i, j, patterns[layer, :, i, j].tolist()))
-    st.caption(f"The entry written out is the last query (position {i}) and the key it reads "
-               f"most in layer {layer} (position {j}), head by head from head 0. Choose the "
-               "layer with Layer above.")
-    fig = cached_figure(picked, "summed", (prompt.ids,), lambda: cf.layer_panels(
-        summed, prompt.labels, float(c.n_head), f"Σ over the {c.n_head} heads of each layer "
-        f"(colour scale 0 … {c.n_head})", [f"layer {ly}" for ly in range(c.n_layer)]))
+    st.caption(_("The entry written out is the last query (position {i}) and the key it reads "
+                 "most in layer {layer} (position {j}), head by head from head 0. Choose the "
+                 "layer with Layer above.").format(i=i, layer=layer, j=j))
+    fig = cached_figure(picked, "summed", (prompt.ids, i18n.current()), lambda: cf.layer_panels(
+        summed, prompt.labels, float(c.n_head), _(
+            "Σ over the {n} heads of each layer (colour scale 0 … {n})").format(n=c.n_head),
+        [_("layer {layer}").format(layer=ly) for ly in range(c.n_layer)]))
     plot(fig)
     matrix_csv(summed[layer], prompt.labels, f"summed-L{layer}.csv",
-               f"Download layer {layer}'s sum as CSV")
+               _("Download layer {layer}'s sum as CSV").format(layer=layer))
 
 
 def rollout_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None:
@@ -69,31 +72,34 @@ def rollout_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> None
     rolled = F.rollout(_patterns(picked, cache))  # (L, T, T), float64
     error = float((rolled.sum(-1) - 1).abs().max())
     r = to_numpy(rolled)
-    st.markdown(
+    st.markdown(_(
         "Attention **rollout** (Abnar & Zuidema, 2020, *Quantifying Attention Flow in "
         "Transformers*) follows attention through the layers. Each block adds its attention "
         "output to the residual stream, which also carries every token forward unchanged, so "
         "the paper mixes each layer's pattern, averaged over its heads, with the identity: "
-        f"Ã = {1 - F.RESIDUAL}·A + {F.RESIDUAL}·I, rows renormalised to sum to 1 (they "
+        "Ã = {a}·A + {r}·I, rows renormalised to sum to 1 (they "
         "already do, since each row of A sums to 1; the paper renormalises for other "
         "weightings). The rollout after a layer is the product of these matrices, from the "
-        "first layer to that one.")
+        "first layer to that one.").format(a=number(1 - F.RESIDUAL, 1),
+                                           r=number(F.RESIDUAL, 1)))
     st.latex(cm.rollout_formula(c.n_layer, F.RESIDUAL, error))
-    fig = cached_figure(picked, "rollout", (prompt.ids,), lambda: cf.layer_panels(
-        r, prompt.labels, 1.0, "rollout R after each layer (colour scale 0 … 1)",
-        [f"after layer {ly}" for ly in range(c.n_layer)]))
+    fig = cached_figure(picked, "rollout", (prompt.ids, i18n.current()), lambda: cf.layer_panels(
+        r, prompt.labels, 1.0, _("rollout R after each layer (colour scale 0 … 1)"),
+        [_("after layer {layer}").format(layer=ly) for ly in range(c.n_layer)]))
     plot(fig)
     last = r[-1, -1]  # (T,): what reaches the last position after the last layer
     top = np.argsort(-last, kind="stable")[:10]
     shown = [shown_label(prompt.labels[k], f"{k}: ") for k in top]  # "0: The", "1: ·Steen"
-    bars = cached_figure(picked, "rollout-last", (prompt.ids,), lambda: cf.ov_bars(
-        shown, last[top], [], [], f"Row {len(last) - 1} of the final R: the input tokens "
-        "that reach the last position most", names=("share", ""),
+    bars = cached_figure(picked, "rollout-last", (prompt.ids, i18n.current()), lambda: cf.ov_bars(
+        shown, last[top], [], [], _("Row {row} of the final R: the input tokens "
+                                    "that reach the last position most").format(
+                                        row=len(last) - 1), names=(_("share"), ""),
         x_title=f"R<sub>{len(last) - 1},j</sub>"))
     plot(bars)
-    st.caption(
+    st.caption(_(
         "Rollout is a heuristic: it follows the patterns only, ignores what the values, W_O "
         "and the FFNs do with what is read, and assumes the residual stream weighs as much as "
         "the attention. Row i of R says how much of each input token reaches position i on "
-        "those assumptions; the diagonal stays large because of the 0.5·I.")
-    matrix_csv(r[-1], prompt.labels, "rollout.csv", "Download the final rollout as CSV")
+        "those assumptions; the diagonal stays large because of the {r}·I.").format(
+            r=number(F.RESIDUAL, 1)))
+    matrix_csv(r[-1], prompt.labels, "rollout.csv", _("Download the final rollout as CSV"))

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gptviz.app.shared.tex import num, tex_text
+from gptviz.app.shared.tex import num, tex_escape, tex_text
+from gptviz.i18n import _
 
 # ---- embeddings and positions -------------------------------------------------------------
 
@@ -84,9 +85,10 @@ def attention_row(query: str, i: int, keys: Sequence[str], scores: Sequence[floa
     shift = masked[: i + 1].max()
     return (
         r"\begin{aligned}"
-        rf"&\text{{query }} i = {i}\ ({tex_text(query, 12)}),\quad d_k = {d_k},\quad "
+        r"&\text{" + tex_escape(_("query")) + " } "
+        rf"i = {i}\ ({tex_text(query, 12)}),\quad d_k = {d_k},\quad "
         rf"m = \max_{{j \le {i}}} s_{{{i},j}} = {num(shift)}"
-        r"\ \text{(over the unmasked keys only)}\\"
+        r"\ \text{" + tex_escape(_("(over the unmasked keys only)")) + r"}\\"
         rf"s_{{{i},j}} = \tfrac{{q_{{{i}}} \cdot k_j}}{{\sqrt{{{d_k}}}}} &= {row(s)}\\"
         rf"s_{{{i},j}} + M_{{{i},j}} &= {row(masked)}\\"
         rf"e^{{\,s_{{{i},j}} + M_{{{i},j}} - m}} &= {row(np.exp(masked - shift))},\quad "
@@ -125,7 +127,8 @@ def masking_equality(delta_renorm: float, delta_head: float, layer: int, head: i
         r" = \mathrm{softmax}(S + M)_{ij} \\"
         rf"\max|\Delta| &= {num(delta_renorm)}\ \ (S = XX^\top),\\"  # one per line: they
         rf"\max|\Delta| &= {num(delta_head)}\ \ "  # are long in scientific notation
-        rf"(S = QK^\top/\sqrt{{d_k}},\ \text{{layer {layer}, head {head}}})"
+        r"(S = QK^\top/\sqrt{d_k},\ \text{"
+        + tex_escape(_("layer {layer}, head {head}").format(layer=layer, head=head)) + "})"
         r"\end{aligned}"
     )
 
@@ -136,10 +139,11 @@ def sdpa_check(delta: dict[str, float], n_layer: int) -> str:
     >>> "10^{-7}" in sdpa_check({"pattern": 1e-7, "Z": 2e-7}, 2)
     True
     """
+    ours = r"\text{" + tex_escape(_("ours")) + "}"
     return (
-        r"\max_{\ell < " + str(n_layer) + r",\,h,\,i,\,j}\big|W^{\text{ours}}_{ij} - "
+        r"\max_{\ell < " + str(n_layer) + r",\,h,\,i,\,j}\big|W^{" + ours + "}_{ij} - "
         r"W^{\text{SDPA}}_{ij}\big| = " + num(delta["pattern"])
-        + r",\qquad \max\big|Z^{\text{ours}} - Z^{\text{SDPA}}\big| = " + num(delta["Z"])
+        + r",\qquad \max\big|Z^{" + ours + r"} - Z^{\text{SDPA}}\big| = " + num(delta["Z"])
     )
 
 

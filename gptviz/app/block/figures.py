@@ -13,8 +13,11 @@ from gptviz.analysis.stages import Stage
 from gptviz.app.shared import labels as lb
 from gptviz.app.shared.heatmaps import as_float32, axis_labels
 from gptviz.app.shared.ticks import thin_ticks
+from gptviz.i18n import N_, _, number
 
-STAGE_COLOURS = {"before": "#9aa3b5", "standardised": "#4c78a8", "after": "#f58518"}
+STAGE_COLOURS = {N_("before"): "#9aa3b5", N_("standardised"): "#4c78a8",
+                 N_("after"): "#f58518"}  # names shown through _
+COLUMN_WORDS = (N_("dimension"), N_("key"))  # a Stage's columns, shown through _
 ROW_LABELS = 12  # token labels under each LayerNorm panel at most: ~20 px each in the lesson
 
 
@@ -36,21 +39,22 @@ def layernorm_rows(stats: Mapping[str, np.ndarray], tokens: Sequence[str]) -> go
     """
     names = axis_labels(tokens, len(next(iter(stats.values()))))
     pos = np.arange(len(names))
-    fig = make_subplots(rows=1, cols=2, subplot_titles=["row mean", "row variance"])
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[_("row mean"), _("row variance")])
     for col, stat in enumerate(("mean", "var"), start=1):
         for stage, colour in STAGE_COLOURS.items():
             key = f"{stat} {stage}"
             if key in stats:
                 fig.add_trace(go.Bar(
-                    x=pos, y=as_float32(stats[key]), name=stage, marker_color=colour,
+                    x=pos, y=as_float32(stats[key]), name=_(stage), marker_color=colour,
                     legendgroup=stage, showlegend=col == 1, customdata=names,
-                    hovertemplate=f"%{{customdata}}: {stat} {stage} = %{{y:.4f}}<extra></extra>"),
+                    hovertemplate=f"%{{customdata}}: {_(key)} = %{{y:.4f}}<extra></extra>"),
                     row=1, col=col)
     fig.update_xaxes(tickmode="array", tickvals=pos, ticktext=names,
                      tickangle=-90 if len(names) > ROW_LABELS // 2 else 0)
     thin_ticks(fig, ROW_LABELS)
     fig.add_hline(y=1.0, line_dash="dot", line_color="#666", row=1, col=2)
-    fig.update_layout(barmode="group", title="LayerNorm on the real rows: mean → 0, variance → 1",
+    fig.update_layout(barmode="group",
+                      title=_("LayerNorm on the real rows: mean → 0, variance → 1"),
                       margin=dict(l=10, r=10, t=60, b=10))
     return fig
 
@@ -65,7 +69,7 @@ def activation_curves_figure(curves: Mapping[str, np.ndarray]) -> go.Figure:
     fig = go.Figure([go.Scatter(x=x, y=as_float32(y), mode="lines", name=name,
                                 line=dict(dash="dot") if "tanh" in name else None)
                      for name, y in curves.items() if name != "x"])
-    fig.update_layout(title="GELU(x) = x Φ(x) vs ReLU(x) = max(x, 0)", xaxis_title="x",
+    fig.update_layout(title=_("GELU(x) = x Φ(x) vs ReLU(x) = max(x, 0)"), xaxis_title="x",
                       yaxis_title="f(x)", margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
@@ -83,9 +87,10 @@ def residual_norms_figure(norms, stages: Sequence[str], tokens: Sequence[str]) -
                          line=dict(width=1), marker=dict(size=4), opacity=0.6)
               for t, name in enumerate(names)]
     traces.append(go.Scatter(x=list(stages), y=n.mean(axis=1), mode="lines+markers",
-                             name="mean", line=dict(width=4, color="black")))
+                             name=_("mean"), line=dict(width=4, color="black")))
     fig = go.Figure(traces)
-    fig.update_layout(title="residual-stream norm ‖x<sub>t</sub>‖₂ by layer", xaxis_title="stage",
+    fig.update_layout(title=_("residual-stream norm ‖x<sub>t</sub>‖₂ by layer"),
+                      xaxis_title=_("stage"),
                       yaxis_title="‖x<sub>t</sub>‖₂", margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
@@ -103,31 +108,34 @@ def logit_lens_figure(row_labels: Sequence[str], guesses: Sequence[Sequence[str]
     fig = go.Figure(go.Heatmap(
         z=p, text=text, texttemplate="%{text}", colorscale="Blues", zmin=0.0, zmax=1.0,
         customdata=np.broadcast_to(np.array(row_labels, dtype=object)[:, None], p.shape),
-        hovertemplate="%{customdata}, rank %{x}: %{text} (p = %{z:.3f})<extra></extra>"))
+        hovertemplate=_("%{customdata}, rank %{x}: %{text} (p = %{z:.3f})")
+        + "<extra></extra>"))
     fig.update_xaxes(tickmode="array", tickvals=list(range(p.shape[1])),
                      ticktext=[f"#{r + 1}" for r in range(p.shape[1])], side="top")
     fig.update_yaxes(tickmode="array", tickvals=list(range(p.shape[0])),
                      ticktext=list(row_labels), autorange="reversed")
-    fig.update_layout(title="logit lens: softmax(LN<sub>final</sub>(x) W<sub>U</sub>) after every "
-                            "block",
+    fig.update_layout(title=_("logit lens: softmax(LN<sub>final</sub>(x) W<sub>U</sub>) after "
+                              "every block"),
                       margin=dict(l=10, r=10, t=60, b=10), height=120 + 40 * p.shape[0])
     return fig
 
 
-def parameter_bars(counts: Mapping[str, int], title: str = "parameters per component"
-                   ) -> go.Figure:
+def parameter_bars(counts: Mapping[str, int], title: str | None = None) -> go.Figure:
     """Horizontal bars of ``analysis.parameter_table`` (the "total" row is left out).
 
     >>> parameter_bars({"E": 10, "total": 10}).data[0].y
     ('E',)
     """
     items = [(k, v) for k, v in counts.items() if k != "total"]
-    fig = go.Figure(go.Bar(x=np.array([v for _, v in items], dtype=np.int64),
-                           y=[k for k, _ in items], orientation="h", marker_color="#4c78a8",
+    fig = go.Figure(go.Bar(x=np.array([v for _k, v in items], dtype=np.int64),
+                           y=[k for k, _v in items], orientation="h", marker_color="#4c78a8",
                            hovertemplate="%{y}: %{x:,.0f}<extra></extra>"))
-    total = counts.get("total", sum(v for _, v in items))
+    total = counts.get("total", sum(v for _k, v in items))
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=f"{title} (total {total:,})", xaxis_title="parameters",
+    title = _("parameters per component") if title is None else title
+    fig.update_layout(title=_("{title} (total {total})").format(
+        title=title, total=number(total, 0, grouping=True)),
+                      xaxis_title=_("parameters"),
                       margin=dict(l=10, r=10, t=40, b=10), height=80 + 26 * len(items))
     return fig
 
@@ -189,7 +197,7 @@ def block_flow(stages: Sequence[Stage], tokens: Sequence[str], height: int = 560
             z=m, colorscale="Blues" if prob else "RdBu_r", showscale=False,
             zmin=0.0 if prob else -bound, zmax=1.0 if prob else bound,
             customdata=np.broadcast_to(np.array(names, dtype=object)[:, None], m.shape),
-            hovertemplate=(f"{stage.name}<br>%{{customdata}} (%{{y}}), {stage.columns} "
+            hovertemplate=(f"{stage.name}<br>%{{customdata}} (%{{y}}), {_(stage.columns)} "
                            "%{x}: %{z:.3f}<extra></extra>")), row=r + 1, col=c + 1)
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")

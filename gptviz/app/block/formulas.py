@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gptviz.app.shared.tex import num, tex_text, vector
+from gptviz.app.shared.tex import num, tex_escape, tex_text, vector
+from gptviz.i18n import _, ngettext
 from gptviz.model.config import ACTIVATION_FORMULA, ACTIVATION_TEX
 
 
@@ -32,14 +33,19 @@ def block_equations(n: int, d: int, d_ff: int, n_head: int, activation: str,
     sf = rf"\in \mathbb{{R}}^{{{n} \times {d_ff}}}"
     return (
         r"\begin{aligned}"
-        rf"X &{sh} && \text{{the residual stream: {n} tokens}} \\"
+        rf"X &{sh} && \text{{"
+        + tex_escape(ngettext("the residual stream: {n} token", "the residual stream: {n} tokens",
+                              n).format(n=n)) + r"} \\"
         rf"Z &= \big[\,\mathrm{{head}}_0 \cdots \mathrm{{head}}_{{{n_head - 1}}}\,\big]"
         rf"\big(\mathrm{{LN}}_1(X)\big) {sh} && "
-        rf"\text{{{n_head} heads side by side, }} d_k = {d // n_head} \\"
+        r"\text{" + tex_escape(ngettext("{n} head side by side, ", "{n} heads side by side, ",
+                                        n_head).format(n=n_head)) + "} "
+        rf"d_k = {d // n_head} \\"
         rf"Y &= X + Z W_O{b_o} {sh} && W_O \in \mathbb{{R}}^{{{d} \times {d}}} \\"
         rf"A &= \mathrm{{LN}}_2(Y)\, W_1{b_1} {sf} && "
         rf"W_1 \in \mathbb{{R}}^{{{d} \times {d_ff}}} \\"
-        rf"H &= {act}(A) {sf} && \text{{entry by entry: }} {act}(x) = "
+        rf"H &= {act}(A) {sf} && \text{{" + tex_escape(_("entry by entry:")) + "} "
+        rf"{act}(x) = "
         rf"{ACTIVATION_FORMULA[activation]} \\"
         rf"X' &= Y + H W_2{b_2} {sh} && W_2 \in \mathbb{{R}}^{{{d_ff} \times {d}}}"
         r"\end{aligned}"
@@ -105,13 +111,15 @@ def logit_lens_formula(position: int, token: str, rows: Sequence[tuple[str, str,
     >>> "0.900" in logit_lens_formula(3, "a", [("after block 0", "b", 0.9)])
     True
     """
-    lines = [rf"\text{{{label}}} &\quad {tex_text(guess, 12)}\ \ (p = {num(p)})"
+    lines = [rf"\text{{{tex_escape(label)}}} &\quad {tex_text(guess, 12)}\ \ (p = {num(p)})"
              for label, guess, p in rows]
     return (
         r"\begin{aligned}"
         rf"&P^{{(\ell)}}_{{{position}}} = \mathrm{{softmax}}\big(\mathrm{{LN}}_{{\text{{final}}}}"
-        rf"(x^{{(\ell)}}_{{{position}}})\, W_U\big),\ \text{{top guess after }}"
-        rf"{tex_text(token, 12)}: \\ " + r" \\ ".join(lines)
+        rf"(x^{{(\ell)}}_{{{position}}})\, W_U\big),\ "
+        + r"\text{" + r"}{tex}\text{".join(  # the token set as maths, where the words put it
+            tex_escape(p) for p in _("top guess after {token}:").split("{token}", 1)).replace(
+                "{tex}", tex_text(token, 12)) + r"} \\ " + r" \\ ".join(lines)
         + r"\end{aligned}"
     )
 
@@ -149,7 +157,8 @@ def dla_formula(position: int, token: str, terms: Sequence[tuple[str, float]], s
         rf"W_U[:,t]{b_f},\quad \sigma = \sqrt{{\operatorname{{var}}(x_{{{i}}}) + \varepsilon}} "
         rf"= {num(sigma, 4)} \\"
         rf"&= {live} = {num(total, 4)} \\"
-        rf"&\text{{the model's logit: }} {{{num(real, 4)}}},\quad |\Delta| = "
+        + r"&\text{" + tex_escape(_("the model's logit:")) + " } "
+        + rf"{{{num(real, 4)}}},\quad |\Delta| = "
         rf"{num(abs(total - real), 1)}"
         r"\end{aligned}"
     )
@@ -161,4 +170,4 @@ def _term(label: str) -> str:
     >>> _term("b_f"), _term("heads")
     ('b_f', '\\text{heads}')
     """
-    return label if "_" in label else rf"\text{{{label}}}"
+    return label if "_" in label else rf"\text{{{tex_escape(label)}}}"

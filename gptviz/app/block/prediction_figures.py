@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from gptviz.app.shared.heatmaps import axis_labels, label_px
+from gptviz.i18n import _, number
 
 UP, DOWN, TOTAL = "#59a14f", "#e15759", "#4c78a8"  # raises, lowers, the sum
 MAX_BAR_TEXT = 40  # bars up to this many carry their value as text; more: hover only
@@ -128,10 +129,11 @@ def logit_waterfall(labels: Sequence[str], values: Sequence[float], real: float,
     fig.add_hline(y=real, line_dash="dash", line_color="#333")
     fig.add_annotation(xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
                        yshift=2, showarrow=False, name="logit key",
-                       text=f"<b>- - -</b> model's logit {real:.4f}", font=dict(size=12))
+                       text="<b>- - -</b> " + _("model's logit {value}").format(
+                           value=number(real, 4)), font=dict(size=12))
     fig.update_xaxes(type="category", tickangle=-45 if rotated else 0)
     fig.update_yaxes(range=[lo - room * unit, hi + room * unit])
-    fig.update_layout(title=title, yaxis_title="added to the logit", showlegend=False,
+    fig.update_layout(title=title, yaxis_title=_("added to the logit"), showlegend=False,
                       margin=dict(l=10, r=10, t=TOP, b=BOTTOM), height=HEIGHT,
                       meta={"label_px": text_px})  # how far a value label reaches (y, px)
     return fig
@@ -150,8 +152,10 @@ def commitment_strip(layers: Sequence[int], tokens: Sequence[str], predicted: Se
     names = axis_labels(tokens, z.shape[1])
     said = axis_labels(predicted, z.shape[1])
     text = np.array([[_stage(v) for v in z[0]]], dtype=object)
-    where = ["in the embeddings" if v < 0 else f"after block {int(v)}" for v in z[0]]
-    custom = np.array([[f"{t} ({i}) → next: {p}<br>top-1 first equals it {w}"
+    where = [_("in the embeddings") if v < 0 else _("after block {layer}").format(layer=int(v))
+             for v in z[0]]
+    hover = _("{token} ({i}) → next: {predicted}<br>top-1 first equals it {where}")
+    custom = np.array([[hover.format(token=t, i=i, predicted=p, where=w)
                         for i, (t, p, w) in enumerate(zip(names, said, where, strict=True))]],
                       dtype=object)
     ticks = [v - 1 for v in band_starts(n_layer + 1)]  # each shade's first block
@@ -159,13 +163,14 @@ def commitment_strip(layers: Sequence[int], tokens: Sequence[str], predicted: Se
         z=z, text=text, texttemplate="%{text}" if z.shape[1] <= 64 else None,
         customdata=custom, hovertemplate="%{customdata}<extra></extra>",
         colorscale=_steps(n_layer + 1), zmin=-1.5, zmax=n_layer - 0.5, xgap=1,
-        colorbar=dict(title=dict(text="block", side="top"), orientation="h", thickness=10,
+        colorbar=dict(title=dict(text=_("block"), side="top"), orientation="h", thickness=10,
                       len=min(1.0, 0.08 * (n_layer + 1)), x=1.0, xanchor="right", y=1.02,
                       yanchor="bottom", tickvals=ticks, ticktext=[_stage(v) for v in ticks])))
     pos = list(range(z.shape[1]))
     fig.update_xaxes(tickmode="array", tickvals=pos, ticktext=names)
     fig.update_yaxes(showticklabels=False)
-    fig.update_layout(title="commitment: the first block whose logit-lens top-1 is the final one",
+    fig.update_layout(title=_("commitment: the first block whose logit-lens top-1 is the "
+                              "final one"),
                       margin=dict(l=10, r=10, t=90, b=10), height=250)
     return fig
 

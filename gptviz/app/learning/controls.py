@@ -19,11 +19,11 @@ import streamlit as st
 from gptviz.analysis.learning import LearningError, Window, check_position, take_window
 from gptviz.app.learning.figures import window_chips_html
 from gptviz.app.shared.cache import vocab_labels
-from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import cap_text, problem
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.data import CorpusError, bundled_corpora, read_corpus
+from gptviz.i18n import _, ngettext, number
 from gptviz.model import GPT
 from gptviz.model.config import TrainConfig
 from gptviz.tokenizers import TokenizerError
@@ -108,13 +108,13 @@ def split_encode(ckpt: Checkpoint, text: str, corpus: bool) -> tuple[np.ndarray,
     return np.asarray(ids, dtype=np.int32), len(ids) - round(len(ids) * fraction)
 
 
-@st.cache_data(max_entries=8, show_spinner="Encoding the corpus…")
+@st.cache_data(max_entries=8, show_spinner=False)  # the spinner: in source_or_stop
 def _encode_shared(model_key: str, corpus: str, _ckpt: Checkpoint
                    ) -> tuple[np.ndarray, int | None]:
     return split_encode(_ckpt, _text(corpus), True)
 
 
-@st.cache_data(max_entries=3, show_spinner="Encoding the text…", scope="session")
+@st.cache_data(max_entries=3, show_spinner=False, scope="session")
 def _encode_private(model_key: str, text_key: str, corpus: bool, _ckpt: Checkpoint,
                     _text: str) -> tuple[np.ndarray, int | None]:
     return split_encode(_ckpt, _text, corpus)
@@ -126,53 +126,62 @@ def source_or_stop(picked: Picked) -> Source:
     corpus = trained_corpus(ckpt)
     options = [corpus, PASTE] if corpus else [PASTE]
     choice = st.segmented_control(
-        "Text to learn from", options, default=options[0], required=True, key="learn_source",
-        format_func=lambda o: "paste a text" if o == PASTE else f"{o} (the training corpus)")
+        _("Text to learn from"), options, default=options[0], required=True, key="learn_source",
+        format_func=lambda o: _("paste a text") if o == PASTE else _(
+            "{corpus} (the training corpus)").format(corpus=o))
     if choice not in options:
         choice = options[0]
     if choice != PASTE:
         try:
-            if picked.bundled:
-                ids, val_from = _encode_shared(picked.cache_key, choice, ckpt)
-            else:
-                ids, val_from = _encode_private(picked.cache_key, choice, True, ckpt,
-                                                _text(choice))
+            with st.spinner(_("Encoding the corpus…")):
+                if picked.bundled:
+                    ids, val_from = _encode_shared(picked.cache_key, choice, ckpt)
+                else:
+                    ids, val_from = _encode_private(picked.cache_key, choice, True, ckpt,
+                                                    _text(choice))
         except (CorpusError, OSError, TokenizerError) as exc:
-            problem(f"The corpus {choice!r} cannot be used: {exc} Paste a text instead.")
+            problem(_("The corpus {corpus} cannot be used: {reason} Paste a text instead."
+                      ).format(corpus=repr(choice), reason=exc))
             st.stop()
         return Source(choice, ids, val_from)
     if corpus is None:
-        st.info(f"This model's card names no corpus this app has ("
-                f"{ckpt.card.get('corpus', 'none')!r}): paste a text like the one it was "
-                "trained on.", icon=":material/edit_note:")
-    text = cap_text(st.text_area("Text", key="learn_text", height=120,
+        st.info(_("This model's card names no corpus this app has ({corpus}): paste a text "
+                  "like the one it was trained on.").format(
+                      corpus=repr(ckpt.card.get("corpus", "none"))),
+                icon=":material/edit_note:")
+    text = cap_text(st.text_area(_("Text"), key="learn_text", height=120,
                                  value=read_corpus("sample") if "sample" in bundled_corpora()
-                                 else "", help="The window is cut from this text."),
+                                 else "", help=_("The window is cut from this text.")),
                     PASTE_LIMIT)
     if not text.strip():
-        problem("The text is empty: paste a few sentences (at least the window's length, "
-                f"{window_length(ckpt.model)} tokens, plus one).")
+        problem(_("The text is empty: paste a few sentences (at least the window's length, "
+                  "{n} tokens, plus one).").format(n=window_length(ckpt.model)))
         st.stop()
     try:
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        ids, _ = _encode_private(picked.cache_key, key, False, ckpt, text)
+        with st.spinner(_("Encoding the text…")):
+            ids = _encode_private(picked.cache_key, key, False, ckpt, text)[0]
     except TokenizerError as exc:
-        problem(f"This model's tokenizer cannot read the text: {exc}")
+        problem(_("This model's tokenizer cannot read the text: {reason}").format(reason=exc))
         st.stop()
     return Source(PASTE, ids, None)
+
+
+def grouped(n: int) -> str:
+    """A count as the page writes it: thousands grouped in the reader's way (1,024)."""
+    return number(n, 0, grouping=True)
 
 
 def _random_start(last: int) -> None:
     st.session_state["start"] = random.randint(0, max(last, 0))
 
 
-def _url_note(raw: str | None, what: str, value: int | None) -> None:
+def _url_note(raw: str | None, message: str, value: int | None) -> None:
     """Streamlit drops a URL value its widget cannot take (``?t=abc``): say so. ``raw`` is
-    the link's value, read before the widget replaced it."""
+    the link's value, read before the widget replaced it; ``message`` has {raw} and {value}."""
     if raw not in (None, "") and raw != str(value):
-        st.warning(f"The link asks for {what} “{raw}”, which is not a whole number ≥ 0; "
-                   f"using {value if value is not None else 'the default'} instead.",
-                   icon=":material/link_off:")
+        st.warning(message.format(raw=raw, value=value if value is not None else _(
+            "the default")), icon=":material/link_off:")
 
 
 def window_or_stop(picked: Picked, source: Source) -> Window:
@@ -182,31 +191,35 @@ def window_or_stop(picked: Picked, source: Source) -> Window:
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     raw = st.query_params.get("start")
     start = left.number_input(
-        "Window start (a token offset in the text)", min_value=0, value=0, step=1, key="start",
-        bind="query-params",
-        help=f"The window is the N = {n} tokens from here, and the token after them.")
-    right.button("Random window", icon=":material/casino:", on_click=_random_start,
+        _("Window start (a token offset in the text)"), min_value=0, value=0, step=1,
+        key="start", bind="query-params",
+        help=_("The window is the N = {n} tokens from here, and the token after them.").format(
+            n=n))
+    right.button(_("Random window"), icon=":material/casino:", on_click=_random_start,
                  args=(last,), disabled=last < 0)
-    _url_note(raw, "window start", start)
+    _url_note(raw, _("The link asks for window start “{raw}”, which is not a whole number "
+                     "≥ 0; using {value} instead."), start)
     _window_note(picked.checkpoint.model, n)
     if 0 <= last < start:  # past the end: keep the page, take the last window
-        st.warning(f"Window start {int(start):,} is past the end of the text: the last "
-                   f"window starts at {last:,}, so that one is shown. Pick a start from 0 to "
-                   f"{last:,}.", icon=":material/last_page:")
+        st.warning(_("Window start {start} is past the end of the text: the last "
+                     "window starts at {last}, so that one is shown. Pick a start from 0 to "
+                     "{last}.").format(start=grouped(int(start)), last=grouped(last)),
+                   icon=":material/last_page:")
         start = last
     try:
         window = take_window(source.ids, int(start), n)
     except LearningError as exc:
-        problem(f"Cannot cut a window: {exc}")
+        problem(_("Cannot cut a window: {reason}").format(reason=exc))
         st.stop()
     where = ""
     if source.val_from is not None:
-        where = (" It lies in the part of the corpus the model was trained on."
-                 if window.start + n < source.val_from else
-                 f" It reaches into the held-out validation tail (tokens {source.val_from:,} "
-                 "on), which training never used.")
-    st.caption(f"Window {window.start:,} of {last + 1:,} (tokens {window.start:,} to "
-               f"{window.start + n:,} of {len(source.ids):,}).{where}")
+        where = " " + (_("It lies in the part of the corpus the model was trained on.")
+                       if window.start + n < source.val_from else
+                       _("It reaches into the held-out validation tail (tokens {start} on), "
+                         "which training never used.").format(start=grouped(source.val_from)))
+    st.caption(_("Window {start} of {count} (tokens {start} to {end} of {total}).").format(
+        start=grouped(window.start), count=grouped(last + 1), end=grouped(window.start + n),
+        total=grouped(len(source.ids))) + where)
     _unknown_note(picked, window)
     return window
 
@@ -216,15 +229,17 @@ def _window_note(model: GPT, n: int) -> None:
     n_ctx, params = model.config.context_length, model.num_params()
     if n >= n_ctx:
         return
-    cap = (f"a model of more than {BIG_MODEL:,} parameters gets windows of {BIG_WINDOW}"
-           if params > BIG_MODEL else
-           f"windows are at most {WINDOW_TOKENS} tokens, the longest bundled context")
-    st.info(f"Windows here are N = {n} tokens, not this model's full context of {n_ctx:,}: "
-            "every η of the step slider runs the model over the whole window with all "
-            f"{params:,} parameters moved, so {cap}. The numbers at position t do not depend "
-            "on it: L at t reads x_0 … x_t only (the causal mask), so they are what a "
-            f"{n_ctx:,}-token window from the same start gives. Only the mean loss of the "
-            f"“other positions” covers fewer: the other {n - 1} of this window.",
+    cap = (_("a model of more than {big} parameters gets windows of {n}").format(
+        big=grouped(BIG_MODEL), n=BIG_WINDOW) if params > BIG_MODEL else
+           _("windows are at most {n} tokens, the longest bundled context").format(
+               n=WINDOW_TOKENS))
+    st.info(_("Windows here are N = {n} tokens, not this model's full context of {context}: "
+              "every η of the step slider runs the model over the whole window with all "
+              "{params} parameters moved, so {why}. The numbers at position t do not depend "
+              "on it: L at t reads x_0 … x_t only (the causal mask), so they are what a "
+              "{context}-token window from the same start gives. Only the mean loss of the "
+              "“other positions” covers fewer: the other {rest} of this window.").format(
+                  n=n, context=grouped(n_ctx), params=grouped(params), why=cap, rest=n - 1),
             icon=":material/crop:")
 
 
@@ -232,9 +247,12 @@ def _unknown_note(picked: Picked, window: Window) -> None:
     unk = picked.checkpoint.tokenizer.special_tokens.get(UNK)
     count = sum(i == unk for i in (*window.x, window.y[-1])) if unk is not None else 0
     if count:
-        st.warning(f"{counted(count, 'token')} of this window {agree(count, 'is', 'are')} "
-                   f"{UNK}: text this model's vocabulary does not have. Its predictions "
-                   "there mean little; try another window or text.", icon=":material/help:")
+        st.warning(ngettext(
+            "{n} token of this window is {unk}: text this model's vocabulary does not have. "
+            "Its predictions there mean little; try another window or text.",
+            "{n} tokens of this window are {unk}: text this model's vocabulary does not have. "
+            "Its predictions there mean little; try another window or text.", count).format(
+                n=grouped(count), unk=UNK), icon=":material/help:")
 
 
 def position_or_stop(picked: Picked, window: Window, typical: int) -> int:
@@ -242,16 +260,18 @@ def position_or_stop(picked: Picked, window: Window, typical: int) -> int:
     prediction of median loss."""
     raw = st.query_params.get("t")
     t = st.number_input(
-        "Target position t", min_value=0, value=None, step=1, key="t", bind="query-params",
-        placeholder=f"{typical} (a typical prediction: the median loss of this window)",
-        help="The model reads x_0 … x_t and is scored on the token that follows x_t. Empty: "
-             "the position whose loss is the window's median.")
-    _url_note(raw, "target position", t)
+        _("Target position t"), min_value=0, value=None, step=1, key="t", bind="query-params",
+        placeholder=_("{t} (a typical prediction: the median loss of this window)").format(
+            t=typical),
+        help=_("The model reads x_0 … x_t and is scored on the token that follows x_t. Empty: "
+               "the position whose loss is the window's median."))
+    _url_note(raw, _("The link asks for target position “{raw}”, which is not a whole number "
+                     "≥ 0; using {value} instead."), t)
     t = typical if t is None else int(t)
     try:
         check_position(t, window)
     except LearningError as exc:
-        problem(f"The {exc}")
+        problem(str(exc))  # a whole sentence: "The target position … is out of range …"
         st.stop()
     labels = vocab_labels(picked)
     st.html(window_chips_html([labels[i] for i in (*window.x, window.y[-1])], t))

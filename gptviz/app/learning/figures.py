@@ -15,11 +15,13 @@ import numpy as np
 from gptviz.app.shared.chips import CHIP_CSS, PALETTE, chip
 from gptviz.app.shared.heatmaps import as_float32
 from gptviz.app.speedups.svgplot import Series, SvgChart, bar_chart, line_chart
+from gptviz.i18n import N_, _
 
 TARGET, OTHER, FADED = "#d62728", "#1f77b4", "#9aa3b2"
 # The bar chart's order: outside the blocks first and last, a block's parts in forward order.
 COMPONENTS = ("E", "P", "LN₁", "W_Q", "W_K", "W_V", "W_O", "LN₂", "W₁", "W₂", "biases",
               "LN_f", "W_U")
+WORDS = {"biases": N_("biases")}  # the one component named by a word, not a symbol
 LAYER_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
                  "#17becf", "#bcbd22")  # a block each, while the blocks are at most this many
 # More blocks than colours (GPT-2 small has 12, GPT-2 XL 48): the blocks go along the axis,
@@ -38,6 +40,17 @@ color:#4d5565;margin-top:4px}
 """
 
 
+def group_name(label: str) -> str:
+    """A parameter group or component as the page writes it ("L0 biases": its word in the
+    reader's language; symbols as they are).
+
+    >>> group_name("L1 biases"), group_name("W_Q")
+    ('L1 biases', 'W_Q')
+    """
+    head, _sep, last = label.rpartition(" ")
+    return head + _sep + _(WORDS[last]) if last in WORDS else label
+
+
 def window_chips_html(labels: Sequence[str], position: int) -> str:
     """The N + 1 tokens of a window: x_0 … x_t read by the prediction, the target y = x_{t+1}
     outlined, later tokens faded (the causal mask hides them from this prediction).
@@ -47,17 +60,20 @@ def window_chips_html(labels: Sequence[str], position: int) -> str:
     (2, 2)
     """
     parts = [CHIP_CSS, WINDOW_CSS, '<div class="gv-chips">']
+    read, target = _("x_{i}: read by the prediction"), _("y = x_{i}: the token to predict")
+    later = _("after the target: not seen by this prediction")
     for i, label in enumerate(labels):
         if i <= position:
-            classes, under, tip = "", i, f"x_{i}: read by the prediction"
+            classes, under, tip = "", i, read.format(i=i)
         elif i == position + 1:
-            classes, under, tip = "gv-target", "y", f"y = x_{i}: the token to predict"
+            classes, under, tip = "gv-target", "y", target.format(i=i)
         else:
-            classes, under, tip = "gv-later", i, "after the target: not seen by this prediction"
+            classes, under, tip = "gv-later", i, later
         parts.append(chip(label, under, PALETTE[i % len(PALETTE)], tip, classes))
     parts.append("</div>")
-    parts.append(f'<div class="gv-window-key">The model reads positions 0 to {position} '
-                 f"and is scored on the outlined token y; the faded tokens come later.</div>")
+    parts.append('<div class="gv-window-key">' + _(
+        "The model reads positions 0 to {position} and is scored on the outlined token y; "
+        "the faded tokens come later.").format(position=position) + "</div>")
     return "".join(parts)
 
 
@@ -86,8 +102,9 @@ def logit_gradient_figure(ids: Sequence[int], labels: Sequence[str], grad: np.nd
     hover = tuple(f"{n}\n∂L/∂z = {float(v):.4f}" for n, v in zip(names, values, strict=True))
     bars = Series("∂L/∂z", "bar", tuple(names), tuple(float(v) for v in values),
                   colour=OTHER, colours=colours, hover=hover)
-    return bar_chart(names, [bars], title="∂L/∂z = P − e_y: the most probable tokens and "
-                     "the target y", y_title="∂L/∂zᵢ", zero_line=True, height=340,
+    return bar_chart(names, [bars], title=_("∂L/∂z = P − e_y: the most probable tokens and "
+                                            "the target y"), y_title="∂L/∂zᵢ", zero_line=True,
+                     height=340,
                      legend=False)
 
 
@@ -107,19 +124,22 @@ def gradient_norms_figure(components: Sequence[str], layers: Sequence[int | None
         return blocks_by_component(components, layers, norms)
     order = [c for c in COMPONENTS if c in components]
     order += [c for c in dict.fromkeys(components) if c not in order]
+    shown = {c: group_name(c) for c in order}  # the categories as the reader reads them
     series = []
     for layer in [None, *blocks]:
         rows = [k for k, ly in enumerate(layers) if ly == layer]
         rows.sort(key=lambda k: order.index(components[k]))
-        name = "outside the blocks" if layer is None else f"block {layer}"
+        name = _("outside the blocks") if layer is None else _("block {layer}").format(
+            layer=layer)
         colour = OUTSIDE if layer is None else LAYER_COLOURS[blocks.index(layer)]
         values = [float(v) for v in as_float32(norms[rows])]
-        series.append(Series(name, "bar", tuple(components[k] for k in rows), tuple(values),
-                             colour=colour, hover=tuple(
-                                 f"{name}, {components[k]}\n‖g‖ = {v:.3g}"
+        series.append(Series(name, "bar", tuple(shown[components[k]] for k in rows),
+                             tuple(values), colour=colour, hover=tuple(
+                                 f"{name}, {shown[components[k]]}\n‖g‖ = {v:.3g}"
                                  for k, v in zip(rows, values, strict=True))))
-    return bar_chart(order, series, title="‖∂L/∂θ‖ per block and component",
-                     y_title="gradient norm (log scale)", log_y=True, height=380)
+    return bar_chart([shown[c] for c in order], series,
+                     title=_("‖∂L/∂θ‖ per block and component"),
+                     y_title=_("gradient norm (log scale)"), log_y=True, height=380)
 
 
 def blocks_by_component(components: Sequence[str], layers: Sequence[int | None],
@@ -151,17 +171,19 @@ def blocks_by_component(components: Sequence[str], layers: Sequence[int | None],
     def bars(name: str, rows: list[int], xs: list[str], colour: str) -> Series:
         values = tuple(float(v) for v in as_float32(norms[rows]))
         return Series(name, "bar", tuple(xs), values, colour=colour, hover=tuple(
-            f"{x}, {components[k]}\n‖g‖ = {v:.3g}" for k, x, v in zip(rows, xs, values,
-                                                                     strict=True)))
+            f"{x}, {group_name(components[k])}\n‖g‖ = {v:.3g}"
+            for k, x, v in zip(rows, xs, values, strict=True)))
 
-    series = [bars("outside the blocks", outside, [components[k] for k in outside], OUTSIDE)]
+    block = _("block {layer}")
+    series = [bars(_("outside the blocks"), outside, [components[k] for k in outside], OUTSIDE)]
     for colour, part in zip(COMPONENT_COLOURS, inside, strict=False):
         rows = sorted((k for k, c in enumerate(components)
                        if c == part and layers[k] is not None), key=lambda k: layers[k])
-        series.append(bars(part, rows, [f"block {layers[k]}" for k in rows], colour))
-    return bar_chart([*first, *(f"block {b}" for b in blocks), *last], series,
-                     title="‖∂L/∂θ‖ per block (along the axis) and component (colour)",
-                     y_title="gradient norm (log scale)", log_y=True, height=420)
+        series.append(bars(group_name(part), rows,
+                           [block.format(layer=layers[k]) for k in rows], colour))
+    return bar_chart([*first, *(block.format(layer=b) for b in blocks), *last], series,
+                     title=_("‖∂L/∂θ‖ per block (along the axis) and component (colour)"),
+                     y_title=_("gradient norm (log scale)"), log_y=True, height=420)
 
 
 def step_profile_figure(etas: Sequence[float], after: Sequence[float], rest: Sequence[float],
@@ -189,29 +211,31 @@ def step_profile_figure(etas: Sequence[float], after: Sequence[float], rest: Seq
     first = loss0 - eta * grad_sq
     second = first + 0.5 * eta**2 * curvature
     series = [
-        Series("L at position t after the step", "line", x, ys(after_a), colour=TARGET,
-               width=3, marker="circle", hover=hover("L at position t", after_a)),
-        Series("first order: L − η‖g‖²", "line", x, ys(first), colour="#444", dash="dash",
-               hover=hover("first order", first)),
-        Series("second order: + ½η² gᵀHg", "line", x, ys(second), colour="#444", dash="dot",
-               hover=hover("second order", second)),
-        Series("mean L of the other positions", "line", x, ys(rest_a), colour=FADED,
-               marker="circle", hover=hover("other positions", rest_a)),
+        Series(_("L at position t after the step"), "line", x, ys(after_a), colour=TARGET,
+               width=3, marker="circle", hover=hover(_("L at position t"), after_a)),
+        Series(_("first order: L − η‖g‖²"), "line", x, ys(first), colour="#444", dash="dash",
+               hover=hover(_("first order"), first)),
+        Series(_("second order: + ½η² gᵀHg"), "line", x, ys(second), colour="#444",
+               dash="dot", hover=hover(_("second order"), second)),
+        Series(_("mean L of the other positions"), "line", x, ys(rest_a), colour=FADED,
+               marker="circle", hover=hover(_("other positions"), rest_a)),
     ]
     off = np.isfinite(after_a) & (after_a > top)
     if off.any():
-        series.append(Series("above the chart", "markers", tuple(float(v) for v in eta[off]),
+        series.append(Series(_("above the chart"), "markers", tuple(float(v) for v in eta[off]),
                              (0.97 * top,) * int(off.sum()), colour=TARGET,
                              marker="triangle-up", hover=tuple(
                                  f"η = {e:.0e}: L = {v:.3g}"
                                  for e, v in zip(eta[off], after_a[off], strict=True))))
     bad = ~np.isfinite(after_a)
     if bad.any():
-        series.append(Series("NaN: the step overflowed", "markers",
+        series.append(Series(_("NaN: the step overflowed"), "markers",
                              tuple(float(v) for v in eta[bad]), (0.95 * top,) * int(bad.sum()),
                              colour="black", marker="x", hover=tuple(
-                                 f"η = {e:.0e}: L is NaN" for e in eta[bad])))
+                                 _("η = {eta}: L is NaN").format(eta=f"{e:.0e}")
+                                 for e in eta[bad])))
     vlines = ((float(chosen), OTHER, f"η = {chosen:g}"),) if chosen else ()
-    return line_chart(series, title="The loss after one step θ − η g, for every η of the slider",
-                      x_title="learning rate η (log scale)", y_title="loss (nats)",
+    return line_chart(series, title=_("The loss after one step θ − η g, for every η of the "
+                                      "slider"),
+                      x_title=_("learning rate η (log scale)"), y_title=_("loss (nats)"),
                       log_x=True, y_range=(0.0, top), vlines=vlines, height=420)

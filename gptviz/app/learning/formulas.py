@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 
-from gptviz.app.shared.tex import num, tex_text
+from gptviz.app.shared.tex import num, tex_escape, tex_text
+from gptviz.i18n import _, pgettext
 
 
 def sci(v: float, digits: int = 3) -> str:
@@ -54,11 +55,11 @@ def logit_gradient_latex(target: str, p_target: float, other: str | None, p_othe
     """
     lines = [rf"\frac{{\partial L}}{{\partial z_{{{tex_text(target, 12)}}}}} &= P(y) - 1 = "
              rf"{num(p_target, 4)} - 1 = {num(p_target - 1, 4)} && "
-             rf"\text{{autograd: }} {num(auto_target, 4)}"]
+             + r"\text{" + tex_escape(_("autograd:")) + " } " + num(auto_target, 4)]
     if other is not None:
         lines.append(rf"\frac{{\partial L}}{{\partial z_{{{tex_text(other, 12)}}}}} &= "
                      rf"P_{{{tex_text(other, 12)}}} - 0 = {num(p_other, 4)} && "
-                     r"\text{the most probable other token}")
+                     + r"\text{" + tex_escape(_("the most probable other token")) + "}")
     return r"\begin{aligned}" + r"\\".join(lines) + r"\end{aligned}"
 
 
@@ -72,8 +73,8 @@ def chain_rule_latex(n_layer: int) -> str:
             r"\frac{\partial z}{\partial h^{(" + str(n_layer) + r")}}\,\frac{\partial h^{("
             + str(n_layer) + r")}}{\partial h^{(" + str(n_layer - 1) + r")}}\cdots"
             r"\frac{\partial h^{(\ell+1)}}{\partial \theta}\qquad"
-            r"\|g\|^2 = \sum_{\text{groups}} \Big\|\frac{\partial L}{\partial \theta_{\text"
-            r"{group}}}\Big\|^2")
+            r"\|g\|^2 = \sum_{\text{" + tex_escape(_("groups")) + r"}} \Big\|\frac{\partial L}"
+            r"{\partial \theta_{\text{" + tex_escape(_("group")) + r"}}}\Big\|^2")
 
 
 def sgd_latex(eta: float, grad_sq: float, curvature: float, real: float,
@@ -93,12 +94,12 @@ def sgd_latex(eta: float, grad_sq: float, curvature: float, real: float,
         rf"\theta' &= \theta - \eta\, g, \qquad \eta = {sci(eta)},\quad "
         rf"\|g\|^2 = {sci(grad_sq, 4)},\quad g^\top H g = {sci(curvature, 4)}\\"
         rf"\Delta L &\approx -\eta \|g\|^2 = {sci(first, 4)}"
-        r"&&\text{first order}\\"
+        r"&&\text{" + tex_escape(_("first order")) + r"}\\"
         rf"\Delta L &\approx -\eta \|g\|^2 + \tfrac12 \eta^2\, g^\top H g = {sci(second, 4)}"
-        r"&&\text{second order}\\"
+        r"&&\text{" + tex_escape(_("second order")) + r"}\\"
         rf"\Delta L &= L(\theta') - L(\theta) = {sci(real, 4)} && "
-        rf"\text{{real, {'float64' if precise else 'float32'}}}"
-        r"\end{aligned}"
+        r"\text{" + tex_escape(_("real, {precision}").format(
+            precision="float64" if precise else "float32")) + r"}\end{aligned}"
     )
 
 
@@ -112,6 +113,8 @@ def central_difference_latex(eps: float) -> str:
     shown = f"10^{{{power}}}" if math.isclose(eps, 10.0**power) else sci(eps)
     return (r"\frac{\partial L}{\partial \theta_i} \approx "
             r"\frac{L(\theta + \varepsilon e_i) - L(\theta - \varepsilon e_i)}{2\varepsilon},"
-            rf"\qquad \varepsilon = {shown},\qquad \text{{error}} \approx "
-            r"\underbrace{O(\varepsilon^2)}_{\text{curvature}} + "
-            r"\underbrace{O(u\,L/\varepsilon)}_{\text{rounding, } u = 2^{-53}}")
+            rf"\qquad \varepsilon = {shown},\qquad "
+            r"\text{" + tex_escape(pgettext("finite difference", "error")) + r"} \approx "
+            r"\underbrace{O(\varepsilon^2)}_{\text{" + tex_escape(_("curvature")) + "}} + "
+            r"\underbrace{O(u\,L/\varepsilon)}_{\text{" + tex_escape(_("rounding,"))
+            + r" } u = 2^{-53}}")

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from gptviz import i18n
 from gptviz.analysis import replay
 from gptviz.analysis.learning import Window
 from gptviz.app.attention.figures import attention_grid
@@ -27,6 +28,7 @@ from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.widgets import plot, text_block
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.generation.sampling import generate
+from gptviz.i18n import _, number, pgettext
 from gptviz.model.names import act_name
 from gptviz.tokenizers.readable import readable_decode
 
@@ -74,7 +76,7 @@ def _patterns(ckpt: Checkpoint, step: int, ids: Sequence[int]) -> np.ndarray:
     """Every head's pattern on ``ids`` at ``step`` (L, H, T, T)."""
     names = [act_name("pattern", ly) for ly in range(ckpt.config.n_layer)]
     with torch.no_grad():
-        _, cache = replay.model_at(ckpt, step).run_with_cache(list(ids), names_filter=names)
+        cache = replay.model_at(ckpt, step).run_with_cache(list(ids), names_filter=names)[1]
     return torch.stack([cache[n][0] for n in names]).float().numpy()
 
 
@@ -85,13 +87,15 @@ def loss_figure(evals: Sequence[dict], step: int) -> go.Figure:
     0
     """
     fig = go.Figure()
-    for key, name in (("train_loss", "train"), ("val_loss", "validation")):
+    for key, name in (("train_loss", _("train")), ("val_loss", _("validation"))):
         pts = [(e["step"], e[key]) for e in evals if e.get(key) is not None]
         if pts:
             fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts],
                                      mode="lines+markers", name=name))
-    fig.update_layout(title=f"Loss over training (marker: step {step:,})", height=300,
-                      xaxis_title="step", yaxis_title="cross-entropy loss (nats)",
+    fig.update_layout(title=_("Loss over training (marker: step {step})").format(
+                          step=number(step, 0, grouping=True)), height=300,
+                      xaxis_title=pgettext("training", "step"),
+                      yaxis_title=_("cross-entropy loss (nats)"),
                       margin=MARGIN | dict(r=LEGEND_R), shapes=[marker(step)])
     return fig
 
@@ -101,13 +105,14 @@ def induction_figure(evals: Sequence[dict], step: int) -> go.Figure:
     pts = [(e["step"], e["induction_score"]) for e in evals
            if e.get("induction_score") is not None]
     fig = go.Figure(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts],
-                               mode="lines+markers", name="induction score",
+                               mode="lines+markers", name=_("induction score"),
                                line_color="#2ca02c"))
     # the score's whole scale, 0 to 1: scaled to the data, noise of 0.01 looked like the
     # phase change
     top = max([1.0, *(p[1] for p in pts)])
-    fig.update_layout(title="Induction score over training", height=300, xaxis_title="step",
-                      yaxis=dict(title="score", range=[0, top * 1.02]), margin=MARGIN,
+    fig.update_layout(title=_("Induction score over training"), height=300,
+                      xaxis_title=pgettext("training", "step"),
+                      yaxis=dict(title=_("score"), range=[0, top * 1.02]), margin=MARGIN,
                       shapes=[marker(step)])
     return fig
 
@@ -126,7 +131,7 @@ def embedding_figure(coords: np.ndarray, labels: Sequence[str], shown: Sequence[
     fixed axis ``ranges``."""
     cls = go.Scattergl if len(coords) > WEBGL_ABOVE else go.Scatter  # WebGL: big |V| only
     fig = go.Figure(cls(
-        x=coords[:, 0], y=coords[:, 1], mode="markers", name="all tokens",
+        x=coords[:, 0], y=coords[:, 1], mode="markers", name=_("all tokens"),
         marker=dict(size=4, color="#bbbbbb"), text=list(labels),
         hovertemplate="%{text}<extra></extra>"))
     ids = list(shown)
@@ -135,18 +140,20 @@ def embedding_figure(coords: np.ndarray, labels: Sequence[str], shown: Sequence[
     # in one small cloud); hover names every one
     where = place_labels(coords[ids], texts, *ranges, height=EMBED_H - MARGIN["t"] - MARGIN["b"])
     fig.add_trace(go.Scatter(
-        x=coords[ids, 0], y=coords[ids, 1], mode="markers+text", name="the window's tokens",
+        x=coords[ids, 0], y=coords[ids, 1], mode="markers+text", name=_("the window's tokens"),
         marker=dict(size=8, color="#d62728"), text=[t if w else "" for t, w in zip(
             texts, where, strict=True)], customdata=texts,
         textposition=[w or "top center" for w in where],
         hovertemplate="%{customdata}<extra></extra>"))
     shown_n = sum(w is not None for w in where)
-    fig.update_layout(title=f"Embeddings E at step {step} on the final model's PCA axes"
-                      + (f" ({shown_n} of {len(ids)} tokens labelled)" if shown_n < len(ids)
-                         else ""),
+    fig.update_layout(title=(_("Embeddings E at step {step} on the final model's PCA axes "
+                               "({shown} of {n} tokens labelled)") if shown_n < len(ids) else
+                             _("Embeddings E at step {step} on the final model's PCA axes")
+                             ).format(step=step, shown=shown_n, n=len(ids)),
                       height=EMBED_H, margin=MARGIN, showlegend=False,
-                      xaxis=dict(range=list(ranges[0]), title=f"PC 1 ({ratio[0]:.0%} of the "
-                                 "final variance)"),
+                      xaxis=dict(range=list(ranges[0]), title=_(
+                          "PC 1 ({share} of the final variance)").format(
+                              share=f"{ratio[0]:.0%}")),
                       yaxis=dict(range=list(ranges[1]), title=f"PC 2 ({ratio[1]:.0%})"))
     return fig
 
@@ -166,17 +173,18 @@ def replay_view(picked: Picked, window: Window) -> None:
     final = replay.final_step(ckpt.card)
     steps = replay.replay_steps(ckpt)
     if len(steps) == 1:
-        st.info("Nothing to replay: this model's card records no training steps and it has no "
-                "snapshots (a model trained elsewhere, such as GPT-2 from Hugging Face, comes "
-                "with its final weights only). The other pages show the model as it is. To "
-                "replay a run, train a model on the **Training** page: runs trained there "
-                "keep snapshots.", icon=":material/history:")
+        st.info(_("Nothing to replay: this model's card records no training steps and it has "
+                  "no snapshots (a model trained elsewhere, such as GPT-2 from Hugging Face, "
+                  "comes with its final weights only). The other pages show the model as it "
+                  "is. To replay a run, train a model on the **Training** page: runs trained "
+                  "there keep snapshots."), icon=":material/history:")
         return
     if not ckpt.snapshots:
-        st.info("This checkpoint has no snapshots of its training, so only its start (step 0, "
-                f"the seed's initialisation) and its end (step {final:,}) can be compared. "
-                "To replay a run, train a model on the **Training** page: runs trained there "
-                "keep snapshots.", icon=":material/history:")
+        st.info(_("This checkpoint has no snapshots of its training, so only its start (step "
+                  "0, the seed's initialisation) and its end (step {final}) can be compared. "
+                  "To replay a run, train a model on the **Training** page: runs trained there "
+                  "keep snapshots.").format(final=number(final, 0, grouping=True)),
+                icon=":material/history:")
     _steps_view(picked, window, steps, evals, final)
 
 
@@ -185,37 +193,41 @@ def _steps_view(picked: Picked, window: Window, steps: Sequence[int], evals: Seq
                 final: int) -> None:
     """The step slider and everything drawn at its step. A fragment: moving the slider
     reruns this part only, not the page above it; each step's figures are built once."""
-    step = st.select_slider("Training step", steps, value=steps[-1], key="replay_step",
-                            bind="query-params", format_func=lambda s: f"{s:,}")
-    where = ("the seed's initialisation, before any step" if step == 0 and final != 0 else
-             "the checkpoint's own weights" if step == final else
-             "a snapshot kept during training (float16)")
-    st.markdown(f"**Step {step:,}**: {where}.")
-    loss, score, pca, grid = cached_figure(picked, "replay-step", (step, window.x),
-                                           lambda: _step_figures(picked, window, step, evals))
+    step = st.select_slider(_("Training step"), steps, value=steps[-1], key="replay_step",
+                            bind="query-params",
+                            format_func=lambda s: number(s, 0, grouping=True))
+    where = (_("**Step {step}**: the seed's initialisation, before any step.")
+             if step == 0 and final != 0 else
+             _("**Step {step}**: the checkpoint's own weights.") if step == final else
+             _("**Step {step}**: a snapshot kept during training (float16)."))
+    st.markdown(where.format(step=number(step, 0, grouping=True)))
+    loss, score, pca, grid = cached_figure(
+        picked, "replay-step", (step, window.x, i18n.current()),
+        lambda: _step_figures(picked, window, step, evals))
     left, right = st.columns(2)
     if loss is not None:
         plot(loss, key="replay_loss", container=left)
     else:
-        left.info("The card records no losses during training.", icon=":material/show_chart:")
+        left.info(_("The card records no losses during training."),
+                  icon=":material/show_chart:")
     if score is not None:
         plot(score, key="replay_induction", container=right)
-        right.caption("The mean attention a repeated token pays to the token after its "
-                      "first copy, as the trainer measured it. A sharp rise is the phase "
-                      "change in which an induction head forms; the loss often bends there.")
+        right.caption(_("The mean attention a repeated token pays to the token after its "
+                        "first copy, as the trainer measured it. A sharp rise is the phase "
+                        "change in which an induction head forms; the loss often bends there."))
     else:
-        right.info("The card has no induction score over training (only runs on the "
-                   "induction task record one).", icon=":material/info:")
+        right.info(_("The card has no induction score over training (only runs on the "
+                     "induction task record one)."), icon=":material/info:")
     plot(pca, key="replay_pca")
-    st.caption(
+    st.caption(_(
         "Each point is a row of E (one token). The two axes are fitted once, on the final "
         "model's E, and every step's E is projected on them with the same centring and "
         "fixed ranges: a point that moves between steps moved in the model. Red points are "
         "the tokens of the window. At step 0 E is random, so the points sit in a cloud. The "
         "special tokens (BOS, EOS, UNK, PAD) are left out: training never feeds them, so "
-        "their rows only drift, together, far from the rest.")
-    st.markdown("**Every head's attention on the window** (layers down, heads across; "
-                "rows are queries, columns the keys they read)")
+        "their rows only drift, together, far from the rest."))
+    st.markdown(_("**Every head's attention on the window** (layers down, heads across; "
+                  "rows are queries, columns the keys they read)"))
     plot(grid, key="replay_grid")
     _sample_view(picked, window, step)
 
@@ -242,12 +254,15 @@ def _step_figures(picked: Picked, window: Window, step: int, evals: Sequence[dic
 def _sample_view(picked: Picked, window: Window, step: int) -> None:
     tok = picked.checkpoint.tokenizer
     p, repeat, sample = _sample(picked, step, tuple(window.x))
-    st.markdown(f"**Greedy sample** ({SAMPLE_TOKENS} tokens at temperature 0, after the "
-                f"window's first {p} tokens" + (", up to the first token of a stretch the "
-                "window repeats)" if repeat else ")"))
+    st.markdown((_("**Greedy sample** ({n} tokens at temperature 0, after the window's first "
+                   "{p} tokens, up to the first token of a stretch the window repeats)")
+                 if repeat else
+                 _("**Greedy sample** ({n} tokens at temperature 0, after the window's first "
+                   "{p} tokens)")).format(n=SAMPLE_TOKENS, p=p))
     text_block(readable_decode(tok, list(window.x[:p])) + " ⟶ "
                + readable_decode(tok, sample.tolist()))
-    st.caption("The arrow separates the prompt from what the model wrote."
-               + (" The window goes on to repeat an earlier stretch: a model that has learned "
-                  "to copy (an induction head) writes the rest of it." if repeat else "")
-               + " Bytes that are no whole character are shown as ‹e2 80›.")
+    st.caption(" ".join(
+        [_("The arrow separates the prompt from what the model wrote.")]
+        + ([_("The window goes on to repeat an earlier stretch: a model that has learned "
+              "to copy (an induction head) writes the rest of it.")] if repeat else [])
+        + [_("Bytes that are no whole character are shown as ‹e2 80›.")]))

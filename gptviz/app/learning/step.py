@@ -17,6 +17,7 @@ from gptviz.app.learning import formulas as tex
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import chart, problem
+from gptviz.i18n import _, separators
 
 # The slider's learning rates: 0, the range where steps behave, then absurd ones that
 # overshoot and finally overflow float32, so that a student can see each regime.
@@ -29,6 +30,18 @@ BIG = 1e5  # beyond this a loss or a change is written in scientific notation (a
 FIRST_ORDER_GAP = 0.10  # |real − predicted| / |predicted| under which the line "matches"
 
 
+def fmt(x: float, spec: str) -> str:
+    """``format(x, spec)`` with the reader's decimal sign (a number in prose: ``.3g``,
+    ``.1e``, ``.0%``…; ``number`` writes the fixed-point ones).
+
+    >>> fmt(0.000123, ".3g"), fmt(0.055, ".0%")
+    ('0.000123', '6%')
+    """
+    text = format(x, spec)
+    dec = separators()[0]
+    return text if dec == "." else text.replace(".", dec)
+
+
 def eta_label(v: float) -> str:
     """η as the slider shows it.
 
@@ -37,19 +50,19 @@ def eta_label(v: float) -> str:
     """
     if v == 0:
         return "0"
-    return f"{v:g}" if 1e-3 <= v < 1e4 else f"{v:.0e}"
+    return fmt(v, "g") if 1e-3 <= v < 1e4 else fmt(v, ".0e")
 
 
 def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
-    st.markdown("#### 4. One step of gradient descent (SGD)")
+    st.markdown(_("#### 4. One step of gradient descent (SGD)"))
     eta = st.select_slider(
-        "Learning rate η", ETAS, value=DEFAULT_ETA, key="learn_eta", bind="query-params",
+        _("Learning rate η"), ETAS, value=DEFAULT_ETA, key="learn_eta", bind="query-params",
         format_func=eta_label,
-        help="How far to move against the gradient: θ' = θ − η g. The model shown to "
-             "everyone never changes; the step is taken on a private copy.")
+        help=_("How far to move against the gradient: θ' = θ − η g. The model shown to "
+               "everyone never changes; the step is taken on a private copy."))
     if eta == 0:
-        st.info("η = 0: the step θ − 0 · g leaves every parameter where it is, so P(y) and L "
-                "cannot change. Move the slider to the right to take a step.",
+        st.info(_("η = 0: the step θ − 0 · g leaves every parameter where it is, so P(y) and L "
+                  "cannot change. Move the slider to the right to take a step."),
                 icon=":material/pause_circle:")
     else:
         s = m.step(eta)
@@ -58,11 +71,12 @@ def step_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
             _before_after(m, s, vocab)
             _verdict(m, s)
         else:
-            problem(f"With η = {eta_label(eta)} the step overflows: the weights move so far "
-                    "that the forward pass exceeds float32's range (≈ 3.4 × 10³⁸ becomes ∞, "
-                    "and ∞ − ∞ is NaN), so the loss is NaN, not a number. A training run "
-                    "would stay NaN from here on. Lower η by many orders of magnitude "
-                    f"(try {eta_label(DEFAULT_ETA)}).")
+            problem(_("With η = {eta} the step overflows: the weights move so far "
+                      "that the forward pass exceeds float32's range (≈ 3.4 × 10³⁸ becomes ∞, "
+                      "and ∞ − ∞ is NaN), so the loss is NaN, not a number. A training run "
+                      "would stay NaN from here on. Lower η by many orders of magnitude "
+                      "(try {default}).").format(eta=eta_label(eta),
+                                                 default=eta_label(DEFAULT_ETA)))
     steps = [s for s in m.steps if s.eta <= max(CHART_ETA, eta)]  # the slider's far end
     chart(fg.step_profile_figure([s.eta for s in steps], [s.loss for s in steps],
                                  [s.rest_loss for s in steps], m.loss, m.rest_loss, m.grad_sq,
@@ -80,7 +94,7 @@ def change(x: float, decimals: int = 4) -> str | None:
     """
     if x == 0:
         return None
-    return f"{x:+.{decimals}f}" if round(x, decimals) != 0 and abs(x) < BIG else f"{x:+.1e}"
+    return fmt(x, f"+.{decimals}f") if round(x, decimals) != 0 and abs(x) < BIG else fmt(x, "+.1e")
 
 
 def p_change(d: float) -> str | None:
@@ -101,29 +115,31 @@ def loss_text(x: float) -> str:
     >>> loss_text(2.34567), loss_text(6889450741211429.0)
     ('2.3457', '6.89e+15')
     """
-    return f"{x:.4f}" if abs(x) < BIG else f"{x:.3g}"
+    return fmt(x, ".4f") if abs(x) < BIG else fmt(x, ".3g")
 
 
 def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
     cols = st.columns(5)
-    cols[0].metric("P(y) after", percent(s.p_target, 3), p_change(s.p_target - m.p_target))
+    cols[0].metric(_("P(y) after"), percent(s.p_target, 3), p_change(s.p_target - m.p_target))
     # max: float32 gives a certain P(y) a loss of −0.0 or −1e-7, which would read "-0.0000"
-    cols[1].metric("L after", f"{max(0.0, s.loss):.4f}", change(s.change),
+    cols[1].metric(_("L after"), fmt(max(0.0, s.loss), ".4f"), change(s.change),
                    delta_color="inverse")
     # '#': three significant digits kept, so the two stand side by side (-0.00580, -0.00588)
-    cols[2].metric("real ΔL", f"{s.change:+#.3g}", help=(
-        "L(θ') − L(θ) computed in float64: in float32 (the model's own precision) the "
-        "rounding of L, about 1e-7 × L, would be a visible part of a change this small."
-        if s.precise else "L(θ') − L(θ) as the model computes it, in float32: its rounding "
-        "(about 1e-7 × L) is far below a change this large."))
-    cols[3].metric("first order −η‖g‖²", f"{-s.eta * m.grad_sq:+#.3g}")
+    cols[2].metric(_("real ΔL"), fmt(s.change, "+#.3g"), help=(
+        _("L(θ') − L(θ) computed in float64: in float32 (the model's own precision) the "
+          "rounding of L, about 1e-7 × L, would be a visible part of a change this small.")
+        if s.precise else _("L(θ') − L(θ) as the model computes it, in float32: its rounding "
+                            "(about 1e-7 × L) is far below a change this large.")))
+    cols[3].metric(_("first order −η‖g‖²"), fmt(-s.eta * m.grad_sq, "+#.3g"))
     if math.isfinite(m.rest_loss):
-        cols[4].metric("other positions: mean L", loss_text(s.rest_loss),
+        cols[4].metric(_("other positions: mean L"), loss_text(s.rest_loss),
                        change(s.rest_loss - m.rest_loss), delta_color="inverse")
     top = vocab[s.top] if s.top >= 0 else "?"
-    st.caption(f"Before the step P(y) = {percent(m.p_target, 3)}; after it "
-               f"{percent(s.p_target, 3)}. The most probable next token is now “{top}”"
-               + (" — the target." if s.top == m.target else "."))
+    st.caption((_("Before the step P(y) = {before}; after it {after}. The most probable next "
+                   "token is now “{top}” — the target.") if s.top == m.target else
+                _("Before the step P(y) = {before}; after it {after}. The most probable next "
+                  "token is now “{top}”.")).format(before=percent(m.p_target, 3),
+                                                   after=percent(s.p_target, 3), top=top))
 
 
 def small_percent(x: float) -> str:
@@ -132,7 +148,7 @@ def small_percent(x: float) -> str:
     >>> small_percent(0.055), small_percent(0.000059), small_percent(0.0)
     ('5.5%', '0.006%', '0%')
     """
-    return f"{x:.1%}" if x >= 1e-3 else f"{x * 100:.1g}%"
+    return fmt(x, ".1%") if x >= 1e-3 else fmt(x * 100, ".1g") + "%"
 
 
 def out_of_range(loss: float, first: float, second: float) -> str | None:
@@ -146,12 +162,13 @@ def out_of_range(loss: float, first: float, second: float) -> str | None:
     (True, True)
     """
     if loss + second < 0:
-        return (f"it puts the loss at {loss:.3g} - {-second:.3g} = {loss + second:.3g}, "
-                "below 0, where no cross-entropy goes")
+        return _("it puts the loss at {loss} - {drop} = {below}, below 0, where no "
+                 "cross-entropy goes").format(loss=fmt(loss, ".3g"), drop=fmt(-second, ".3g"),
+                                              below=fmt(loss + second, ".3g"))
     if abs(second - first) >= abs(first):
-        return (f"its correction ½η² gᵀHg = {second - first:+.3g} is as large as the "
-                f"first-order term {first:+.3g} it corrects, so the expansion in η has "
-                "stopped converging")
+        return _("its correction ½η² gᵀHg = {correction} is as large as the first-order term "
+                 "{first} it corrects, so the expansion in η has stopped converging").format(
+                     correction=fmt(second - first, "+.3g"), first=fmt(first, "+.3g"))
     return None
 
 
@@ -159,68 +176,84 @@ def _verdict(m: Microscope, s: Step) -> None:
     real, predicted = s.change, -s.eta * m.grad_sq
     gap = abs(real - predicted) / abs(predicted)
     second = predicted + 0.5 * s.eta ** 2 * m.curvature  # −η‖g‖² + ½η² gᵀHg
+    n = dict(fell=fmt(-real, ".3g"), real=fmt(real, ".3g"), predicted=fmt(predicted, ".3g"),
+             drop=fmt(-predicted, ".3g"), gap=fmt(gap, ".0%"), second=fmt(second, "+.3g"),
+             signed=fmt(predicted, "+.3g"), loss=fmt(m.loss, ".3g"), eta=eta_label(s.eta),
+             within=small_percent(gap))
     if real < 0 and gap <= FIRST_ORDER_GAP:
-        st.success(f"A small step: the loss fell by {-real:.3g}, and the first-order prediction "
-                   f"−η‖g‖² = {predicted:.3g} is within {small_percent(gap)} of it.",
+        st.success(_("A small step: the loss fell by {fell}, and the first-order prediction "
+                     "−η‖g‖² = {predicted} is within {within} of it.").format(**n),
                    icon=":material/check_circle:")
     elif real > 0:
-        st.warning(f"η = {eta_label(s.eta)} is too large: the loss at this position went UP by "
-                   f"{real:.3g}, although the first-order prediction says {predicted:.3g}. "
-                   "The step jumped past the low point along −g.", icon=":material/warning:")
+        st.warning(_("η = {eta} is too large: the loss at this position went UP by "
+                     "{real}, although the first-order prediction says {predicted}. "
+                     "The step jumped past the low point along −g.").format(**n),
+                   icon=":material/warning:")
     elif (outside := out_of_range(m.loss, predicted, second)) is not None:
         below = m.loss + predicted
-        st.info(f"The loss fell by {-real:.3g}, less than the first-order prediction "
-                f"({-predicted:.3g}): {gap:.0%} apart. At this η the Taylor models have left "
-                f"the range where they mean anything: the second-order prediction "
-                f"{second:+.3g} fails, as {outside}"
-                + (f"; the first order puts the loss at {below:.3g}" if below < 0 else "")
-                + ". So neither accounts for the gap. A cross-entropy never goes below 0: no "
-                f"step can lower this loss by more than L = {m.loss:.3g}, a floor that "
-                "polynomials in η know nothing of.", icon=":material/info:")
+        st.info((_("The loss fell by {fell}, less than the first-order prediction ({drop}): "
+                   "{gap} apart. At this η the Taylor models have left the range where they "
+                   "mean anything: the second-order prediction {second} fails, as {why}; the "
+                   "first order puts the loss at {below}. So neither accounts for the gap. A "
+                   "cross-entropy never goes below 0: no step can lower this loss by more than "
+                   "L = {loss}, a floor that polynomials in η know nothing of.") if below < 0
+                 else _("The loss fell by {fell}, less than the first-order prediction "
+                        "({drop}): {gap} apart. At this η the Taylor models have left the "
+                        "range where they mean anything: the second-order prediction {second} "
+                        "fails, as {why}. So neither accounts for the gap. A cross-entropy "
+                        "never goes below 0: no step can lower this loss by more than "
+                        "L = {loss}, a floor that polynomials in η know nothing of.")).format(
+                     why=outside, below=fmt(below, ".3g"), **n), icon=":material/info:")
     elif abs(real - second) <= 0.5 * abs(real - predicted):
-        st.info(f"The loss fell by {-real:.3g}, less than the first-order prediction "
-                f"({-predicted:.3g}): {gap:.0%} apart. At this η the curvature of L "
-                f"already matters: with the second-order term ½η² gᵀHg the prediction is "
-                f"{second:+.3g}, which accounts for most of the gap.",
+        st.info(_("The loss fell by {fell}, less than the first-order prediction "
+                  "({drop}): {gap} apart. At this η the curvature of L "
+                  "already matters: with the second-order term ½η² gᵀHg the prediction is "
+                  "{second}, which accounts for most of the gap.").format(**n),
                 icon=":material/info:")
     else:
-        st.info(f"The loss fell by {-real:.3g}. Neither Taylor model holds this far from "
-                f"the weights: the first order predicts {predicted:+.3g}, the second "
-                f"order {second:+.3g}. A cross-entropy never goes below 0, so no step can "
-                f"lower this loss by more than L = {m.loss:.3g}; the models are polynomials "
-                "in η and know nothing of that floor.", icon=":material/info:")
+        st.info(_("The loss fell by {fell}. Neither Taylor model holds this far from "
+                  "the weights: the first order predicts {signed}, the second "
+                  "order {second}. A cross-entropy never goes below 0, so no step can "
+                  "lower this loss by more than L = {loss}; the models are polynomials "
+                  "in η and know nothing of that floor.").format(**n), icon=":material/info:")
     if math.isfinite(m.rest_loss) and s.rest_loss - m.rest_loss > 0.05 * max(m.rest_loss, 1e-9):
-        st.warning(f"The other positions of the window got worse: their mean loss rose from "
-                   f"{m.rest_loss:.3f} to {loss_text(s.rest_loss)}. A step fitted to one token "
-                   "serves that token; training averages the gradient over many positions so that "
-                   "each step serves them all.", icon=":material/warning:")
+        st.warning(_("The other positions of the window got worse: their mean loss rose from "
+                     "{before} to {after}. A step fitted to one token serves that token; "
+                     "training averages the gradient over many positions so that each step "
+                     "serves them all.").format(before=fmt(m.rest_loss, ".3f"),
+                                                after=loss_text(s.rest_loss)),
+                   icon=":material/warning:")
 
 
 def too_large_note(m: Microscope) -> str:
     """What a too-large η does, in this prediction's numbers (always on screen)."""
     g2, h = m.grad_sq, m.curvature
     if h > 0:
-        bend = (f"The curvature along g, gᵀHg = {h:.3g}, bends the curve up: the quadratic "
-                f"model L − η‖g‖² + ½η² gᵀHg is lowest at η* = ‖g‖²/gᵀHg = {g2 / h:.2g} and "
-                f"climbs back above today's L past 2η* = {2 * g2 / h:.2g}, where it predicts "
-                "that a step overshoots the valley.")
+        bend = _("The curvature along g, gᵀHg = {h}, bends the curve up: the quadratic "
+                 "model L − η‖g‖² + ½η² gᵀHg is lowest at η* = ‖g‖²/gᵀHg = {best} and "
+                 "climbs back above today's L past 2η* = {twice}, where it predicts "
+                 "that a step overshoots the valley.").format(
+                     h=fmt(h, ".3g"), best=fmt(g2 / h, ".2g"), twice=fmt(2 * g2 / h, ".2g"))
     else:
-        bend = (f"Here gᵀHg = {h:.3g} ≤ 0: along −g the loss first curves down, so the "
-                "quadratic model sets no limit, yet the real curve still turns up later.")
-    return ("What a too-large η does: −η‖g‖² is the tangent line of L along −g, right only "
-            f"near η = 0 (dashed). {bend} The quadratic model holds only near η = 0 as well: "
-            "where the real curve (solid) leaves it, it tells what a step does. A cross-entropy "
-            "never goes below 0, so the real loss levels off where the models keep falling or "
-            "rise. A step this large can make the model certain of this one token (L → 0) "
-            "while the rest of the window gets far worse (grey), which is why training "
-            "averages many positions and keeps η small. " + _overflow_note(m))
+        bend = _("Here gᵀHg = {h} ≤ 0: along −g the loss first curves down, so the "
+                 "quadratic model sets no limit, yet the real curve still turns up later."
+                 ).format(h=fmt(h, ".3g"))
+    return " ".join([
+        _("What a too-large η does: −η‖g‖² is the tangent line of L along −g, right only "
+          "near η = 0 (dashed)."), bend,
+        _("The quadratic model holds only near η = 0 as well: where the real curve (solid) "
+          "leaves it, it tells what a step does. A cross-entropy never goes below 0, so the "
+          "real loss levels off where the models keep falling or rise. A step this large can "
+          "make the model certain of this one token (L → 0) while the rest of the window gets "
+          "far worse (grey), which is why training averages many positions and keeps η "
+          "small."), _overflow_note(m)])
 
 
 def _overflow_note(m: Microscope) -> str:
     """Where on the slider this prediction's step overflows float32, if it does."""
     nan = next((s.eta for s in m.steps if not math.isfinite(s.loss)), None)
     if nan is None:
-        return (f"Even η = {eta_label(ETAS[-1])}, the slider's end, keeps this loss finite "
-                "(the chart follows the slider past 100).")
-    return (f"From η = {eta_label(nan)} on the step overflows float32 and the loss is NaN (×; "
-            "the chart follows the slider past 100).")
+        return _("Even η = {eta}, the slider's end, keeps this loss finite "
+                 "(the chart follows the slider past 100).").format(eta=eta_label(ETAS[-1]))
+    return _("From η = {eta} on the step overflows float32 and the loss is NaN (×; "
+             "the chart follows the slider past 100).").format(eta=eta_label(nan))

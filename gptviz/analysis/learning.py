@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -235,19 +235,12 @@ def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor],
     1e-7 × L) would read as the first-order prediction's error when ΔL is small (5 % at
     η = 1e-4 where float64 shows 0.006 %): below PRECISE × max(L, 1), both losses at the
     position are computed again in float64, θ − ηg formed in float64 (a float64 scratch of
-    the largest part, made when first needed: 310 MB for GPT-2 small's E).
+    the largest part: 310 MB for GPT-2 small's E), made once every η has run in float32
+    and that scratch is freed, so the two are never held together.
     """
     step = {id(p): g for p, g in zip(twin.parameters(), grads, strict=True)}
     size = max(sum(p.numel() for p in u.parameters()) for u in units(twin))
-    scratch, out, wide = torch.empty(size, dtype=grads[0].dtype), [], {}
-
-    def loss64(eta: float) -> float:  # x_0 … x_t: the loss at t reads no more (causal mask)
-        if "scratch" not in wide:
-            wide["scratch"] = torch.empty(size, dtype=torch.float64)
-        with swapped(twin, stepper(step, wide["scratch"], eta)):
-            losses = position_losses(twin, window.x[:position + 1], window.y[:position + 1])[1]
-        return float(losses[position])
-
+    scratch, out, again = torch.empty(size, dtype=grads[0].dtype), [], []
     for eta in etas:
         with swapped(twin, stepper(step, scratch, eta)):
             logits, losses = position_losses(twin, window.x, window.y)
@@ -255,10 +248,19 @@ def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor],
         top = int(row.argmax()) if bool(torch.isfinite(row).all()) else -1
         change = loss - before if before is not None else math.nan
         precise = before is not None and abs(change) < PRECISE * max(abs(before), 1.0)
-        if precise:
-            if "before" not in wide:
-                wide["before"] = loss64(0.0)
-            change = loss64(eta) - wide["before"]
+        again += [len(out)] if precise else []
         out.append(Step(float(eta), loss, math.exp(-loss) if math.isfinite(loss) else math.nan,
                         _rest(losses, position), top, change, precise))
+    del scratch  # the float64 scratch below is made without this one beside it
+    if again:  # x_0 … x_t: the loss at t reads no more (causal mask)
+        wide = torch.empty(size, dtype=torch.float64)
+
+        def loss64(eta: float) -> float:
+            with swapped(twin, stepper(step, wide, eta)):
+                return float(position_losses(twin, window.x[:position + 1],
+                                             window.y[:position + 1])[1][position])
+
+        base = loss64(0.0)
+        for i in again:
+            out[i] = replace(out[i], change=loss64(out[i].eta) - base)
     return out

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
+from gptviz.analysis.embed_grad import RowGrad, fill
 from gptviz.model import GPT
 
 
@@ -53,7 +54,7 @@ def swapped(twin: GPT, new: Callable[[list[Tensor]], list[Tensor]]) -> Iterator[
             put(slots, [p for *_, p in slots])
 
 
-def stepper(step: dict[int, Tensor], scratch: Tensor, eta: float
+def stepper(step: dict[int, Tensor | RowGrad], scratch: Tensor, eta: float
              ) -> Callable[[list[Tensor]], list[Tensor]]:
     """``swapped``'s ``new``: each part's θ − η g written in ``scratch`` (its dtype: float32
     rounds it as θ − (η g), as the model's own step would; float64 rounds nothing)."""
@@ -62,9 +63,9 @@ def stepper(step: dict[int, Tensor], scratch: Tensor, eta: float
         qs = [q.view(p.shape) for q, p in zip(qs, ps, strict=True)]
         for p, q in zip(ps, qs, strict=True):
             if q.dtype == p.dtype:
-                torch.sub(p, torch.mul(step[id(p)], eta, out=q), out=q)
+                torch.sub(p, fill(q, step[id(p)]).mul_(eta), out=q)
             else:
-                q.copy_(step[id(p)]).mul_(-eta).add_(p)
+                fill(q, step[id(p)]).mul_(-eta).add_(p)
         return qs
 
     return new

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
+from gptviz.analysis.curvature import CHUNK
 from gptviz.analysis.embed_grad import RowGrad, fill
 from gptviz.model import GPT
 
@@ -64,8 +65,11 @@ def stepper(step: dict[int, Tensor | RowGrad], scratch: Tensor, eta: float
         for p, q in zip(ps, qs, strict=True):
             if q.dtype == p.dtype:
                 torch.sub(p, fill(q, step[id(p)]).mul_(eta), out=q)
-            else:
-                fill(q, step[id(p)]).mul_(-eta).add_(p)
+            else:  # p added a block at a time: a mixed-dtype add_ would copy p whole
+                fill(q, step[id(p)]).mul_(-eta)
+                for qb, pb in zip(q.view(-1).split(CHUNK), p.detach().reshape(-1).split(CHUNK),
+                                  strict=True):
+                    qb.add_(pb)
         return qs
 
     return new

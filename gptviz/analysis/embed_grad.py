@@ -11,15 +11,18 @@ autograd does, so the numbers are autograd's.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+import torch.nn.functional as F
+from torch import Tensor, nn
 
 from gptviz.analysis.curvature import dot64
 
-ROWS = 8192  # rows written at a time when the matrix is not written whole
+ROWS = 2048  # rows formed at a time when the matrix is not formed whole (6 MB of E)
 
 
 @dataclass(frozen=True)
@@ -102,3 +105,52 @@ def sq_norm(g: Tensor | RowGrad) -> float:
 def fill(out: Tensor, g: Tensor | RowGrad) -> Tensor:
     """g into ``out`` (its dtype); returns ``out``."""
     return g.write(out) if isinstance(g, RowGrad) else out.copy_(g)
+
+
+def rows_of(g: RowGrad, at: Tensor) -> Tensor:
+    """Rows ``at`` (n,) of the matrix g stands for (n, d), each as ``g.write`` writes it."""
+    out = (torch.outer(g.u[at], g.v) if g.u is not None
+           else torch.zeros(len(at), g.shape[1], dtype=g.dtype))
+    if g.ids.numel():
+        k = torch.searchsorted(g.ids, at).clamp(max=len(g.ids) - 1)
+        hit = g.ids[k] == at
+        out[hit] = out[hit] + g.rows[k[hit]]
+    return out
+
+
+def minus(p: Tensor, g: Tensor, eta: float, dtype: torch.dtype) -> Tensor:
+    """θ − η g in ``dtype`` (g is consumed), as ``twin.stepper`` forms it."""
+    if dtype == p.dtype:
+        return torch.sub(p, g.mul_(eta))
+    return g.to(dtype).mul_(-eta).add_(p)
+
+
+@contextlib.contextmanager
+def stepped_ends(twin: nn.Module, step: dict[int, Tensor | RowGrad], eta: float,
+                 dtype: torch.dtype) -> Iterator[None]:
+    """Run ``twin``'s E and W_U as if their weights were θ − η g, g their ``RowGrad``s,
+    without forming the |V| × d matrix: E looks up only its rows x_i, W_U forms ``ROWS``
+    of its rows at a time. (``twin.stepper`` leaves these weights to this.)"""
+    E, W = twin.embed.weight, twin.unembed.weight
+    ge, gw = step.get(id(E)), step.get(id(W))
+
+    def embed(ids: Tensor) -> Tensor:
+        flat = ids.reshape(-1)
+        return minus(E[flat], rows_of(ge, flat), eta, dtype).view(*ids.shape, -1)
+
+    def unembed(x: Tensor) -> Tensor:
+        out = x.new_empty(*x.shape[:-1], gw.shape[0])
+        for s in range(0, gw.shape[0], ROWS):
+            e = min(s + ROWS, gw.shape[0])
+            out[..., s:e] = F.linear(x, minus(W[s:e], gw.block(s, e), eta, dtype))
+        return out
+
+    patched = [(m, f) for m, g, f in ((twin.embed, ge, embed), (twin.unembed, gw, unembed))
+               if isinstance(g, RowGrad)]
+    for m, f in patched:
+        m.forward = f
+    try:
+        yield
+    finally:
+        for m, _ in patched:
+            del m.forward

@@ -21,7 +21,7 @@ from torch import Tensor
 
 from gptviz.analysis.curvature import curvature
 from gptviz.analysis.embed_grad import RowGrad, as_dense, row_grad, sq_norm
-from gptviz.analysis.twin import private_twin, stepper, swapped, units
+from gptviz.analysis.twin import private_twin, scratch_size, stepped
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
 from gptviz.words import counted
@@ -268,10 +268,10 @@ def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor |
     and that scratch is freed, so the two are never held together.
     """
     step = {id(p): g for p, g in zip(twin.parameters(), grads, strict=True)}
-    size = max(sum(p.numel() for p in u.parameters()) for u in units(twin))
+    size = scratch_size(twin, step)
     scratch, out, again = torch.empty(size, dtype=grads[0].dtype), [], []
     for eta in etas:
-        with swapped(twin, stepper(step, scratch, eta)):
+        with stepped(twin, step, scratch, eta):
             logits, losses = position_losses(twin, window.x, window.y)
         loss, row = float(losses[position]), logits[position]
         top = int(row.argmax()) if bool(torch.isfinite(row).all()) else -1
@@ -285,7 +285,7 @@ def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor |
         wide = torch.empty(size, dtype=torch.float64)
 
         def loss64(eta: float) -> float:
-            with swapped(twin, stepper(step, wide, eta)):
+            with stepped(twin, step, wide, eta):
                 return float(position_losses(twin, window.x[:position + 1],
                                              window.y[:position + 1])[1][position])
 

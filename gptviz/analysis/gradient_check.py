@@ -32,10 +32,8 @@ from gptviz.analysis.learning import (
     group_part,
     parameter_groups,
     position_losses,
-    swapped,
-    units,
 )
-from gptviz.analysis.twin import private_twin
+from gptviz.analysis.twin import private_twin, swapped, units
 from gptviz.model import GPT
 
 # Entries of the tensors one checked group copies to float64 (64 MB, and as much again for

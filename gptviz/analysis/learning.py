@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from gptviz.analysis.curvature import curvature, dot64
-from gptviz.analysis.twin import private_twin, stepper, swapped, units
+from gptviz.analysis.curvature import curvature
+from gptviz.analysis.embed_grad import RowGrad, as_dense, row_grad, sq_norm
+from gptviz.analysis.twin import private_twin, scratch_size, stepped
 from gptviz.i18n import _, ngettext, number
 from gptviz.model import GPT
 from gptviz.model.hooks import hooks
@@ -132,10 +133,10 @@ def group_part(tensors: dict[str, Tensor], name: str, rows: slice | None) -> Ten
     return tensors[name] if rows is None else tensors[name][rows]
 
 
-def group_norms(grads: dict[str, Tensor], groups: Sequence[Group]) -> np.ndarray:
+def group_norms(grads: dict[str, Tensor | RowGrad], groups: Sequence[Group]) -> np.ndarray:
     """‖∂L/∂θ‖ of each group (float64): the square root of its parts' summed squares."""
-    return np.array([math.sqrt(sum(dot64(part := group_part(grads, n, r), part)
-                                   for n, r in g.parts)) for g in groups])
+    return np.array([math.sqrt(sum(sq_norm(group_part(grads, n, r)) for n, r in g.parts))
+                     for g in groups])
 
 
 @dataclass(frozen=True)
@@ -211,32 +212,60 @@ def _rest(losses: Tensor, position: int) -> float:
     return float(others.mean()) if others.numel() else math.nan
 
 
+def gradient(twin: GPT, window: Window, position: int
+             ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor | RowGrad]]:
+    """Logits (N, |V|), losses (N,), ∂L/∂z_t (|V|,) and ∂L/∂θ by parameter name, for the
+    loss L at ``position``. E and an untied W_U get ``RowGrad``s, formed from the
+    gradient at the looked-up rows and from ∂L/∂z_t and h_t: autograd is not asked for
+    their |V| × d matrices."""
+    seen: dict[str, Tensor] = {}
+    handles = [twin.embed.register_forward_hook(lambda m, i, o: seen.update(x=o)),
+               twin.unembed.register_forward_hook(lambda m, i, o: seen.update(h=i[0]))]
+    try:
+        logits, losses = position_losses(twin, window.x, window.y)
+    finally:
+        for h in handles:
+            h.remove()
+    E, W = twin.embed.weight, twin.unembed.weight
+    rest = [(n, p) for n, p in twin.named_parameters() if p is not E and p is not W]
+    dz, dx, *g = torch.autograd.grad(losses[position], (logits, seen["x"],
+                                                       *(p for _, p in rest)))
+    ids, u, v = torch.tensor(window.x), dz[position], seen["h"][0, position].detach()
+    out: dict[str, Tensor | RowGrad] = dict(zip((n for n, _ in rest), g, strict=True))
+    if W is E:
+        out["embed.weight"] = row_grad(tuple(E.shape), u, v, ids, dx[0])
+    else:
+        out["embed.weight"] = row_grad(tuple(E.shape), None, None, ids, dx[0])
+        out["unembed.weight"] = row_grad(tuple(W.shape), u, v, ids, None)
+    return logits, losses, dz[position], out
+
+
 def microscope(model: GPT, window: Window, position: int, etas: Sequence[float]
                ) -> Microscope:
     """The loss at ``position``, its gradients, and one SGD step for each η in ``etas``.
-    Besides the model it holds one parameter-sized set of tensors: the gradient g."""
+    Besides the model it holds the gradient g: E's (and an untied W_U's) as ``RowGrad``
+    vectors, every other parameter's as a tensor of its size."""
     check_position(position, window)
     twin = private_twin(model)
-    names, params = zip(*twin.named_parameters(), strict=True)
-    logits, losses = position_losses(twin, window.x, window.y)
-    dz, *g = torch.autograd.grad(losses[position], (logits, *params))
+    logits, losses, dz, named = gradient(twin, window, position)
     z, losses = logits[position].detach(), losses.detach()  # z: (|V|,)
+    named = {n: named[n] for n, _ in twin.named_parameters()}  # the parameters' order
+    g = list(named.values())
     groups = parameter_groups(twin)
     return Microscope(
         position=position, target=window.y[position], loss=float(losses[position]),
         logits=z.float().numpy(), probs=torch.softmax(z.double(), -1).numpy(),
-        dz=dz[position].double().numpy(), groups=tuple(groups),
-        norms=group_norms(dict(zip(names, g, strict=True)), groups),
-        grad_sq=math.fsum(dot64(gi, gi) for gi in g),
-        curvature=curvature(twin, dict(zip(names, g, strict=True)), window.x[:position + 1],
-                            window.y[position]),
+        dz=dz.double().numpy(), groups=tuple(groups), norms=group_norms(named, groups),
+        grad_sq=math.fsum(sq_norm(gi) for gi in g),
+        curvature=curvature(twin, {n: as_dense(gi) for n, gi in named.items()},
+                            window.x[:position + 1], window.y[position]),
         rest_loss=_rest(losses, position),
         steps=tuple(sgd_steps(twin, window, position, g, etas, before=float(
             losses[position]))))
 
 
 @torch.no_grad()
-def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor],
+def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor | RowGrad],
               etas: Sequence[float], before: float | None = None) -> list[Step]:
     """The window after θ − η g, for each η. Each part's θ − η g is written in one scratch
     buffer (the largest part's size) just before the part runs; the twin is never written.
@@ -245,30 +274,32 @@ def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor],
     1e-7 × L) would read as the first-order prediction's error when ΔL is small (5 % at
     η = 1e-4 where float64 shows 0.006 %): below PRECISE × max(L, 1), both losses at the
     position are computed again in float64, θ − ηg formed in float64 (a float64 scratch of
-    the largest part, made when first needed: 310 MB for GPT-2 small's E).
+    the largest part: 310 MB for GPT-2 small's E), made once every η has run in float32
+    and that scratch is freed, so the two are never held together.
     """
     step = {id(p): g for p, g in zip(twin.parameters(), grads, strict=True)}
-    size = max(sum(p.numel() for p in u.parameters()) for u in units(twin))
-    scratch, out, wide = torch.empty(size, dtype=grads[0].dtype), [], {}
-
-    def loss64(eta: float) -> float:  # x_0 … x_t: the loss at t reads no more (causal mask)
-        if "scratch" not in wide:
-            wide["scratch"] = torch.empty(size, dtype=torch.float64)
-        with swapped(twin, stepper(step, wide["scratch"], eta)):
-            losses = position_losses(twin, window.x[:position + 1], window.y[:position + 1])[1]
-        return float(losses[position])
-
+    size = scratch_size(twin, step)
+    scratch, out, again = torch.empty(size, dtype=grads[0].dtype), [], []
     for eta in etas:
-        with swapped(twin, stepper(step, scratch, eta)):
+        with stepped(twin, step, scratch, eta):
             logits, losses = position_losses(twin, window.x, window.y)
         loss, row = float(losses[position]), logits[position]
         top = int(row.argmax()) if bool(torch.isfinite(row).all()) else -1
         change = loss - before if before is not None else math.nan
         precise = before is not None and abs(change) < PRECISE * max(abs(before), 1.0)
-        if precise:
-            if "before" not in wide:
-                wide["before"] = loss64(0.0)
-            change = loss64(eta) - wide["before"]
+        again += [len(out)] if precise else []
         out.append(Step(float(eta), loss, math.exp(-loss) if math.isfinite(loss) else math.nan,
                         _rest(losses, position), top, change, precise))
+    del scratch  # the float64 scratch below is made without this one beside it
+    if again:  # x_0 … x_t: the loss at t reads no more (causal mask)
+        wide = torch.empty(size, dtype=torch.float64)
+
+        def loss64(eta: float) -> float:
+            with stepped(twin, step, wide, eta):
+                return float(position_losses(twin, window.x[:position + 1],
+                                             window.y[:position + 1])[1][position])
+
+        base = loss64(0.0)
+        for i in again:
+            out[i] = replace(out[i], change=loss64(out[i].eta) - base)
     return out

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
+from gptviz.analysis.curvature import CHUNK
+from gptviz.analysis.embed_grad import RowGrad, fill, stepped_ends
 from gptviz.model import GPT
 
 
@@ -53,18 +55,39 @@ def swapped(twin: GPT, new: Callable[[list[Tensor]], list[Tensor]]) -> Iterator[
             put(slots, [p for *_, p in slots])
 
 
-def stepper(step: dict[int, Tensor], scratch: Tensor, eta: float
+def stepper(step: dict[int, Tensor | RowGrad], scratch: Tensor, eta: float
              ) -> Callable[[list[Tensor]], list[Tensor]]:
     """``swapped``'s ``new``: each part's θ − η g written in ``scratch`` (its dtype: float32
-    rounds it as θ − (η g), as the model's own step would; float64 rounds nothing)."""
+    rounds it as θ − (η g), as the model's own step would; float64 rounds nothing). A
+    weight whose g is a ``RowGrad`` is left as it is, for ``stepped_ends`` to step."""
     def new(ps: list[Tensor]) -> list[Tensor]:
-        qs = scratch[:sum(p.numel() for p in ps)].split([p.numel() for p in ps])
-        qs = [q.view(p.shape) for q, p in zip(qs, ps, strict=True)]
-        for p, q in zip(ps, qs, strict=True):
+        dense = [p for p in ps if not isinstance(step[id(p)], RowGrad)]
+        qs = scratch[:sum(p.numel() for p in dense)].split([p.numel() for p in dense])
+        made = {id(p): q.view(p.shape) for q, p in zip(qs, dense, strict=True)}
+        for p in dense:
+            q = made[id(p)]
             if q.dtype == p.dtype:
-                torch.sub(p, torch.mul(step[id(p)], eta, out=q), out=q)
-            else:
-                q.copy_(step[id(p)]).mul_(-eta).add_(p)
-        return qs
+                torch.sub(p, fill(q, step[id(p)]).mul_(eta), out=q)
+            else:  # p added a block at a time: a mixed-dtype add_ would copy p whole
+                fill(q, step[id(p)]).mul_(-eta)
+                for qb, pb in zip(q.view(-1).split(CHUNK), p.detach().reshape(-1).split(CHUNK),
+                                  strict=True):
+                    qb.add_(pb)
+        return [made.get(id(p), p) for p in ps]
 
     return new
+
+
+def scratch_size(twin: GPT, step: dict[int, Tensor | RowGrad]) -> int:
+    """Entries ``stepper`` needs: the largest part's, its ``RowGrad`` weights left out."""
+    return max(sum(p.numel() for p in u.parameters() if not isinstance(step[id(p)], RowGrad))
+               for u in units(twin))
+
+
+@contextlib.contextmanager
+def stepped(twin: GPT, step: dict[int, Tensor | RowGrad], scratch: Tensor, eta: float
+            ) -> Iterator[None]:
+    """Run ``twin`` at θ − η g: ``step`` maps id(parameter) to its g."""
+    with swapped(twin, stepper(step, scratch, eta)), \
+            stepped_ends(twin, step, eta, scratch.dtype):
+        yield

@@ -20,6 +20,7 @@ from gptviz.app.shared.presenter import legible, presenting
 from gptviz.app.speedups import heatcanvas, svgbox, svgfigure
 from gptviz.app.speedups.download import download_text
 from gptviz.app.speedups.formula_fit import fit_formulas
+from gptviz.app.speedups.mount import numbers_by_language
 from gptviz.app.speedups.prefetch import prefetch_charts
 from gptviz.app.speedups.svgplot import SvgChart
 
@@ -211,8 +212,9 @@ def plot(fig: go.Figure, key: str | None = None, container=st, **kwargs: Any) ->
         fig = legible(fig)
     if heatcanvas.drawable(fig) and not kwargs:
         heatcanvas.draw(fig, key=key, container=container)
-    else:
-        container.plotly_chart(fig, width="stretch", key=key, **kwargs)
+    else:  # numbers as the reader's language writes them (plotly's separators)
+        with numbers_by_language(fig):
+            container.plotly_chart(fig, width="stretch", key=key, **kwargs)
 
 
 def view_tabs(views: Mapping[str, Callable[..., None]], inputs: Mapping[str, Any],

@@ -22,7 +22,7 @@ import streamlit as st
 from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.speedups import stock
 from gptviz.app.speedups.component import component
-from gptviz.app.speedups.mount import mount, plotly_chart
+from gptviz.app.speedups.mount import mount, plotly_chart, separators
 
 NAME = "gptviz.heatmap"
 HTML = ('<div class="gv-heat"><div class="gv-heat-title"></div><canvas role="img"></canvas>'
@@ -99,4 +99,6 @@ def draw(fig: go.Figure, key: str | None = None, container=st) -> None:
         return
     element = component(NAME, html=HTML, js=("heatcanvas.js", "heatcanvas_paint.js"),
                         css="heatcanvas.css")
-    mount(element, {"figure": spec(fig)}, key, container)
+    shared = spec(fig)  # the reader's separators on a copy of its top: shared by languages
+    figure = {**shared, "layout": {**shared.get("layout", {}), "separators": separators()}}
+    mount(element, {"figure": figure}, key, container)

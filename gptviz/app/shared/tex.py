@@ -17,8 +17,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
 from gptviz import i18n
-from gptviz.i18n import ngettext
 from gptviz.app.shared.chips import visible
+from gptviz.i18n import ngettext
 
 # How a decimal or thousands sign is set in KaTeX: a comma in braces (no space after it),
 # the spaces some languages group with as a thin space.

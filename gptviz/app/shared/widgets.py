@@ -177,7 +177,7 @@ def plain_table(df: pd.DataFrame, container=st, *, height: int | None = None) ->
     makes the page fetch a data grid (~1.5 MB of JavaScript). Numbers are right-aligned,
     floats shown as ``number_text`` writes them and kept exactly in ``data-v`` (what tests
     read back); ``height`` (px) scrolls a long table under a header that stays in view."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    head = "".join(f"<th>{html.escape(_(str(c)))}</th>" for c in df.columns)  # N_ headers
     rows = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>"
                    for row in df.itertuples(index=False))
     table = (f'<table class="gv-table"><thead><tr>{head}</tr></thead>'
@@ -187,6 +187,16 @@ def plain_table(df: pd.DataFrame, container=st, *, height: int | None = None) ->
     else:  # a table wider than its column scrolls sideways (it was cut through a column)
         table = f'<div class="gv-wide">{table}</div>'
     container.html(TEXT_CSS + table)
+
+
+def dataframe(df: pd.DataFrame, container=st, column_config: dict | None = None,
+              **kwargs: Any) -> None:
+    """``st.dataframe`` with the column headers in the reader's language (headers marked
+    ``N_`` where the table is made; ``column_config`` keyed by the English headers). The
+    table's CSV keeps the English headers."""
+    config = {_(str(k)): v for k, v in (column_config or {}).items()}
+    container.dataframe(df.rename(columns=lambda c: _(str(c))), column_config=config or None,
+                        **kwargs)
 
 
 def csv_download(df: pd.DataFrame, filename: str, label: str | None = None) -> None:

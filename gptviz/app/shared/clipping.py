@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from gptviz.i18n import ngettext, number, separators
-
 from gptviz.app.shared.heatmaps import as_float32
+from gptviz.i18n import ngettext, number, separators
 
 # A cell this many times the 99th percentile of |values| stands out: a Gaussian matrix's
 # largest cell is ~1.6× it (4σ against 2.6σ) and a Laplace one's ~2.5×; a learned position

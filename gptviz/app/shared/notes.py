@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from gptviz.i18n import N_, _, ngettext, number
-from gptviz.words import counted
+from gptviz.words import counted  # noqa: F401 - agree's doctest, and pages' import
 
 INDEX_NOTE = N_(
     "Positions and token ids count from 0, as in the code: the first token of the prompt is "

@@ -19,6 +19,7 @@ import numpy as np
 import streamlit as st
 import torch
 
+from gptviz import i18n
 from gptviz.analysis import attention as am
 from gptviz.analysis import core as analysis
 from gptviz.app.serving.lru import ByteLRU
@@ -161,26 +162,29 @@ def vocab_labels(ckpt: Checkpoint) -> list[str]:
 
 
 @st.cache_resource(max_entries=24, show_spinner=False)
-def _shared_figure(name: str, model_key: str, args: tuple, _build: Callable[[], Any]) -> Any:
+def _shared_figure(name: str, model_key: str, lang: str, args: tuple,
+                   _build: Callable[[], Any]) -> Any:
     return _build()
 
 
 @st.cache_resource(max_entries=8, show_spinner=False, scope="session")
-def _private_figure(name: str, model_key: str, args: tuple, _build: Callable[[], Any]) -> Any:
+def _private_figure(name: str, model_key: str, lang: str, args: tuple,
+                    _build: Callable[[], Any]) -> Any:
     return _build()
 
 
 def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], Any]) -> Any:
-    """``build()`` once per (model, name, args): for figures that cost more to build than to
-    send (a plotly figure is only read by ``st.plotly_chart``, never changed, so one object
-    can be shared). ``args`` must hold everything the figure depends on.
+    """``build()`` once per (model, name, args, the reader's language): for figures that
+    cost more to build than to send (a plotly figure is only read by ``st.plotly_chart``,
+    never changed, so one object can be shared). ``args`` must hold everything else the
+    figure depends on; its titles and numbers are written in the language it is built in.
 
     >>> picked, build = Picked("tiny", Checkpoint(model, tokenizer), bundled=True), dict
     >>> cached_figure(picked, "grid", (1, 0), build) is cached_figure(picked, "grid", (1, 0), build)
     True
     """
     store = _shared_figure if picked.bundled else _private_figure
-    return store(name, picked.cache_key, args, build)
+    return store(name, picked.cache_key, i18n.current(), args, build)
 
 
 def untrained_twin(ckpt: Checkpoint) -> GPT:

@@ -4,11 +4,12 @@ in the link (``?view=``) whatever the reader's language."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
 
+from gptviz import i18n
 from gptviz.i18n import _, current
 
 VISIT = "gptviz_visit"  # counts arrivals on a page from another (set by the router)
@@ -80,3 +81,35 @@ def _return_view(page: str) -> str | None:
     if page not in defaults or defaults[page][0] != visit:  # the first run of this visit
         defaults[page] = (visit, state.setdefault(OPEN_VIEWS, {}).get(page))
     return defaults[page][1]  # a fragment's rerun (no router run) keeps it too
+
+
+def url_bound(key: str, options: Sequence[Any], english: Callable[[Any], str],
+              multi: bool = False) -> dict[str, Any]:
+    """Keyword arguments for a choice widget whose options show translated words, keeping
+    ``?key=`` in English: Streamlit's binding writes the shown label into the link, so in
+    English the widget is bound as before; in another language the link's English label is
+    read into the widget here, and the pick written back in English (a link is never
+    translated). ``english(option)`` is the label the link holds.
+
+    Pass ``**url_bound(...)`` instead of ``bind="query-params"``; the widget's ``key`` is
+    ``key``."""
+    lang = current()
+    if lang == i18n.SOURCE:
+        return {"bind": "query-params"}
+    state, mark = st.session_state, f"{key}@url-{lang}"
+    by_label = {english(o): o for o in options}
+    raw = tuple(st.query_params.get_all(key))
+    if raw and raw != state.get(mark):  # a link, or the language just changed
+        picked = [by_label[r] for r in raw if r in by_label]
+        if picked:
+            state[key] = picked if multi else picked[0]
+    state[mark] = raw
+
+    def write() -> None:
+        value = state.get(key)
+        shown = [english(o) for o in (value or [])] if multi else (
+            [english(value)] if value is not None else [])
+        st.query_params[key] = shown if multi else (shown[0] if shown else "")
+        state[mark] = tuple(shown)
+
+    return {"on_change": write}

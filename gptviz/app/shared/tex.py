@@ -278,3 +278,20 @@ def tex_running(s: str, max_chars: int = 40) -> str:
         s = "…" + s[-(max_chars - 1):]
     shown = "".join(ch if ch == " " else visible(ch) for ch in s)
     return r"\text{" + tex_escape(shown) + "}"
+
+
+def words(message: str, **math: str) -> str:
+    r"""A translated ``message`` as ``\text{…}``, escaped; a ``{name}`` placeholder given in
+    ``math`` is a formula set inside the text (``$…$``), any other is left as it is.
+
+    >>> words("the token at {k}: {pi}", k="k", pi=r"\pi_k")
+    '\\text{the token at $k$: $\\pi_k$}'
+    >>> words("50% of {n}")
+    '\\text{50\\% of \\{n\\}}'
+    """
+    out = []
+    for piece in re.split(r"(\{\w+\})", message):
+        name = piece[1:-1] if piece[:1] == "{" else None
+        out.append(f"${math[name]}$" if name in math else tex_escape(piece))
+    return r"\text{" + "".join(out) + "}"
+

@@ -218,7 +218,7 @@ def _check_size(c: GPTConfig, limits: Limits) -> int:
 def _read_weights(data: bytes, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
     """The weights' tensors (views into ``data``), once the header names exactly ``shapes``
     in float dtypes and every number is finite."""
-    entries, _ = read_header(data, WEIGHTS, header_limit(len(shapes)))
+    entries, _meta = read_header(data, WEIGHTS, header_limit(len(shapes)))
     match(entries, shapes, WEIGHTS, CONFIG)
     tensors = {name: view(data, e) for name, e in entries.items()}
     for name, t in tensors.items():

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from gptviz.app.shared.notes import held_out_line
 from gptviz.i18n import N_, _, ngettext, number
 
-if TYPE_CHECKING:
-    from gptviz.app.shared.picker import Picked
-
 POSITIONALS = (N_("learned"), N_("sinusoidal"), N_("rope"), N_("none"))  # config.positional
 
 
-def describe(picked: Picked) -> str:
+def describe(picked: Any) -> str:  # a picker.Picked (imported there: no cycle)
     """One line about the model, e.g. '4 layers · 4 heads · d=128 · |V|=1,028 · 0.9M params'."""
     c = picked.checkpoint.config
     n = sum(p.numel() for p in picked.checkpoint.model.parameters())

@@ -78,14 +78,16 @@ def long_losses(runs: Runs) -> dict[tuple[str, str], list[float]]:
 
 
 def summary(runs: Runs, n: int) -> pd.DataFrame:
-    """One row per curve: mean loss inside N, on 2N and 4N texts, and the validation loss."""
+    """One row per curve: mean loss inside N, on 2N and 4N texts, and the validation loss;
+    in English, as its CSV keeps it (the page shows its words and headers translated)."""
     rows = []
     for (kind, scheme), v in long_losses(runs).items():
         card = runs[kind].card
-        rows.append({"encoding": vp.kind_name(kind), "long texts read": scheme_label(
-            kind, scheme).split(": ", 1)[1], **{f"positions {k}": m for k, m in segment_means(
-                v, n).items()}, "validation loss": card["evals"][-1]["val_loss"],
-            "training CPU s": card["train_cpu_s"]})  # headers: COLUMNS
+        rows.append({"encoding": scheme_label(kind, scheme, english=True).split(": ", 1)[0],
+                     "long texts read": scheme_label(kind, scheme, english=True).split(
+                         ": ", 1)[1], **{f"positions {k}": m for k, m in segment_means(
+                             v, n).items()}, "validation loss": card["evals"][-1]["val_loss"],
+                     "training CPU s": card["train_cpu_s"]})  # headers: COLUMNS
     return pd.DataFrame(rows)
 
 
@@ -204,7 +206,8 @@ def draw(runs: Runs, retrained: bool) -> None:
     labels = {key: scheme_label(*key) for key in long}
     chart(vp.long_losses_figure(long, labels, n), key="pc_long")
     df = summary(runs, n)
-    dataframe(df, hide_index=True, width="stretch", column_config={
+    shown = df.assign(**{c: df[c].map(_) for c in ("encoding", "long texts read")})
+    dataframe(shown, hide_index=True, width="stretch", column_config={
         k: st.column_config.NumberColumn(format="%.3f") for k in df.columns[2:-1]})
     left, right = st.columns(2)
     with left:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gptviz.app.shared.tex import between, num, tex_escape, tex_text, vector
+from gptviz.app.shared.tex import between, num, tex_text, vector, words
 from gptviz.i18n import _
 
 
@@ -26,11 +26,6 @@ def sinusoid_point(i: int, dim: int, d: int, value: float) -> str:
         rf"{fn}\!\Big(\frac{{{i}}}{{10000^{{{two_j}/{d}}}}}\Big) = {fn}({num(angle, 4)}) = "
         rf"{num(value, 4)}"
     )
-
-
-def words(text: str) -> str:
-    r"""Words inside a formula, escaped for ``\text{}``."""
-    return r"\text{" + tex_escape(text) + "}"
 
 
 def x_plus_pe_formula(token: str, i: int, e_row: Sequence[float], p_row: Sequence[float],

@@ -185,9 +185,10 @@ def _notes(prompt: Prompt, ckpt: Checkpoint) -> None:
 PILLS_UP_TO = 8  # choices that fit half the page as pills; more get a slider (GPT-2: 12)
 
 
-def _bound_choice(label: str, key: str, n: int, help: str) -> int:
+def _bound_choice(label: str, key: str, n: int, help: str, refused: str) -> int:
     """Pills 0 .. n-1 (a slider past ``PILLS_UP_TO``, so every label stays readable) bound
-    to ``?key=``; an invalid URL value gets a message, not a crash."""
+    to ``?key=``; an invalid URL value gets the message ``refused`` (``{raw}``, ``{last}``,
+    ``{value}``), not a crash."""
     raw = st.query_params.get(key)
     common = dict(format_func=str, key=key, bind="query-params", persist_state="session",
                   help=help)
@@ -201,21 +202,24 @@ def _bound_choice(label: str, key: str, n: int, help: str) -> int:
     # fewer layers that value is still there, and no link asked for it (say nothing then).
     own, st.session_state[f"{key}@url"] = st.session_state.get(f"{key}@url"), str(value)
     if raw is not None and raw != str(value) and raw != own:
-        st.warning(_("The link asks for {what} “{raw}”, but this model numbers them 0 to "
-                     "{last}; showing {value} instead.").format(
-            what=label.lower(), raw=raw, last=n - 1, value=value), icon=":material/link_off:")
+        st.warning(refused.format(raw=raw, last=n - 1, value=value),
+                   icon=":material/link_off:")
     return value
 
 
 def layer_input(n_layer: int) -> int:
     """The layer pills (``?layer=``)."""
     return _bound_choice(_("Layer"), "layer", n_layer,
-                         _("Blocks are numbered from 0 (the one that reads the embeddings)."))
+                         _("Blocks are numbered from 0 (the one that reads the embeddings)."),
+                         _("The link asks for layer “{raw}”, but this model's layers are "
+                           "numbered 0 to {last}; showing layer {value} instead."))
 
 
 def head_input(n_head: int) -> int:
     """The head pills (``?head=``)."""
-    return _bound_choice(_("Head"), "head", n_head, _("Each head has its own W_Q, W_K, W_V."))
+    return _bound_choice(_("Head"), "head", n_head, _("Each head has its own W_Q, W_K, W_V."),
+                         _("The link asks for head “{raw}”, but this model's heads are "
+                           "numbered 0 to {last}; showing head {value} instead."))
 
 
 def layer_and_head(n_layer: int, n_head: int) -> tuple[int, int]:

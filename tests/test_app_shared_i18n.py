@@ -184,3 +184,33 @@ def test_the_cut_prompt_and_its_table_headers_read_in_spanish():
         df = token_table(toks, "abcd")
     assert list(df.columns)[1:] == ["id", "token", "bytes", "chars", "source text", "kind"]
     assert isinstance(df, pd.DataFrame) and set(df["kind"]) == {""}
+
+
+VIEWS = {
+    "tokenizers": ["Tokens", "Compare", "Decode", "BPE merges", "Across languages"],
+    "positional": ["Sinusoidal formula", "This model's positions", "X + PE for the prompt",
+                   "Order without positions", "Four encodings compared"],
+    "embeddings": ["One-hot × E", "The vocabulary (PCA)", "Trained vs untrained"],
+}
+
+
+def english_sentences() -> set[str]:
+    """The catalog's English sentences that read differently in both languages (whole
+    messages without placeholders: what a page shows as it is)."""
+    from babel.messages.pofile import read_po
+
+    root = i18n.LOCALE_DIR
+    cats = [read_po(open(root / lang / "LC_MESSAGES" / "shared.po", "rb")) for lang in ("es", "zh")]
+    return {m.id for m in cats[0] if isinstance(m.id, str) and len(m.id) > 25
+            and "{" not in m.id and all(c.get(m.id) and c.get(m.id).string != m.id for c in cats)}
+
+
+@pytest.mark.parametrize("lang", ["es", "zh"])
+@pytest.mark.parametrize(("name", "view"), [(n, v) for n, vs in VIEWS.items() for v in vs])
+def test_every_view_runs_in_the_language_with_no_english_sentence_left(name, view, lang):
+    at = page(name, lang=lang, view=view)
+    shown = " ".join(str(e.value) for kind in ("markdown", "caption", "info", "warning",
+                                               "error", "success", "title", "subheader")
+                     for e in getattr(at, kind))
+    left = [s for s in english_sentences() if s in shown]
+    assert not left, left

@@ -200,7 +200,10 @@ def english_sentences() -> set[str]:
     from babel.messages.pofile import read_po
 
     root = i18n.LOCALE_DIR
-    cats = [read_po(open(root / lang / "LC_MESSAGES" / "shared.po", "rb")) for lang in ("es", "zh")]
+    cats = []
+    for lang in ("es", "zh"):
+        with open(root / lang / "LC_MESSAGES" / "shared.po", "rb") as f:
+            cats.append(read_po(f))
     return {m.id for m in cats[0] if isinstance(m.id, str) and len(m.id) > 25
             and "{" not in m.id and all(c.get(m.id) and c.get(m.id).string != m.id for c in cats)}
 
@@ -214,3 +217,30 @@ def test_every_view_runs_in_the_language_with_no_english_sentence_left(name, vie
                      for e in getattr(at, kind))
     left = [s for s in english_sentences() if s in shown]
     assert not left, left
+
+
+def test_a_broken_bundled_model_is_named_in_each_sessions_language(tmp_path, monkeypatch):
+    """The bundled models are checked once per server; why one is broken is said in each
+    session's language (a cache keyed by the model alone said it in the first one's)."""
+    import shutil
+
+    import gptviz.checkpoints.folder
+    from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models
+
+    for name, folder in bundled_models().items():
+        shutil.copytree(folder, tmp_path / name)
+    broken = next(n for n in bundled_models() if n != DEFAULT_MODEL)
+    (tmp_path / broken / "model.safetensors").write_bytes(b"not a safetensors file")
+    monkeypatch.setattr(gptviz.checkpoints.folder, "MODELS_DIR", tmp_path)
+    said = {}
+    for lang in ("es", "zh", "en"):
+        at = page("embeddings", lang=lang)
+        said[lang] = " ".join(w.value for w in at.sidebar.warning)
+    assert "Se omitió un modelo incluido dañado" in said["es"] and broken in said["es"]
+    assert "跳过了一个损坏的自带模型" in said["zh"]
+    assert "Skipped a broken bundled model" in said["en"]
+    from gptviz.checkpoints.folder import CheckpointError, load_checkpoint
+    for lang in ("es", "zh"):  # the loader's own sentence, in the session's language
+        with i18n.use(lang), pytest.raises(CheckpointError) as refused:
+            load_checkpoint(tmp_path / broken)
+        assert str(refused.value) in said[lang]

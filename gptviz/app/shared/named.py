@@ -16,7 +16,7 @@ import streamlit as st
 from gptviz.app.serving.budget import Resident, named_model_budget
 from gptviz.checkpoints.folder import Checkpoint, CheckpointError, Limits, freeze, load_checkpoint
 from gptviz.checkpoints.model_dirs import FoundModel, find_models, hf_cache, named_dirs
-from gptviz.i18n import _, number
+from gptviz.i18n import _, current, number
 
 
 def size_text(n_bytes: int) -> str:
@@ -42,7 +42,8 @@ def _resident() -> Resident:
 
 @st.cache_resource(ttl=60, show_spinner=False)
 def _catalogue(dirs: tuple[tuple[str, str], ...], cache: str | None,
-               taken: tuple[str, ...]) -> dict[str, FoundModel]:
+               taken: tuple[str, ...], lang: str) -> dict[str, FoundModel]:
+    """The named models, with why each unusable one is (``problem``) said in ``lang``."""
     found = find_models([(Path(d), s) for d, s in dirs], Path(cache) if cache else None, taken)
     return {f.name: f for f in found}
 
@@ -52,7 +53,7 @@ def named_models(taken: tuple[str, ...]) -> dict[str, FoundModel]:
     named apart from ``taken`` (the bundled models)."""
     dirs = tuple((str(p), source) for p, source in named_dirs(sys.argv, os.environ))
     cache = hf_cache(os.environ)
-    return _catalogue(dirs, str(cache) if cache else None, taken)
+    return _catalogue(dirs, str(cache) if cache else None, taken, current())
 
 
 @st.cache_resource(show_spinner=False)  # load_named's spinner: in the reader's language

@@ -34,7 +34,7 @@ from gptviz.checkpoints.folder import (
     load_checkpoint,
     load_checkpoint_zip,
 )
-from gptviz.i18n import _, number
+from gptviz.i18n import _, current, number
 from gptviz.train.plan import TrainingCaps
 
 SESSION_MODELS = "gptviz_session_models"  # st.session_state key: a Shelf, name -> Checkpoint
@@ -93,8 +93,28 @@ def _load_bundled(name: str) -> Checkpoint:
     return _freeze(load_checkpoint(folder))
 
 
-@st.cache_resource(show_spinner=False)
 def bundled_status() -> tuple[list[str], dict[str, str]]:
+    """``_bundled_status``, each broken model's message in the reader's language."""
+    good, broken = _bundled_status()
+    return good, (_broken_bundled(tuple(broken), current()) if broken else {})
+
+
+@st.cache_resource(show_spinner=False)
+def _broken_bundled(names: tuple[str, ...], lang: str) -> dict[str, str]:
+    """Why each broken bundled model does not load, said in ``lang`` (loaded again: the
+    loader writes its message in the language being served)."""
+    out = {}
+    for name in names:
+        folder = bundled_models().get(name)
+        try:
+            load_checkpoint(folder)
+        except CheckpointError as exc:
+            out[name] = f"{Path(folder).name}: {exc}"
+    return out
+
+
+@st.cache_resource(show_spinner=False)
+def _bundled_status() -> tuple[list[str], dict[str, str]]:
     """Names of the bundled models that load, default first, and a message per broken one.
     Each is loaded to find out; only the default one is kept (every page opens on it): the
     others are dropped at once, and ``load_bundled`` loads one again when it is chosen

@@ -14,7 +14,7 @@ import pytest
 
 from gptviz import i18n
 from gptviz.app.shared import tex
-from gptviz.app.shared.cache import cached_figure
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import number_text
 from gptviz.app.speedups import svgaxes

@@ -11,10 +11,12 @@ from gptviz.app.embeddings import figures as ve
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.embeddings.fresh import trained_vs_fresh
 from gptviz.app.shared import tex as tx
-from gptviz.app.shared.cache import cached_figure, vocab_labels, vocab_pca
-from gptviz.app.shared.heatmaps import legend_on_top, thin_ticks, title_room
+from gptviz.app.shared.cache import vocab_labels, vocab_pca
+from gptviz.app.shared.figure_cache import cached_figure
+from gptviz.app.shared.heatmaps import legend_on_top, title_room
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.widgets import SHOWN_DIMS, csv_download, dataframe, plain_table, plot
 from gptviz.app.speedups import fold
 from gptviz.i18n import N_, _, number
@@ -99,7 +101,8 @@ def vocabulary(picked: Picked, prompt: Prompt, pos: int) -> None:
         else _("All rows of E, PCA"))
     if sampled_note(len(labels)):
         title += " " + _("({n} drawn)").format(n=grouped(ve.MAX_POINTS))
-    plot(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio, title=title)))
+    plot(cached_figure(picked, "vocabulary-pca", (k, prompt.ids), lambda: legend_on_top(
+        ve.pca_scatter(coords, labels, prompt.ids, ratio, title=title))))  # 50,257 labels
     caption = _("The top {k} principal axes keep {share} % of the variance of E's {rows} rows "
                 "in {d} dimensions: the picture is a shadow, and neighbours in it may be far "
                 "apart in the full space. The cosine neighbours below are measured in all "

@@ -16,8 +16,9 @@ from gptviz.app.positional.compare import compare_view
 from gptviz.app.positional.order import order_view
 from gptviz.app.positional.rope import rope_positions, rope_sum
 from gptviz.app.shared import tex
-from gptviz.app.shared.cache import activations, cached_figure
+from gptviz.app.shared.cache import activations
 from gptviz.app.shared.clipping import clip_note
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import title_room
 from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
 from gptviz.app.shared.picker import Picked
@@ -30,7 +31,7 @@ from gptviz.app.shared.widgets import (
     plot,
 )
 from gptviz.app.speedups import fold
-from gptviz.i18n import N_, _, separators
+from gptviz.i18n import N_, _, number, separators
 from gptviz.model.names import act_name, embedding_names
 
 
@@ -71,8 +72,7 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
         dims = st.multiselect(_("Dimensions to plot as curves"), list(range(d)),
                               default=default_dims(d), key=f"dims-{key}", max_selections=8)
         if dims:
-            chart(vp.pe_curves(P, dims, title=_("{name}: chosen dimensions along i").format(
-                name=_(name))))
+            curves(P, dims, key, name)
         if formula:
             st.caption(_(formula))
         table(P, key, name)
@@ -82,6 +82,29 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
             _("Next: chosen dimensions of {name} as curves and the table itself (drawn as you "
               "scroll here)."))
     fold.below("positional", what.format(name=_(name)), rest)
+
+
+def curves(P: np.ndarray, dims: list[int], key: str, name: str) -> None:
+    """The chosen columns as curves, over as many positions as keep the fastest readable
+    (``vp.readable_positions``); a slider draws more, up to N."""
+    n = P.shape[0]
+    readable = vp.readable_positions(P, dims)
+    shown = n
+    if readable < n:
+        shown = st.slider(_("Positions drawn: 0 … i"), min(16, n), n, readable,
+                          key=f"span-{key}-{'.'.join(map(str, sorted(dims)))}",
+                          help=_("Over all positions a fast dimension turns so often that its "
+                                 "curve fills the chart; slide right to draw more of them."))
+    title = (_("{name}: chosen dimensions along i (positions 0 … {last} of {n})") if shown < n
+             else _("{name}: chosen dimensions along i")).format(
+        name=_(name), last=shown - 1, n=number(n, 0, grouping=True))
+    chart(vp.pe_curves(P[:shown], dims, title=title))
+    if readable < n:
+        st.caption(_("Drawn over positions 0 … {last} at first: the most for which each curve "
+                     "crosses its mean at most {times} times, once every {px} px of the chart. "
+                     "Over all {n} positions the fastest would be a solid band.").format(
+            last=readable - 1, times=vp.PLOT_PX // vp.PX_PER_CROSSING, px=vp.PX_PER_CROSSING,
+            n=number(n, 0, grouping=True)))
 
 
 def table(P: np.ndarray, key: str, name: str) -> None:
@@ -200,7 +223,8 @@ def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
     X = analysis.to_numpy(cache[act_name("embed")][0])  # (T, d)
     PE = analysis.to_numpy(cache[act_name("pos_embed")])  # (T, d)
     st.latex(pos_tex.x_plus_pe_formula(prompt.labels[pos], pos, X[pos], PE[pos], c.positional))
-    chart(vp.x_plus_pe_figure(X, PE, prompt.labels))
+    chart(cached_figure(picked, "x-plus-pe", (prompt.ids,),
+                        lambda: vp.x_plus_pe_figure(X, PE, prompt.labels)))  # 3 × T × d
     e_norm, p_norm = np.linalg.norm(X, axis=1).mean(), np.linalg.norm(PE, axis=1).mean()
     st.caption((_("The same token at two positions enters the block as two different vectors: "
                   "the sum is the only place where position enters a GPT. The three panels "

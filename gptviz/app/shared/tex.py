@@ -1,142 +1,27 @@
 """LaTeX helpers every page shares: numbers, vectors and text set safely inside KaTeX.
 
-Numbers are written as the reader's language writes them (``gptviz.i18n.separators``): in
-Spanish the decimal comma, set as ``{,}`` so that KaTeX puts no space after it, and a
-vector's entries then separated by a semicolon, (0{,}25;\\ 1{,}5), as Spanish textbooks
-write them. English is the default (the doctests' output).
+Numbers are written as the reader's language writes them (``numbers``, re-exported here:
+the decimal comma in Spanish, semicolons between a vector's entries).
 """
 
 from __future__ import annotations
 
 import html
-import math
 import re
 import unicodedata
-from collections.abc import Sequence
-from decimal import ROUND_HALF_UP, Decimal
-from functools import lru_cache
 
-from gptviz import i18n
 from gptviz.app.shared.chips import visible
+from gptviz.app.shared.numbers import (  # noqa: F401 - the pages' imports
+    addends,
+    between,
+    grouped,
+    localized,
+    num,
+    percent,
+    percent_tex,
+    vector,
+)
 from gptviz.i18n import ngettext
-
-# How a decimal or thousands sign is set in KaTeX: a comma in braces (no space after it),
-# the spaces some languages group with as a thin space.
-_TEX_SIGNS = {",": "{,}", "\u00a0": r"\,", "\u202f": r"\,", " ": r"\,", "'": "{'}"}
-
-
-def _tex_sign(sign: str) -> str:
-    return _TEX_SIGNS.get(sign, sign)
-
-
-def localized(text: str) -> str:
-    r"""A number written by Python (``1,234.5``: "," groups, "." is the decimal sign) as the
-    reader's language writes it, for KaTeX.
-
-    >>> localized("1,234.5")
-    '1{,}234.5'
-    >>> with i18n.use("es"):
-    ...     localized("1,234.5"), localized("-0.25")
-    ('1.234{,}5', '-0{,}25')
-    """
-    dec, group = i18n.separators()
-    return "".join(_tex_sign(group) if ch == "," else _tex_sign(dec) if ch == "." else ch
-                   for ch in text)
-
-
-def _plain(v: float, digits: int, sci: bool) -> str:
-    """``num`` in Python's own notation (the decimal point), before ``localized``."""
-    if math.isinf(v):
-        return r"-\infty" if v < 0 else r"\infty"
-    if sci and v != 0 and abs(v) < 10 ** -digits:
-        mantissa, exp = f"{v:.1e}".split("e")
-        return rf"{mantissa} \times 10^{{{int(exp)}}}"
-    return f"{v:.{digits}f}"
-
-
-def num(v: float, digits: int = 3, sci: bool = True) -> str:
-    r"""A number for LaTeX: fixed decimals, ``-\infty`` for the mask, tiny values in e-notation;
-    the decimal sign the reader's language's (``{,}`` in Spanish).
-
-    >>> num(0.12345), num(float("-inf")), num(2e-7)
-    ('0.123', '-\\infty', '2.0 \\times 10^{-7}')
-    >>> with i18n.use("es"):
-    ...     num(0.12345), num(2e-7)
-    ('0{,}123', '2{,}0 \\times 10^{-7}')
-    """
-    return localized(_plain(float(v), digits, sci))
-
-
-def vector(values: Sequence[float], shown: int = 4, digits: int = 3) -> str:
-    r"""``(v_1, v_2, …, v_d)`` with the first ``shown`` entries, ``\dots`` and the last; where
-    the decimal sign is a comma, the entries are separated by semicolons.
-
-    >>> vector([1, 2, 3, 4, 5, 6], shown=2, digits=0)
-    '(1,\\ 2,\\ \\dots,\\ 6)'
-    >>> with i18n.use("es"):
-    ...     vector([0.25, 1.5], digits=2)
-    '(0{,}25;\\ 1{,}50)'
-    """
-    v = [float(x) for x in values]
-    parts = [num(x, digits) for x in v[:shown]]
-    if len(v) > shown + 1:
-        parts += [r"\dots", num(v[-1], digits)]
-    elif len(v) == shown + 1:
-        parts.append(num(v[-1], digits))
-    return "(" + between().join(parts) + ")"
-
-
-def between() -> str:
-    r"""What separates the entries of a tuple of numbers in a formula: ``,\ ``, or ``;\ ``
-    where the decimal sign is a comma.
-
-    >>> between()
-    ',\\ '
-    """
-    return r";\ " if i18n.separators()[0] == "," else r",\ "
-
-
-def addends(values: Sequence[float], digits: int = 3, most: int = 6) -> tuple[list[str], str]:
-    """Terms and their total, written so that the terms as shown add up to the total as
-    shown: the total is the exact sum to ``digits`` decimals (halves rounded up, as a reader
-    rounds), each term to ``digits`` decimals or, where rounded terms would not add up
-    (0.215 × 3 = 0.645 for a total of 0.646), to as many more as it takes, up to ``most``. A
-    sum closer to a rounding boundary than ``most`` decimals can tell keeps ``most``. Both
-    in the reader's notation (``num``).
-
-    >>> addends([0.5, 0.25])
-    (['0.500', '0.250'], '0.750')
-    >>> addends([0.2153] * 3)
-    (['0.2153', '0.2153', '0.2153'], '0.646')
-    >>> addends([0.1875, 0.375])  # exactly 0.5625: the reader's 0.563, and terms that give it
-    (['0.188', '0.375'], '0.563')
-    >>> with i18n.use("es"):
-    ...     addends([0.5, 0.25])
-    (['0{,}500', '0{,}250'], '0{,}750')
-    """
-    if not all(math.isfinite(v) for v in values):
-        return [num(v, digits, sci=False) for v in values], num(sum(values), digits, sci=False)
-    step = Decimal(1).scaleb(-digits)
-    shown = sum(Decimal(v) for v in values).quantize(step, ROUND_HALF_UP)  # Decimal(v): exact
-    shown = abs(shown) if shown == 0 else shown  # 0.000, never -0.000
-    for places in range(digits, max(digits, most) + 1):
-        terms = [_plain(float(v), places, sci=False) for v in values]
-        if sum(Decimal(t) for t in terms).quantize(step, ROUND_HALF_UP) == shown:
-            break
-    return [localized(t) for t in terms], localized(f"{shown:.{digits}f}")
-
-
-def grouped(x: float, digits: int = 0) -> str:
-    """A number with its thousands grouped; ``{,}`` keeps KaTeX from spacing the comma.
-
-    >>> grouped(50257), grouped(12345.6, 1)
-    ('50{,}257', '12{,}345.6')
-    >>> with i18n.use("es"):
-    ...     grouped(50257), grouped(12345.6, 1)
-    ('50.257', '12.345{,}6')
-    """
-    return localized(f"{x:,.{digits}f}")
-
 
 _SUBSCRIPT = re.compile(r"(?<![A-Za-z])([A-Za-z])_([A-Za-z0-9])(?![A-Za-z0-9])")
 
@@ -149,49 +34,6 @@ def html_subscripts(text: str) -> str:
     'top 3 of P<sub>T</sub> &lt;b&gt;, e<sub>y</sub>, max_len'
     """
     return _SUBSCRIPT.sub(r"\1<sub>\2</sub>", html.escape(text))
-
-
-@lru_cache(maxsize=64)
-def _percent_space(lang: str) -> str:
-    """What stands between a number and "%" in ``lang`` (CLDR): a no-break space in Spanish."""
-    if lang == i18n.SOURCE:
-        return ""
-    try:
-        from babel import Locale
-
-        pattern = Locale.parse(lang.replace("-", "_")).percent_formats[None].pattern
-    except Exception:  # noqa: BLE001 - a language Babel does not know writes "29.3%"
-        return ""
-    return "\u00a0" if "\u00a0%" in pattern else ""
-
-
-def percent(p: float) -> str:
-    """A probability as the seeds write it (plain text, e.g. a bar's label), in the reader's
-    notation.
-
-    >>> percent(0.2931), percent(0.004), percent(0.0)
-    ('29.3%', '<1%', '0%')
-    >>> with i18n.use("es"):
-    ...     percent(0.2931)
-    '29,3\u00a0%'
-    """
-    sign = _percent_space(i18n.current()) + "%"
-    if p <= 0:
-        return "0" + sign
-    return "<1" + sign if p < 0.005 else i18n.number(100 * p, 1) + sign
-
-
-def percent_tex(p: float) -> str:
-    r"""``percent`` for KaTeX.
-
-    >>> percent_tex(0.2931), percent_tex(0.004)
-    ('29.3\\%', '{<}1\\%')
-    >>> with i18n.use("es"):
-    ...     percent_tex(0.2931)
-    '29{,}3\\,\\%'
-    """
-    text = percent(p).replace(",", "{,}").replace("%", r"\%").replace("<", "{<}")
-    return text.replace("\u00a0", r"\,")
 
 
 # TeX's ten special characters, each spelt so that \text{…} prints it.

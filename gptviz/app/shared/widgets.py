@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from gptviz.app.shared.chips import visible
-from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.presenter import legible, presenting
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.views import VISIT, view_tabs  # noqa: F401 - the pages' import
 from gptviz.app.speedups import heatcanvas, svgbox, svgfigure
 from gptviz.app.speedups.download import download_text

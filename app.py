@@ -38,6 +38,7 @@ PAGES = {
 speedups.install(p.url_path for group in PAGES.values() for p in group)
 
 from gptviz.app.serving.sessions import lease  # noqa: E402
+from gptviz.app.shared.presenter import presenting  # noqa: E402
 from gptviz.app.shared.widgets import PAGE, VISIT, page_style  # noqa: E402
 
 # pyarrow's default pool keeps what the first st.dataframe allocated for the server's
@@ -51,8 +52,9 @@ st.set_page_config(page_title="gptviz", page_icon=str(ICON), layout="wide")
 page = st.navigation(PAGES)
 page_style()
 language.style()
-with st.sidebar:
-    language.picker()
+if not presenting():  # presenter mode hides the sidebar: the title row has the picker
+    with st.sidebar:
+        language.picker()
 lease()  # released when the session disconnects: its memory is handed back then
 if st.session_state.get(PAGE) != page.url_path:  # arrived from another page (or first run)
     st.session_state[VISIT] = st.session_state.get(VISIT, 0) + 1

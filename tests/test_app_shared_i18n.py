@@ -53,7 +53,7 @@ def test_formulas_write_the_decimal_comma_in_spanish_and_keep_the_point_in_chine
         assert tex.vector([0.25, 1.5], digits=2) == r"(0{,}25;\ 1{,}50)"
         assert tex.grouped(50257) == "50.257" and tex.grouped(1234.5, 1) == "1.234{,}5"
         assert tex.addends([0.2153] * 3) == (["0{,}2153"] * 3, "0{,}646")
-        assert tex.percent(0.2931) == "29,3\u00a0%" and tex.percent_tex(0.004) == r"{<}1\,\%"
+        assert tex.percent(0.2931) == "29,3\u00a0%" and tex.percent_tex(0.004) == r"0{,}4\,\%"
         assert tex.words("{n} de {k}", k="k") == r"\text{\{n\} de $k$}"
     with i18n.use("zh"):
         assert tex.num(0.25, 2) == "0.25" and tex.vector([1, 2], digits=0) == r"(1,\ 2)"

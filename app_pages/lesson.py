@@ -10,13 +10,14 @@ from gptviz.app.lesson.steps import build_step
 from gptviz.app.shared.notes import index_note
 from gptviz.app.shared.picker import picked_or_stop
 from gptviz.app.shared.presenter import page_top
+from gptviz.i18n import _
 
 top = page_top(
-    "Lesson: one prompt through a GPT",
-    "Fourteen steps follow your prompt from its text to the next token, each with the live "
-    "numbers of a real model. At some steps you first predict, then reveal what the model "
-    "computed. Move with the step buttons, Next and Previous, or the → and ← keys; R "
-    "reveals; ? lists the keys.", notes=index_note, short="Lesson")
+    _("Lesson: one prompt through a GPT"),
+    _("Fourteen steps follow your prompt from its text to the next token, each with the live "
+      "numbers of a real model. At some steps you first predict, then reveal what the model "
+      "computed. Move with the step buttons, Next and Previous, or the → and ← keys; R "
+      "reveals; ? lists the keys."), notes=index_note, short=_("Lesson"))
 presenter = top.presenter
 if presenter:
     st.html(HIDE_CONTROLS_CSS)
@@ -29,14 +30,14 @@ if prompt is None:
 
 lesson = build_lesson(picked, prompt, layer, head, temperature, big=presenter, seed=seed)
 if presenter:
-    with top.row.popover("Steps", icon=":material/list:"):
+    with top.row.popover(_("Steps"), icon=":material/list:"):
         view.step_overview(step)
-    with top.row.popover("Handout", icon=":material/download:"):
+    with top.row.popover(_("Handout"), icon=":material/download:"):
         view.handout_button(lesson)
 shown = drive_class(top, lesson, step, build_step(lesson, step))  # a class, if one runs
 view.draw_step(lesson, step, shown, compact=presenter)
 if presenter:
-    with top.row.popover("Score", icon=":material/scoreboard:"):
+    with top.row.popover(_("Score"), icon=":material/scoreboard:"):
         view.score(lesson)
 elif step == view.N_STEPS:
     view.score(lesson)

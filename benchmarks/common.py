@@ -186,19 +186,25 @@ def chromium(pw, *args: str):
 
 
 @contextlib.contextmanager
-def app_at(rev: str, python: str = sys.executable) -> Iterator[str]:
-    """The app as of git revision ``rev``, served from a temporary worktree by ``python``
-    (another one: the app with other libraries, e.g. before an upgrade): its base URL."""
+def tree_at(rev: str) -> Iterator[Path]:
+    """This repository as of git revision ``rev``, in a temporary worktree: its folder."""
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "app"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
                        check=True, capture_output=True)
         try:
-            with Server(folder=tree, python=python) as server:
-                yield server.url
+            yield tree
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
                            check=False, capture_output=True)
+
+
+@contextlib.contextmanager
+def app_at(rev: str, python: str = sys.executable) -> Iterator[str]:
+    """The app as of git revision ``rev``, served from a temporary worktree by ``python``
+    (another one: the app with other libraries, e.g. before an upgrade): its base URL."""
+    with tree_at(rev) as tree, Server(folder=tree, python=python) as server:
+        yield server.url
 
 
 # ---- the bare page: the reference of every page in the browser --------------------------

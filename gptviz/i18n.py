@@ -32,13 +32,16 @@ import contextlib
 import contextvars
 import gettext
 import io
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
-LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
+# The catalogs: the repository's locale/, or a folder of one's own (GPTVIZ_LOCALE_DIR).
+LOCALE_DIR = Path(os.environ.get("GPTVIZ_LOCALE_DIR") or
+                  Path(__file__).resolve().parent.parent / "locale")
 DOMAIN = "gptviz"
 SOURCE = "en"  # the language the source is written in: no catalog
 LANGUAGE: contextvars.ContextVar[str] = contextvars.ContextVar("gptviz_language", default=SOURCE)
@@ -93,7 +96,7 @@ def known(lang: str | None) -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=32)
 def translations(lang: str) -> gettext.NullTranslations:
     """The compiled catalog of ``lang`` (every ``.po`` of its folder merged), once per
     process; English and a language without a catalog look nothing up."""
@@ -182,3 +185,62 @@ def number(x: float, digits: int = 3, grouping: bool = False) -> str:
     if (dec, group) == (".", ","):
         return text
     return text.replace(",", "\0").replace(".", dec).replace("\0", group)
+
+
+# ---- the catalog machinery's view of the source (the coverage script, the tests) ----------
+
+ROOT = Path(__file__).resolve().parent.parent
+EXEMPT = ROOT / "locale" / "EXEMPT.txt"
+
+
+def source_messages() -> dict[object, list[str]]:
+    """Every message the source marks (what ``pybabel extract -F babel.cfg -k N_`` finds):
+    id (a string, a (singular, plural) pair; ``context\x04id`` with a context) → where it is
+    used."""
+    from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
+    from babel.messages.frontend import parse_mapping_cfg
+
+    with (ROOT / "babel.cfg").open(encoding="utf-8") as f:
+        method_map, options_map = parse_mapping_cfg(f)
+    keywords = dict(DEFAULT_KEYWORDS, N_=None)
+    found: dict[object, list[str]] = {}
+    for path, line, message, _comments, context in extract_from_dir(
+            str(ROOT), method_map, options_map, keywords=keywords):
+        key = message if context is None else f"{context}\x04{message}"  # gettext's form
+        found.setdefault(key, []).append(f"{path}:{line}")
+    return found
+
+
+def catalog_entries(lang: str) -> dict[object, object]:
+    """id → translation (a string, or a tuple of plural forms) of every non-fuzzy entry with
+    a translation in ``lang``'s ``.po`` files (the later file wins, as at run time)."""
+    from babel.messages.pofile import read_po
+
+    entries: dict[object, object] = {}
+    for po in sorted((LOCALE_DIR / lang / "LC_MESSAGES").glob("*.po")):
+        with po.open("rb") as f:
+            catalog = read_po(f, locale=lang)
+        for m in catalog:
+            if not m.id or m.fuzzy:
+                continue
+            key = m.id if m.context is None else f"{m.context}\x04{m.id}"
+            strings = m.string if isinstance(m.string, tuple) else (m.string,)
+            if all(strings):
+                entries[key] = m.string
+    return entries
+
+
+def exempt() -> dict[str, list[str]]:
+    """The reviewed exemptions (``locale/EXEMPT.txt``): section → lines."""
+    sections: dict[str, list[str]] = {}
+    current_section = ""
+    if EXEMPT.is_file():
+        for raw in EXEMPT.read_text(encoding="utf-8").splitlines():
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("[") and line.endswith("]"):
+                current_section = line[1:-1]
+                continue
+            sections.setdefault(current_section, []).append(line)
+    return sections

@@ -111,6 +111,20 @@ def run_page(page: str | None = None, *, timeout: float = 120, **query: str) -> 
     return rerun(app_test(page, timeout=timeout, **query))
 
 
+def lesson_steps(at: AppTest) -> Iterator[int]:
+    """Walk the Lesson open in ``at`` through every step, each answer revealed where the
+    step asks a question; yields each step's number with the step drawn."""
+    from gptviz.app.lesson.steps import STEPS
+
+    for step in range(1, len(STEPS) + 1):
+        at.session_state["step"] = step
+        rerun(at)
+        if any(b.key == "lesson_reveal" for b in at.button):
+            at.button(key="lesson_reveal").click()
+            rerun(at)
+        yield step
+
+
 def rerun(at: AppTest) -> AppTest:
     """Run the script again (after a widget or state change); no exception allowed."""
     at.run()

@@ -19,7 +19,6 @@ from gptviz.app.block import view as block
 from gptviz.app.embeddings import view as embeddings
 from gptviz.app.generation import view as generation
 from gptviz.app.learning import view as learning
-from gptviz.app.lesson.steps import STEPS
 from gptviz.app.positional import view as positional
 from gptviz.app.speedups import (
     choice,
@@ -34,7 +33,7 @@ from gptviz.app.speedups import (
 )
 from gptviz.app.tokenizers import view as tokenizers
 from gptviz.checkpoints.folder import bundled_models
-from tests.helpers import app_test, rerun
+from tests.helpers import app_test, lesson_steps, rerun
 
 pytestmark = pytest.mark.skipif(not bundled_models(), reason="no bundled models")
 
@@ -89,12 +88,7 @@ def test_every_page_and_view_in_stock_mode():
     seen(at, "training", kinds)
     assert at.download_button(key="tr_download")  # below the fold otherwise
     at = router("lesson")
-    for step in range(1, len(STEPS) + 1):
-        at.session_state["step"] = step
-        rerun(at)
-        if any(b.key == "lesson_reveal" for b in at.button):
-            at.button(key="lesson_reveal").click()
-            rerun(at)
+    for step in lesson_steps(at):
         seen(at, f"lesson step {step}", kinds)
     # the stock elements of each speed-up were drawn: plotly for the canvas heatmaps and the
     # SVG charts (Learning's bars and lines), select boxes, Streamlit's CSV buttons

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -110,7 +111,8 @@ def test_the_projector_counts_live_and_shows_the_histogram(browser, served):
     screenshot(page, "class-projector-start-1280")
     qr = page.locator("img.gv-qr")
     assert qr.count() >= 1 and qr.first.bounding_box()["width"] >= 140
-    assert qr.first.get_attribute("title").endswith(f"/join?code={code}")
+    qr_url = qr.first.get_attribute("title")
+    assert qr_url.endswith(f"/join?code={code}")
     cookie = {c["name"]: c["value"] for c in context.cookies()}["gptviz_teacher"]
     assert cookie.startswith(code + ".")
     assert cookie.split(".", 1)[1] not in page.content()  # nowhere on the page
@@ -148,4 +150,34 @@ def test_the_projector_counts_live_and_shows_the_histogram(browser, served):
     wait_for_app(page)
     screenshot(page, "class-projector-spread-1280")
     check_no_exception(page, "projector")
+    projector_url = page.url
+    with page.expect_download() as saved:  # "Teacher link": the private link, saved
+        page.get_by_role("button", name="Teacher link").click()
+    link = Path(saved.value.path()).read_text().strip()
+    assert link.endswith(f"#teacher={cookie}") and cookie.split(".", 1)[1] not in page.content()
     context.close()
+    other = browser.new_context(viewport={"width": 1280, "height": 720})  # another laptop
+    page = other.new_page()
+    page.goto(link)
+    page.locator(".gv-class-code").wait_for(timeout=60_000)  # the teacher link's key, kept
+    wait_for_app(page)
+    assert page.locator(".gv-class-code").get_attribute("data-code") == code
+    assert "#" not in page.url and "teacher" not in page.url  # gone from the address bar
+    assert {c["name"]: c["value"] for c in other.cookies()}["gptviz_teacher"] == cookie
+    step = store.get(code).step
+    page.keyboard.press("ArrowRight")  # the controls are back: the class follows
+    wait_for_app(page)
+    assert eventually(lambda: store.get(code).step == step + 1, timeout_s=10, every_s=0.2)
+    other.close()
+    stranger = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = stranger.new_page()  # the projector's own address, without the private link
+    page.goto(projector_url)
+    wait_for_app(page)
+    assert page.get_by_role("button", name="Start a class").count() == 1
+    assert page.locator(".gv-class-code").count() == 0
+    page.goto(url + qr_url[qr_url.index("/join"):])  # the QR code's link (the LAN address
+    # in it, here this server's): the Join page, a student's, with no control
+    wait_for_app(page)
+    assert page.get_by_role("button", name="Join").count() == 1
+    assert "gptviz_teacher" not in {c["name"] for c in stranger.cookies()}
+    stranger.close()

@@ -1,7 +1,7 @@
 """Speed of the model pages: warm AppTest runs of every view, and the browser time until
 the Attention page is fully drawn for a 128-token prompt with all heads.
 
-    python -m benchmarks.app.app [--reps 7] [--no-browser]
+    python -m benchmarks.app.app [--reps 7] [--no-browser] [--langs es zh]
 
 Warm = the same AppTest session run again after a first (cold) run: models loaded and
 forward passes cached, so what is timed is the page script, its figures and their
@@ -38,13 +38,16 @@ DRAWN = """(charts) => {
 # formulas typeset
 
 
-def warm_apptest(model: str, reps: int) -> list[tuple[str, str, float, float]]:
-    """(page, view, cold s, median warm ms) for every view of every page."""
+def warm_apptest(model: str, reps: int, langs: tuple[str, ...] = ("en",)
+                 ) -> list[tuple[str, str, str, float, float]]:
+    """(page, view, language, cold s, median warm ms) for every view of every page, each
+    language's session of a view interleaved with the others'."""
     rows = []
     for page, views in MODEL_PAGE_VIEWS.items():
-        runs = warm_runs({v: app_test(page, timeout=300, model=model, view=v) for v in views},
-                         reps)
-        rows += [(page, view, cold, warm) for view, (cold, warm) in runs.items()]
+        runs = warm_runs({(v, lang): app_test(page, timeout=300, model=model, view=v,
+                                              lang=lang)
+                          for v in views for lang in langs}, reps)
+        rows += [(page, view, lang, cold, warm) for (view, lang), (cold, warm) in runs.items()]
     return rows
 
 
@@ -77,6 +80,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--langs", nargs="*", default=[], metavar="LANG",
+                   help="also each view in these languages (?lang=), beside English")
     args = p.parse_args()
     models = bundled_models()
     if not models:
@@ -85,9 +90,14 @@ def main() -> None:
     print(f"# Model pages, models: {', '.join(sorted(models))}\n\n{machine()}\n")
     print(f"## Warm AppTest runs, model {default} (median of {args.reps}; target ≤ 300 ms "
           "for each page's default view)\n")
-    print("| page | view | cold run (s) | warm run (ms) |\n|---|---|---|---|")
-    for page, view, cold, warm in warm_apptest(default, args.reps):
-        print(f"| {page} | {view} | {cold:.2f} | {warm:.0f} |")
+    langs = ("en", *args.langs)
+    rows = warm_apptest(default, args.reps, langs)
+    english = {(page, view): warm for page, view, lang, _, warm in rows if lang == "en"}
+    print("| page | view | language | cold run (s) | warm run (ms) | × English |")
+    print("|---|---|---|---|---|---|")
+    for page, view, lang, cold, warm in rows:
+        print(f"| {page} | {view} | {lang} | {cold:.2f} | {warm:.0f} | "
+              f"{warm / english[page, view]:.2f} |")
     if args.no_browser:
         return
     longest = max(sorted(models), key=lambda m: load_checkpoint(models[m]).config.context_length)

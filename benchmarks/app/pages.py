@@ -1,6 +1,7 @@
 """Every page in Chromium beside a bare one-line Streamlit page, in the same run.
 
     python -m benchmarks.app.pages [--reps 5] [--clicks 10] [--floors] [--only Learning Lesson]
+    python -m benchmarks.app.pages --langs es zh --clicks 0   # each page in es and zh too
 
 Two servers run side by side on loopback: ``streamlit run app.py`` and a bare page
 (``st.write("hello")``, written to a temporary folder), which sets the floor: what
@@ -105,6 +106,15 @@ def pages(model: str) -> dict[str, str]:
     }
 
 
+def with_lang(path: str, lang: str) -> str:
+    """``path`` with ``lang=`` added to its query.
+
+    >>> with_lang("/", "es"), with_lang("/attention?view=x", "zh")
+    ('/?lang=es', '/attention?view=x&lang=zh')
+    """
+    return f"{path}{'&' if '?' in path else '?'}lang={lang}"
+
+
 def below_the_fold(browser, url: str, n: int) -> list[float]:
     """Seconds from scrolling to a view's fold marker (``fold.below``) to the settled page
     with the part below drawn, ``n`` times, each in a new context after a settled load;
@@ -140,6 +150,9 @@ def main() -> None:
     p.add_argument("--stock-each", nargs="*", metavar="PIECE", choices=PIECES,
                    help="measure each speed-up against stock (GPTVIZ_STOCK): every piece, "
                         "or those named")
+    p.add_argument("--langs", nargs="*", default=[], metavar="LANG",
+                   help="also load each page in these languages (?lang=), interleaved with "
+                        "English: the cost of translation (issue 41)")
     p.add_argument("--keep", type=Path, metavar="JSON",
                    help="with --stock-each: the loads so far, written after every round; a "
                         "run started with the same file goes on from there")
@@ -153,6 +166,10 @@ def main() -> None:
     with bare_and_app() as (browser, bare, app), Server(NODELAY_BARE, log="bare-nodelay") as \
             nodelay, contextlib.ExitStack() as stack:
         shown = {k: v for k, v in pages(longest).items() if not args.only or k in args.only}
+        if args.langs:
+            shown = {row: path for k, v in shown.items() for row, path in
+                     [(k, v)] + [(f"{k}, ?lang={lang}", with_lang(v, lang))
+                                 for lang in args.langs]}
         if args.baseline:
             then = stack.enter_context(app_at(args.baseline, args.baseline_python))
             shown = {row: path for k, v in shown.items()

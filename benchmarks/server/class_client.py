@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 
-import websockets
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from benchmarks.server import streamlit_client as sc
@@ -24,23 +23,12 @@ COUNT = re.compile(r'data-answered="(\d*)" data-joined="(\d+)"')
 
 
 class ClassSession(sc.ProtocolSession):
-    """A tab with a browser's cookie jar: ``cookies`` are sent when it connects."""
+    """A tab with a browser's cookie jar: ``cookies`` are sent when it connects (and the
+    page is asked for first, as a browser does, so a proxy's cookie is kept too)."""
 
     def __init__(self, base_ws: str, timeout_s: float = 60.0,
                  cookies: dict[str, str] | None = None) -> None:
-        super().__init__(base_ws, timeout_s)
-        self.cookies = dict(cookies or {})
-
-    async def connect(self) -> None:
-        header = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        self.ws = await websockets.connect(
-            self.url, subprotocols=["streamlit"], max_size=None, open_timeout=self.timeout_s,
-            additional_headers={"Cookie": header} if header else None)
-
-    def widget(self, run: sc.Run, key: str):
-        """The widget of ``run`` keyed ``key`` (its element), or None."""
-        return next((e for _, e in run.elements.values()
-                     if str(getattr(e, "id", "")).endswith(f"-{key}")), None)
+        super().__init__(base_ws, timeout_s, cookies=dict(cookies or {}))
 
     async def _set(self, run: sc.Run, key: str, **value) -> sc.Run:
         e = self.widget(run, key)

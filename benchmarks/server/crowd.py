@@ -1,6 +1,9 @@
 """A class on one server: N students at once, and what one more sees in Chromium.
 
     python -m benchmarks.server.crowd --sessions 1 10 30 [--stagger 10] [--out crowd.json]
+    python -m benchmarks.server.crowd --sessions 30 --baseline REV --baseline-python PATH
+    python -m benchmarks.server.crowd --url http://127.0.0.1:8080 --sessions 300 --stagger 60
+        --think 2   (students only, aimed at a running proxy: see below)
 
 Each student opens Home, Attention, Generation (5 × "Next token") and Tokenizers with a
 prompt of its own (typed into a page's box when the page does not show it already), and
@@ -28,22 +31,33 @@ token. Mixed results: runs whose text, formulas or figures differ from the same 
 walk alone (``Run.fingerprint``). N counts the students; Chromium is one more. Bounds:
 ``--timeout`` per run or page, ``--budget`` in all, ``--browser-walks`` per N. Servers do
 not watch the sources (``STREAMLIT_SERVER_FILE_WATCHER_TYPE=none`` unless set otherwise):
-an edit during a run would reload modules under the running scripts."""
+an edit during a run would reload modules under the running scripts.
+
+``--url``: the students only (no Chromium, no walk alone), aimed at a server already running,
+such as a lecture hall's proxy (``python deploy/serve.py``): each keeps the proxy's cookie,
+as a browser does, so that it stays on one replica; ``--think`` seconds between actions.
+Reported: script-run times by page, failures, students that reached more than one replica,
+and the share of a core this process used (``cpu_share``; it is pinned to one core where
+the machine has more than one: ``--cpu``). ``benchmarks/server/hall.py`` starts halls of 1 to
+N replicas and runs this crowd against each."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
 import re
+import resource
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-from benchmarks.common import HELLO, MATHEMATICS, Rss, Server, chromium, machine
+from benchmarks.common import HELLO, MATHEMATICS, ROOT, Rss, Server, chromium, machine, tree_at
 from benchmarks.server import streamlit_client as sc
 from tests.helpers import FOLD_IN_VIEW
 
@@ -80,6 +94,7 @@ class Walk:
 
     runs: list[tuple[str, sc.Run]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    session: sc.ProtocolSession | None = None  # (its cookies, the replicas it reached)
 
     def add(self, label: str, run: sc.Run) -> sc.Run:
         self.runs.append((label, run))
@@ -102,29 +117,42 @@ def run_times(walks: list[Walk]) -> dict[str, list[float]]:
 
 
 async def walk(ws_url: str, prompt: str, timeout_s: float, deadline: float,
-               delay_s: float = 0) -> Walk:
+               delay_s: float = 0, think_s: float = 0, cookies: dict | None = None) -> Walk:
     """Home, Attention, Generation with 5 clicks, Tokenizers: one student, one session,
-    starting after ``delay_s``; it stops early (a failure) at ``deadline`` (monotonic)."""
+    starting after ``delay_s`` and waiting ``think_s`` before each action but the first;
+    it stops early (a failure) at ``deadline`` (monotonic). ``cookies``: keep them, as a
+    browser does behind a proxy (``{}`` to start with none)."""
     await asyncio.sleep(delay_s)
-    w, s = Walk(), sc.ProtocolSession(ws_url, timeout_s)
+    w = Walk()
+    s = w.session = sc.ProtocolSession(ws_url, timeout_s, cookies=cookies)
+    first = True
 
     def go_on(run: sc.Run) -> bool:  # a failed run leaves the stream unusable
         if run.status == "ok" and time.monotonic() > deadline:
             run.status = "stopped: the time budget is spent"
             w.failures.append(run.status)
         return run.status == "ok"
+
+    async def think() -> bool:  # a student reads before the next action
+        nonlocal first
+        if not first:
+            await asyncio.sleep(think_s)
+        first = False
+        return True
     try:
         await s.connect()
         for page, name in WALK:
             key = TEXT_KEY.get(page, "prompt")
-            run = w.add(name, await s.open(page, urlencode({key: prompt})))
+            run = w.add(name, await think() and await s.open(page, urlencode({key: prompt})))
             if go_on(run) and s.text_value(run, key) not in (None, prompt):
-                run = w.add(f"{name}, prompt typed", await s.type_text(run, key, prompt))
-            if go_on(run) and (down := await s.send_state(run, "fold", {"reached": True})):
+                run = w.add(f"{name}, prompt typed",
+                            await think() and await s.type_text(run, key, prompt))
+            if go_on(run) and await think() and (
+                    down := await s.send_state(run, "fold", {"reached": True})):
                 run = w.add(f"{name}, scrolled down", down)  # the part below the fold
             for i in range(CLICKS if page == "generation" else 0):
                 if go_on(run):
-                    run = w.add(f"Next token {i + 1}", await s.click(
+                    run = w.add(f"Next token {i + 1}", await think() and await s.click(
                         run, "click_counter", "Next token"))
             said = next((t for t in run.texts("markdown") if " generated · " in t), "nothing")
             if page == "generation" and run.status == "ok" and not said.startswith(f"{CLICKS} "):
@@ -202,10 +230,81 @@ def mixed(alone: list[Walk], crowded: list[Walk]) -> list[str]:
     return found
 
 
+def pin(cpu: int | None) -> int | None:
+    """Pin this process to ``cpu`` (default: the last one) where there is more than one;
+    the core it got, or None."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
+    if len(cpus) < 2:
+        return None
+    core = cpus[-1] if cpu is None else cpu
+    os.sched_setaffinity(0, {core})
+    return core
+
+
+def students_at(url: str, n: int, texts: list[str], args, deadline: float) -> dict:
+    """N students through ``url`` (cookies kept), started over ``args.stagger`` s, each
+    waiting ``args.think`` s between actions: their run times, failures, the students that
+    reached more than one replica, and this process's share of a core meanwhile."""
+    ws = "ws" + url.rstrip("/").removeprefix("http")
+    before, start, load = resource.getrusage(resource.RUSAGE_SELF), time.monotonic(), \
+        os.getloadavg()[0]
+
+    async def crowd() -> list[Walk]:
+        return await asyncio.gather(*(walk(ws, t, args.timeout, deadline, i * args.stagger / n,
+                                           args.think, cookies={})
+                                      for i, t in enumerate(texts[:n])))
+    walks = asyncio.run(crowd())
+    wall, after = time.monotonic() - start, resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    moved = [f"student {i}: {' → '.join(dict.fromkeys(w.session.replicas))}"
+             for i, w in enumerate(walks) if len(set(w.session.replicas)) > 1]
+    return {"n": n, "runs": run_times(walks), "wall_s": wall, "cpu_share": cpu / wall,
+            "failures": [f"student {i}: {f}" for i, w in enumerate(walks) for f in w.failures],
+            "moved": moved, "replicas": sorted({r for w in walks for r in w.session.replicas}),
+            "load": [load, os.getloadavg()[0]]}
+
+
+def steps_table(results: list[dict], label: str = "N") -> str:
+    """Script-run seconds by page: p50, p95 and max for each result (a column group each)."""
+    pages = list(dict.fromkeys(p for r in results for p in r["runs"]))
+    head = "| page | " + " | ".join(f"{label}={r[label.lower()]} p50 | p95 | max"
+                                      for r in results) + " |"
+    lines = [head, "|---|" + "---|---|---|" * len(results)]
+    for page in pages:
+        lines.append(f"| {page} | " + " | ".join(
+            " | ".join(f"{pct(r['runs'].get(page, []), q):.2f}" for q in (0.5, 0.95, 1.0))
+            for r in results) + " |")
+    return "\n".join(lines)
+
+
+def url_main(args) -> None:
+    """``--url``: the students only, against a running server (see the module)."""
+    core = pin(args.cpu)
+    texts, deadline = prompts(), time.monotonic() + args.budget
+    results = [students_at(args.url, n, texts, args, deadline) for n in args.sessions]
+    print(f"\n# Crowd at {args.url}: N students, {args.think} s between actions, started "
+          f"over {args.stagger} s\n\n{machine()} · this process on core {core}\n")
+    print(steps_table(results))
+    print("\n| N | failures | students on two replicas | replicas reached | this process's "
+          "CPU (share of a core) | load avg before → after | wall (s) |\n|---|---|---|---|---|"
+          "---|---|")
+    for r in results:
+        print(f"| {r['n']} | {len(r['failures'])} | {len(r['moved'])} | "
+              f"{', '.join(r['replicas']) or '–'} | {r['cpu_share']:.2f} | "
+              f"{r['load'][0]:.1f} → {r['load'][1]:.1f} | {r['wall_s']:.0f} |")
+    for r in results:
+        for kind in ("failures", "moved"):
+            print("".join(f"- N={r['n']}, {kind}: {x}\n" for x in r[kind][:8]), end="")
+    if args.out:
+        args.out.write_text(json.dumps(results))
+
+
 def measure(n: int, texts: list[str], alone: list[Walk], bare: Server, args,
-            deadline: float) -> dict:
-    """A new server, a warm-up walk, then N students and the browser: the figures for N."""
-    server, start, load = Server(log="crowd"), time.monotonic(), os.getloadavg()[0]
+            deadline: float, folder: Path = ROOT, python: str = sys.executable) -> dict:
+    """A new server (of the app in ``folder``, run by ``python``), a warm-up walk, then N
+    students and the browser: the figures for N."""
+    server = Server(log="crowd", folder=folder, python=python)
+    start, load = time.monotonic(), os.getloadavg()[0]
     rss = Rss(server.proc.pid)
     try:
         asyncio.run(walk(server.ws, texts[-1], args.timeout, deadline))
@@ -271,7 +370,19 @@ def main() -> None:
     p.add_argument("--budget", type=float, default=2400, help="seconds for the whole run")
     p.add_argument("--browser-walks", type=int, default=5, help="at most this many per N")
     p.add_argument("--out", type=Path, help="also write every figure to this JSON file")
+    p.add_argument("--url", help="students only, at this running server or proxy "
+                                 "(e.g. http://127.0.0.1:8080), cookies kept")
+    p.add_argument("--think", type=float, default=0, help="seconds between a student's actions")
+    p.add_argument("--cpu", type=int, help="the core this process is pinned to (default: the "
+                                           "last, where there are two or more)")
+    p.add_argument("--baseline", metavar="REV", help="also each N against the app as of git "
+                   "revision REV, right after the same N against this one (e.g. before a "
+                   "dependency's upgrade)")
+    p.add_argument("--baseline-python", metavar="PATH", default=sys.executable,
+                   help="the Python that serves --baseline (another set of libraries)")
     args = p.parse_args()
+    if args.url:
+        return url_main(args)
     deadline = time.monotonic() + args.budget
     os.environ.setdefault("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")  # see the docstring
     texts = prompts()
@@ -282,7 +393,8 @@ def main() -> None:
              for t in texts[-1:] + texts[:max(args.sessions)]][1:]
     server.stop()
     print(f"alone: {len(alone)} walks, {sum(len(w.failures) for w in alone)} failures")
-    results, bare = [], Server(HELLO, log="crowd-bare")
+    results, bare, stack = [], Server(HELLO, log="crowd-bare"), contextlib.ExitStack()
+    then = stack.enter_context(tree_at(args.baseline)) if args.baseline else None
     try:
         for n in args.sessions:
             if time.monotonic() > deadline:
@@ -290,8 +402,13 @@ def main() -> None:
                 continue
             results.append(measure(n, texts, alone, bare, args, deadline))
             print(f"N={n} done in {results[-1]['wall_s']:.0f} s", flush=True)
+            if then is not None:  # its runs are not compared with this app's walks alone
+                results.append(measure(n, texts, [], bare, args, deadline, then,
+                                       args.baseline_python))
+                results[-1]["n"] = f"{n}, at {args.baseline}"
     finally:
         bare.stop()
+        stack.close()
     print(f"\n# Crowd: N students + 1 Chromium; 'alone' is each student's walk on an idle "
           f"server\n\n{machine()}\n")
     print(table(results, run_times(alone)))

@@ -14,6 +14,17 @@ does what the frontend does, and nothing more:
 - pages: ``st.navigation`` sends each page's ``page_script_hash``; a page switch is a
   rerun with that hash (and the URL path as ``page_name``), like a click in the sidebar.
 
+Behind a proxy (a lecture hall, ``deploy/serve.py``) a session keeps cookies as a browser
+does for one site (``cookies={}``): it first asks for the page itself (as a browser loads the
+HTML before the script opens its websocket), keeps what ``Set-Cookie`` sets (the proxy's
+``SERVERID``, which replica it is on), and sends them with the websocket's handshake and
+again when it reconnects (``reconnect``: the page's websocket lost, as a browser's after a
+replica dies). ``replicas`` lists the replica that answered each request (the proxy's
+``X-Gptviz-Replica`` header), in order.
+
+Like a browser, a session answers the server's pings but sends none of its own (a busy
+server's late pong would otherwise close it).
+
 A run has finished when ``script_finished`` arrives with any status but "finished early
 for a rerun". ``Run`` keeps, per delta path, the last element drawn there: what the page
 shows once the run is over. ``Server`` (``streamlit run`` on a free loopback port) is
@@ -22,9 +33,11 @@ shows once the run is over. ``Server`` (``streamlit run`` on a free loopback por
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from html import unescape
 
@@ -100,12 +113,17 @@ def _text_of(kind: str, element: object) -> str:
 class ProtocolSession:
     """A websocket session with a running app: ``await s.open(page, query)`` runs a page,
     ``await s.click(run, component, label)`` clicks a counting component,
-    ``await s.type_text(run, key, text)`` types into a text box, ``await s.close()``.
+    ``await s.type_text(run, key, text)`` types into a text box, ``await s.choose(run, key,
+    string_value="5")`` sets a keyed widget, ``await s.press(run, key)`` presses a keyed button,
+    ``await s.close()``.
 
     ``timeout_s`` bounds each run; a run that does not finish in time has status "timeout".
     """
 
-    def __init__(self, base_ws: str, timeout_s: float = 60.0) -> None:
+    def __init__(self, base_ws: str, timeout_s: float = 60.0,
+                 cookies: dict[str, str] | None = None, headers: dict[str, str] | None = None
+                 ) -> None:
+        self.base_ws = base_ws
         self.url = f"{base_ws}/_stcore/stream"
         self.timeout_s = timeout_s
         self.ws = None
@@ -115,10 +133,56 @@ class ProtocolSession:
         self.query = ""
         self.timers: dict[str, float] = {}  # fragment id -> seconds: st.fragment(run_every=)
         self.page = ""
+        self.cookies = cookies  # None: no cookies at all (one server, no proxy)
+        self.headers = headers or {}  # sent with every request
+        self.replicas: list[str] = []  # the replica of each request, where a proxy says it
 
     async def connect(self) -> None:
+        if self.cookies is not None:
+            await asyncio.to_thread(self._get_page)
         self.ws = await websockets.connect(self.url, subprotocols=["streamlit"],
-                                           max_size=None, open_timeout=self.timeout_s)
+                                           max_size=None, open_timeout=self.timeout_s,
+                                           additional_headers=self._headers(),
+                                           ping_interval=None)  # a browser sends none
+        self._keep(self.ws.response.headers)
+
+    async def reconnect(self, tries: int = 10, wait_s: float = 0.5) -> Run:
+        """The websocket again after it was lost (with the cookies kept), then the page
+        again with the widget states the session holds, as the frontend does: it tries
+        again after ``wait_s`` s while the server refuses (at most ``tries`` times)."""
+        with contextlib.suppress(Exception):
+            await self.ws.close()
+        self.cache.clear()  # a new server session knows none of the old hashes
+        for attempt in range(tries):
+            try:
+                await self.connect()
+                break
+            except (OSError, websockets.InvalidHandshake):
+                if attempt == tries - 1:
+                    raise
+                await asyncio.sleep(wait_s)
+        return await self._rerun()
+
+    def _headers(self) -> dict[str, str]:
+        cookie = "; ".join(f"{k}={v}" for k, v in (self.cookies or {}).items())
+        return {**self.headers, **({"Cookie": cookie} if cookie else {})}
+
+    def _get_page(self) -> None:
+        """GET the page's HTML, as a browser does before it opens the websocket."""
+        http = "http" + self.base_ws.removeprefix("ws")
+        request = urllib.request.Request(f"{http}/{self.page}", headers=self._headers())
+        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            response.read()
+            self._keep(response.headers)
+
+    def _keep(self, headers) -> None:
+        """Keep the cookies a response sets and note the replica that sent it."""
+        if self.cookies is not None:
+            for line in headers.get_all("Set-Cookie") or []:
+                name, _, rest = line.partition("=")
+                self.cookies[name.strip()] = rest.split(";")[0].strip()
+        if replica := headers.get("X-Gptviz-Replica"):
+            self.replicas.append(replica)
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -167,6 +231,31 @@ class ProtocolSession:
             raise LookupError(f"no text box bound to ?{key}= on page {run.page!r}")
         self.widgets[box.id] = WidgetState(id=box.id, string_value=text)
         return await self._rerun()
+
+    def widget(self, run: Run, key: str):
+        """The widget of ``run`` with the key ``key`` (its id ends with it), or None."""
+        return next((e for _, e in run.elements.values()
+                     if str(getattr(e, "id", "")).endswith(f"-{key}")), None)
+
+    async def choose(self, run: Run, key: str, **value: object) -> Run:
+        """Set the widget keyed ``key`` (e.g. ``string_value=label`` for a radio's option,
+        ``double_value=41.5`` for a number box) and rerun, as a change in the browser does."""
+        found = self.widget(run, key)
+        if found is None:
+            raise LookupError(f"no widget keyed {key!r} on page {run.page!r}")
+        self.widgets[found.id] = WidgetState(id=found.id, **value)
+        return await self._rerun()
+
+    async def press(self, run: Run, key: str) -> Run:
+        """Press the button keyed ``key``: one rerun with its trigger set (then unset)."""
+        found = self.widget(run, key)
+        if found is None:
+            raise LookupError(f"no button keyed {key!r} on page {run.page!r}")
+        self.widgets[found.id] = WidgetState(id=found.id, trigger_value=True)
+        try:
+            return await self._rerun()
+        finally:
+            self.widgets.pop(found.id, None)
 
     @staticmethod
     def _fragment_of(run: Run, element: object) -> str:

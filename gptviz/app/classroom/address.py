@@ -15,11 +15,12 @@ import segno
 import streamlit as st
 
 from gptviz.classroom.network import URL_ENV, base_url, is_loopback, join_url
+from gptviz.i18n import N_, _
 
 FLAG = "--join-url"
-SOURCES = {"setting": "from the setting GPTVIZ_JOIN_URL (or --join-url)",
-           "request": "the address this browser uses",
-           "lan": "this machine's address on the local network"}
+SOURCES = {"setting": N_("from the setting GPTVIZ_JOIN_URL (or --join-url)"),
+           "request": N_("the address this browser uses"),
+           "lan": N_("this machine's address on the local network")}  # shown translated
 
 
 @dataclass(frozen=True)
@@ -53,13 +54,14 @@ def join_address(code: str) -> JoinAddress:
     base, source = base_url(_setting(), _request_url(), int(st.get_option("server.port")),
                             st.get_option("server.baseUrlPath") or "")
     if base is None:
-        return JoinAddress(None, None, source, "This machine has no network address but "
-                           "its own: connect it to the room's network (Wi-Fi), or set "
-                           f"{URL_ENV} to the address students can reach.")
+        return JoinAddress(None, None, source, _(
+            "This machine has no network address but its own: connect it to the room's "
+            "network (Wi-Fi), or set {setting} to the address students can reach.").format(
+            setting=URL_ENV))
     warning = ""
     if source == "lan" and is_loopback(st.get_option("server.address") or "0.0.0.0"):
-        warning = ("Phones cannot reach this server: it listens on this machine only. "
-                   "Restart it with `--server.address 0.0.0.0`.")
+        warning = _("Phones cannot reach this server: it listens on this machine only. "
+                    "Restart it with `--server.address 0.0.0.0`.")
     return JoinAddress(join_url(base, code), base, source, warning)
 
 
@@ -69,4 +71,5 @@ def qr_image(url: str, px: int) -> str:
     uri = segno.make(url, error="m").svg_data_uri(scale=4, border=3, dark="#000",
                                                   light="#fff")
     return (f'<img class="gv-qr" src="{uri}" width="{int(px)}" height="{int(px)}" '
-            f'alt="QR code of {html.escape(url)}" title="{html.escape(url)}">')
+            f'alt="{html.escape(_("QR code of {url}").format(url=url))}" '
+            f'title="{html.escape(url)}">')

@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from gptviz.classroom.records import Tally, number_text
+from gptviz.i18n import _
 
 MODEL, CLASS, MEDIAN = "#ff7f0e", "#1f77b4", "#0b2f66"  # the model's answer, the class
 HEIGHT = 260
@@ -61,13 +62,15 @@ def choice_figure(t: Tally) -> go.Figure:
     fig = go.Figure(go.Bar(x=labels, y=list(t.counts), marker_color=colours,
                            text=[str(c) for c in t.counts], textposition="auto",
                            hovertemplate="%{x}: %{y}<extra></extra>"))
-    fig.update_yaxes(title="students", rangemode="tozero", dtick=max(1, max(t.counts,
+    fig.update_yaxes(title=_("students"), rangemode="tozero", dtick=max(1, max(t.counts,
                                                                           default=1) // 5))
     fig.update_xaxes(type="category")  # "107" is a choice's text, not a position
-    title = (f"{t.answered} of {t.joined} answered · {t.right} chose the model's answer "
-             f"<span style='color:{MODEL}'>■ {html.escape(s.model_text())}</span>")
+    title = _("{answered} of {joined} answered · {right} chose the model's answer "
+              "{answer}").format(answered=t.answered, joined=t.joined, right=t.right,
+                                 answer=f"<span style='color:{MODEL}'>■ "
+                                        f"{html.escape(s.model_text())}</span>")
     if not t.answered:
-        _empty(fig, "No answers yet")
+        _empty(fig, _("No answers yet"))
     return _layout(fig, title)
 
 
@@ -77,8 +80,9 @@ def number_figure(t: Tally) -> go.Figure:
     fig = go.Figure()
     model = float(s.value)
     if not t.values:
-        return _layout(_empty(fig, "No guesses yet"), f"0 of {t.joined} guessed · the model: "
-                       f"{number_text(model, s.unit)}")
+        return _layout(_empty(fig, _("No guesses yet")), _(
+            "0 of {joined} guessed · the model: {model}").format(
+            joined=t.joined, model=number_text(model, s.unit)))
     counts, edges = bins(t.values, model)
     centres, width = (edges[:-1] + edges[1:]) / 2, edges[1] - edges[0]
     fig.add_trace(go.Bar(x=centres, y=counts, width=width * 0.95, marker_color=CLASS,
@@ -89,16 +93,18 @@ def number_figure(t: Tally) -> go.Figure:
     top = float(counts.max())
     fig.add_vrect(x0=q1, x1=q3, fillcolor=CLASS, opacity=0.12, line_width=0)
     fig.add_vline(x=median, line=dict(color=MEDIAN, dash="dash", width=3))
-    fig.add_annotation(x=median, y=top, yshift=14, text="class median", showarrow=False,
+    fig.add_annotation(x=median, y=top, yshift=14, text=_("class median"), showarrow=False,
                        font=dict(color=MEDIAN, size=13), xanchor="right", bgcolor="white")
     fig.add_vline(x=model, line=dict(color=MODEL, width=4))
-    fig.add_annotation(x=model, y=top, yshift=14, text=f"model {number_text(model, s.unit)}",
+    fig.add_annotation(x=model, y=top, yshift=14,
+                       text=_("model {value}").format(value=number_text(model, s.unit)),
                        showarrow=False, font=dict(color=MODEL, size=15), bgcolor="white")
-    fig.update_yaxes(title="guesses", rangemode="tozero", dtick=max(1, int(top) // 5))
-    fig.update_xaxes(title=s.unit or "guess")
-    return _layout(fig, f"{t.answered} of {t.joined} guessed · class median "
-                        f"{number_text(median, s.unit)} · middle half {number_text(q1)} – "
-                        f"{number_text(q3, s.unit)}")
+    fig.update_yaxes(title=_("guesses"), rangemode="tozero", dtick=max(1, int(top) // 5))
+    fig.update_xaxes(title=s.unit or _("guess"))  # the unit as the teacher's lesson wrote it
+    return _layout(fig, _("{answered} of {joined} guessed · class median {median} · middle "
+                          "half {q1} – {q3}").format(
+        answered=t.answered, joined=t.joined, median=number_text(median, s.unit),
+        q1=number_text(q1), q3=number_text(q3, s.unit)))
 
 
 def answers_figure(t: Tally) -> go.Figure:

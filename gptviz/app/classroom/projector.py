@@ -5,6 +5,7 @@ results per question (per student only when the teacher asks, by nickname)."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
@@ -16,6 +17,15 @@ from gptviz.app.lesson.view import plain
 from gptviz.app.shared.widgets import csv_download, plain_table, plot
 from gptviz.classroom.errors import ClassError
 from gptviz.classroom.records import Results, Tally, number_text
+from gptviz.i18n import N_, _
+
+# The results' texts, marked here: shown translated, written to the CSV in English (a CSV
+# keeps its machine format).
+COLUMNS = (N_("step"), N_("question"), N_("the model's answer"), N_("answered"),
+           N_("the class"))
+ANSWERED, CHOSE = N_("{answered} of {joined}"), N_("{right} of {answered} chose it")
+NO_ANSWERS, NO_GUESSES = N_("no answers"), N_("no guesses")
+MEDIAN = N_("median {median} (middle half {q1} – {q3})")
 
 QR_PX, BIG_QR_PX = 150, 420
 CSS = """<style>
@@ -36,9 +46,10 @@ def join_card(code: str, big: bool = False) -> None:
     address came from, so the teacher can check it)."""
     where = join_address(code)
     qr = qr_image(where.url, BIG_QR_PX if big else QR_PX) if where.url else ""
+    said = _("Scan the code, or open this address and type the code. The address is "
+             "{source}.").format(source=_(SOURCES[where.source]))
     how = (f'<div class="gv-class-url">{html.escape(where.base)}/join</div>'
-           f'<div class="gv-class-how">Scan the code, or open this address and type the code. '
-           f"The address is {SOURCES[where.source]}.</div>") if where.url else ""
+           f'<div class="gv-class-how">{html.escape(said)}</div>') if where.url else ""
     st.html(f'<div class="gv-join{" gv-join-big" if big else ""}">{qr}<div>'
             f'<div class="gv-class-code" data-code="{code}">{code}</div>{how}</div></div>')
     if where.warning:
@@ -53,15 +64,17 @@ def live_count(code: str, question: int | None) -> None:
     try:
         if question is None:
             joined = store.joined(code)
+            small = html.escape(_("joined · no question at this step"))
             st.html(f'<div class="gv-class-count" data-answered="" data-joined="{joined}">'
-                    f"{joined} <small>joined · no question at this step</small></div>")
+                    f"{joined} <small>{small}</small></div>")
             return
         t = store.tally(code, question)
     except ClassError as e:
         st.warning(str(e), icon=":material/error:")
         return
+    small = html.escape(_("of {joined} answered").format(joined=t.joined))
     st.html(f'<div class="gv-class-count" data-answered="{t.answered}" '
-            f'data-joined="{t.joined}">{t.answered} <small>of {t.joined} answered</small></div>')
+            f'data-joined="{t.joined}">{t.answered} <small>{small}</small></div>')
     st.progress(t.answered / t.joined if t.joined else 0.0)
 
 
@@ -75,38 +88,46 @@ def revealed_answers(code: str, question: int) -> None:
     plot(answers_figure(t), key=f"class-answers-{question}")
 
 
-def _summary(t: Tally) -> str:
+def _summary(t: Tally, tr: Callable[[str], str] = _) -> str:
     s = t.question.snapshot
     if s.kind == "choice":
-        return f"{t.right} of {t.answered} chose it" if t.answered else "no answers"
+        return tr(CHOSE).format(right=t.right, answered=t.answered) if t.answered else \
+            tr(NO_ANSWERS)
     if not t.values:
-        return "no guesses"
+        return tr(NO_GUESSES)
     median, q1, q3 = spread(t.values)
-    return (f"median {number_text(median, s.unit)} (middle half {number_text(q1)} – "
-            f"{number_text(q3, s.unit)})")
+    return tr(MEDIAN).format(median=number_text(median, s.unit), q1=number_text(q1),
+                             q3=number_text(q3, s.unit))
+
+
+def per_question(r: Results, tr: Callable[[str], str] = _) -> pd.DataFrame:
+    """The results, a row per question: in the reader's language (``tr`` = ``_``), or in
+    English for the CSV (``tr`` = ``str``). The questions are as the teacher asked them."""
+    return pd.DataFrame(dict(zip(map(tr, COLUMNS), [
+        [t.question.snapshot.step for t in r.tallies],
+        [plain(t.question.snapshot.text) for t in r.tallies],
+        [t.question.snapshot.model_text() for t in r.tallies],
+        [tr(ANSWERED).format(answered=t.answered, joined=t.joined) for t in r.tallies],
+        [_summary(t, tr) for t in r.tallies]], strict=True)))
 
 
 def results_tables(r: Results, code: str) -> None:
     """One row per question; then, if asked for, one row per student (nicknames only)."""
     if not r.tallies:
-        st.info("The class answered no question.", icon=":material/info:")
+        st.info(_("The class answered no question."), icon=":material/info:")
         return
-    per_question = pd.DataFrame({
-        "step": [t.question.snapshot.step for t in r.tallies],
-        "question": [plain(t.question.snapshot.text) for t in r.tallies],
-        "the model's answer": [t.question.snapshot.model_text() for t in r.tallies],
-        "answered": [f"{t.answered} of {t.joined}" for t in r.tallies],
-        "the class": [_summary(t) for t in r.tallies]})
-    plain_table(per_question)
-    csv_download(per_question, f"gptviz-class-{code}.csv", "Download the results (CSV)")
+    plain_table(per_question(r))
+    csv_download(per_question(r, str), f"gptviz-class-{code}.csv",
+                 _("Download the results (CSV)"))
     if r.students:
         rows = []
         for name, answers in r.students:
-            row = {"student": name}
+            row = {_("student"): name}
             for t in r.tallies:
                 s, v = t.question.snapshot, answers.get(t.question.id)
                 mark = {True: " ✓", False: " ✗", None: ""}[s.right(v)]
-                row[f"step {s.step} (q{t.question.id})"] = "—" if v is None else \
+                column = _("step {step} (q{id})").format(step=s.step, id=t.question.id)
+                row[column] = "—" if v is None else \
                     s.answer_text(v) + mark
             rows.append(row)
         plain_table(pd.DataFrame(rows), height=420)

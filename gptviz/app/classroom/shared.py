@@ -7,6 +7,7 @@ import os
 
 import streamlit as st
 
+from gptviz.app.serving.client import request_client
 from gptviz.classroom.paths import DATA_ENV
 from gptviz.classroom.store import ClassStore
 from gptviz.classroom.stores import STORE_ENV, open_store
@@ -27,10 +28,7 @@ def class_store() -> ClassStore:
 
 
 def client() -> str:
-    """Who is asking, for the rate limits: the connection's address ("local" on this
-    machine, where Streamlit gives none)."""
-    try:
-        ip = st.context.ip_address
-    except Exception:  # no browser (a bare script run)
-        ip = None
-    return ip if isinstance(ip, str) and ip else "local"
+    """Who is asking, for the rate limits: the connection's address, or behind the lecture
+    hall's proxy (trusted by ``GPTVIZ_TRUSTED_PROXIES``) the client address it forwards
+    (``serving.client.request_client``); "local" on this machine."""
+    return request_client()

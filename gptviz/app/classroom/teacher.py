@@ -21,16 +21,17 @@ from gptviz.app.lesson import view
 from gptviz.app.lesson.presenter import REVEAL
 from gptviz.app.lesson.questions import md
 from gptviz.app.lesson.run import Lesson, StepView
-from gptviz.app.lesson.steps import TITLES
+from gptviz.app.lesson.steps import TITLES, title
 from gptviz.app.shared.presenter import Top
 from gptviz.classroom.errors import ClassError
 from gptviz.classroom.records import ClassInfo, Pinned, Snapshot
+from gptviz.i18n import N_, _, current
 
 CLASS = "class_teaching"  # st.session_state: (code, credential) of the class this session runs
 TRIED = "class_cookie_tried"  # the browser's teacher cookie was tried (once per session)
 MESSAGE = "class_message"  # st.session_state: what the last action said
-HIDDEN_UNTIL_REVEAL = ("*Guess first: the step's text, figure and formulas appear with the "
-                       "answer.*")
+HIDDEN_UNTIL_REVEAL = N_("*Guess first: the step's text, figure and formulas appear with the "
+                         "answer.*")
 
 
 def teaching() -> tuple[str, str] | None:
@@ -44,16 +45,19 @@ def teaching() -> tuple[str, str] | None:
             try:
                 info = class_store().check_teacher(*found)
             except ClassError as e:
-                state[MESSAGE] = f"This browser's key to class {found[0]} does not open it: {e}"
+                state[MESSAGE] = _("This browser's key to class {code} does not open it: "
+                                   "{error}").format(code=found[0], error=e)
             else:
                 state[CLASS] = (info.code, found[1])
-                st.toast(f"Class {info.code} resumed.", icon=":material/groups:")
+                st.toast(_("Class {code} resumed.").format(code=info.code),
+                         icon=":material/groups:")
     return state.get(CLASS)
 
 
 def pinned(ls: Lesson) -> Pinned:
-    """What the class pins of the teacher's lesson."""
-    lang = str(st.query_params.get("lang", "en"))[:16] or "en"
+    """What the class pins of the teacher's lesson, and its language: the teacher's session
+    language, which a student's page takes unless the student picks another."""
+    lang = current()
     return Pinned(ls.picked.name, ls.prompt.text, {"layer": ls.layer, "head": ls.head,
                                                    "temperature": ls.temperature,
                                                    "steps": len(TITLES)}, lang)
@@ -108,10 +112,10 @@ def drive(top: Top, ls: Lesson, step: int, sv: StepView) -> StepView:
     if message := st.session_state.pop(MESSAGE, None):
         st.warning(message, icon=":material/groups:")
     if held is None:
-        top.row.button("Start a class", key="class_start", icon=":material/groups:",
+        top.row.button(_("Start a class"), key="class_start", icon=":material/groups:",
                        on_click=_start, args=(pinned(ls),),
-                       help="Students answer each question on their phones at /join; the "
-                            "projector shows their answers beside the model's.")
+                       help=_("Students answer each question on their phones at /join; the "
+                              "projector shows their answers beside the model's."))
         return sv
     code, token = held
     store = class_store()
@@ -120,20 +124,23 @@ def drive(top: Top, ls: Lesson, step: int, sv: StepView) -> StepView:
         if info.ended:
             _ended(code, token)
             return sv
+        # The question's texts (and the step's title) are stored as they read now, in the
+        # teacher's language: the students' pages show them as the teacher asked them.
         snap = class_question(ls, step, sv, bool(st.session_state.get(f"class_number_{step}")))
-        info = store.open_step(code, token, step, snap, pinned(ls), TITLES[step - 1])
+        info = store.open_step(code, token, step, snap, pinned(ls), title(step))
         shown = sv.question is not None and view.revealed(ls, step, sv.question)[0]
         if snap is not None and snap.kind == "choice" and shown and not info.revealed:
             info = store.reveal(code, token)  # the lesson's own Reveal (or R) reveals it
     except ClassError as e:
-        st.warning(f"Class {code}: {e}", icon=":material/groups:")
-        st.button("Leave this class", key="class_leave", on_click=_forget)
+        st.warning(_("Class {code}: {error}").format(code=code, error=e),
+                   icon=":material/groups:")
+        st.button(_("Leave this class"), key="class_leave", on_click=_forget)
         return sv
     _bar(info, token, snap, step)
     if snap is not None and snap.kind == "number":
         sv = replace(sv, question=None)
         if not info.revealed:
-            sv = replace(sv, narrative=HIDDEN_UNTIL_REVEAL, figures=[], figure_widths=[],
+            sv = replace(sv, narrative=_(HIDDEN_UNTIL_REVEAL), figures=[], figure_widths=[],
                          formulas=[], caption="")
     elif snap is not None and info.revealed and not shown:
         sv = replace(sv, question=None)  # revealed to the class before this tab was reloaded
@@ -154,7 +161,7 @@ def _bar(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> None:
                 st.html(f'<div class="gv-class-code" data-code="{info.code}">{info.code}</div>')
         with middle:
             if snap is not None and snap.kind == "number":
-                st.markdown(f"**The class guesses:** {snap.text}")
+                st.markdown(_("**The class guesses:** {question}").format(question=snap.text))
             if snap is not None and info.revealed:
                 projector.revealed_answers(info.code, info.question)
             else:
@@ -165,35 +172,36 @@ def _bar(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> None:
 
 def _controls(info: ClassInfo, token: str, snap: Snapshot | None, step: int) -> None:
     if step in NUMBERS and not info.revealed:
-        st.toggle("Ask for a number", key=f"class_number_{step}",
-                  help="Students guess a number instead of choosing; the projector then "
-                       "shows the spread of their guesses beside the model's value.")
+        st.toggle(_("Ask for a number"), key=f"class_number_{step}",
+                  help=_("Students guess a number instead of choosing; the projector then "
+                         "shows the spread of their guesses beside the model's value."))
     if snap is not None and snap.kind == "number" and not info.revealed:
-        st.button("Reveal the answer", key=REVEAL, icon=":material/visibility:",
-                  type="primary", on_click=_act, args=("reveal",), help="Or press R.")
-    with st.popover("Join", icon=":material/qr_code_2:", help="The QR code, larger"):
-        st.toggle("Show how to join in the bar", value=True, key="class_show_join")
+        st.button(_("Reveal the answer"), key=REVEAL, icon=":material/visibility:",
+                  type="primary", on_click=_act, args=("reveal",), help=_("Or press R."))
+    with st.popover(_("Join"), icon=":material/qr_code_2:", help=_("The QR code, larger")):
+        st.toggle(_("Show how to join in the bar"), value=True, key="class_show_join")
         projector.join_card(info.code, big=True)
     people = class_store().students(info.code, token)
-    with st.popover(f"Students ({len(people)})", icon=":material/group:"):
-        st.caption("Nicknames are shown to you only; hide one and it is hidden everywhere.")
+    with st.popover(_("Students ({n})").format(n=len(people)), icon=":material/group:"):
+        st.caption(_("Nicknames are shown to you only; hide one and it is hidden everywhere."))
         for k, s in enumerate(people, start=1):
             key = f"class_hide_{s.id}"
-            st.checkbox(f"Hide “{md(s.nickname)}”" if s.nickname else f"student {k}",
+            st.checkbox(_("Hide “{name}”").format(name=md(s.nickname)) if s.nickname else
+                        _("student {k}").format(k=k),
                         value=s.hidden, key=key, on_change=_hide, args=(s.id, key),
                         disabled=not s.nickname)
     query = urlencode({k: v for k, v in st.query_params.to_dict().items()})
     origin = (browser_origin() or "").rstrip("/")
-    st.download_button("Teacher link", key="class_link", icon=":material/key:",
+    st.download_button(_("Teacher link"), key="class_link", icon=":material/key:",
                        data=f"{origin}/lesson?{query}#teacher={info.code}.{token}\n",
                        file_name=f"gptviz-class-{info.code}-teacher-link.txt",
                        mime="text/plain", on_click="ignore",
-                       help="Save a private link that gives this class's controls back in "
-                            "another browser. Keep it to yourself: it is never shown on "
-                            "screen.")
-    with st.popover("End", icon=":material/stop_circle:", help="End the class"):
-        st.markdown("Answers close and the projector shows the class's results.")
-        st.button("End the class now", key="class_end", type="primary", on_click=_act,
+                       help=_("Save a private link that gives this class's controls back in "
+                              "another browser. Keep it to yourself: it is never shown on "
+                              "screen."))
+    with st.popover(_("End"), icon=":material/stop_circle:", help=_("End the class")):
+        st.markdown(_("Answers close and the projector shows the class's results."))
+        st.button(_("End the class now"), key="class_end", type="primary", on_click=_act,
                   args=("end",))
 
 
@@ -208,7 +216,7 @@ def browser_origin() -> str | None:
 
 def _ended(code: str, token: str) -> None:
     with st.container(border=True, key="class_bar"):
-        st.subheader(f"Class {code} has ended: its results", anchor=False)
-        per = st.toggle("Per student (nicknames only)", key="class_per_student")
+        st.subheader(_("Class {code} has ended: its results").format(code=code), anchor=False)
+        per = st.toggle(_("Per student (nicknames only)"), key="class_per_student")
         projector.results_tables(class_store().results(code, token, per_student=per), code)
-        st.button("Close the results", key="class_close", on_click=_forget)
+        st.button(_("Close the results"), key="class_close", on_click=_forget)

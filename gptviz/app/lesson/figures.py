@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from gptviz.app.shared import labels as lb
+from gptviz.i18n import _, number
 
 CHAIN_FONT = 15  # px, monospace
 CHAIN_PX = 440  # the plot area's width the chain is laid out for (the Lesson's figure column)
@@ -61,7 +62,7 @@ def residual_chain(norms: Sequence[float], stages: Sequence[str], token: str) ->
     >>> list(fig.data[0].text), list(fig.data[1].text), len(fig.layout.annotations)
     (['1.000', '2.000', '3.000'], ['0.mid', '0.post'], 2)
     """
-    values = [f"{v:.3f}" for v in norms]
+    values = [number(v, 3) for v in norms]
     centres, arrows, plot_h = chain_layout(values, stages[1:])
     h = lb.LINE_EM * CHAIN_FONT
     font = dict(family=lb.FONT, size=CHAIN_FONT)
@@ -69,10 +70,11 @@ def residual_chain(norms: Sequence[float], stages: Sequence[str], token: str) ->
         go.Scatter(x=[x for x, _ in centres], y=[y for _, y in centres], text=values,
                    mode="text", textposition="middle center", textfont=font, name="‖x‖",
                    customdata=list(stages),
-                   hovertemplate="after %{customdata}: ‖x‖ = %{text}<extra></extra>"),
+                   hovertemplate=_("after {stage}: ‖x‖ = {value}").format(
+                       stage="%{customdata}", value="%{text}") + "<extra></extra>"),
         go.Scatter(x=[(a + b) / 2 for a, b, _ in arrows],
                    y=[y - h / 2 - lb.GAP_PX - h / 2 for _, _, y in arrows], text=list(stages[1:]),
-                   mode="text", textposition="middle center", name="stage",
+                   mode="text", textposition="middle center", name=_("stage"),
                    textfont=dict(font, color=ARROW), hoverinfo="skip")])
     for a, b, y in arrows:
         fig.add_annotation(x=b, y=y, ax=a, ay=y, xref="x", yref="y", axref="x", ayref="y",
@@ -80,7 +82,8 @@ def residual_chain(norms: Sequence[float], stages: Sequence[str], token: str) ->
                            arrowcolor=ARROW)
     fig.update_xaxes(visible=False, range=[0, CHAIN_PX], fixedrange=True)
     fig.update_yaxes(visible=False, range=[plot_h, 0], fixedrange=True)
-    fig.update_layout(title=f"‖x‖ of the token “{token}” along the residual stream",
+    fig.update_layout(title=_("‖x‖ of the token “{token}” along the residual stream").format(
+                          token=token),
                       height=plot_h + MARGIN["t"] + MARGIN["b"], margin=MARGIN,
                       showlegend=False, meta=lb.geometry(CHAIN_PX, plot_h, [0, CHAIN_PX],
                                                          [plot_h, 0]))

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gptviz.app.attention.formulas import qkv_lines
+from gptviz.app.lesson.questions import short
 from gptviz.app.shared.tex import grouped, num, percent_tex, tex_text
+from gptviz.i18n import _, number
 from gptviz.model.config import ACTIVATION_TEX
 
 
@@ -57,8 +59,9 @@ def qkv_formula(n: int, d_head: int, layer: int, bias: bool, rope: bool = False)
     >>> "b_K" in qkv_formula(4, 16, 0, True), "b_K" in qkv_formula(4, 16, 0, False)
     (True, False)
     """
+    layer_text = _("layer {layer}").format(layer=layer)
     return (qkv_lines(bias, rope) + rf"\ \in \mathbb{{R}}^{{{n} \times {d_head}}},\qquad "
-            rf"d_k = {d_head},\ \text{{layer {layer}}}")
+            rf"d_k = {d_head},\ \text{{{layer_text}}}")
 
 
 def heads_formula(n: int, d: int, n_head: int, d_head: int, bias: bool) -> str:
@@ -102,10 +105,11 @@ def residual_formula() -> str:
     >>> r"\mathrm{FFN}_\ell" in residual_formula()
     True
     """
+    in_mha, in_ffn = _("inside MHA"), _("inside FFN")
     return (  # MHA and FFN as steps 7–9 define them, each with its LayerNorm inside
         r"y^{(\ell)} = x^{(\ell)} + \mathrm{MHA}_\ell\big(x^{(\ell)}\big),\qquad "
         r"x^{(\ell+1)} = y^{(\ell)} + \mathrm{FFN}_\ell\big(y^{(\ell)}\big)\qquad "
-        r"(\mathrm{LN}_1 \text{ inside MHA},\ \mathrm{LN}_2 \text{ inside FFN})"
+        rf"(\mathrm{{LN}}_1 \text{{ {in_mha}}},\ \mathrm{{LN}}_2 \text{{ {in_ffn}}})"
     )
 
 
@@ -116,13 +120,14 @@ def logits_formula(i: int, d: int, vocab_size: int, tied: bool, token: str, toke
     >>> r"W_U = E^\top" in logits_formula(3, 64, 100, True, "a", 7, 4.5)
     True
     """
+    own, final = _("(its own matrix)"), _("final")
     wu = (rf"W_U = E^\top \in \mathbb{{R}}^{{{d} \times {grouped(vocab_size)}}}" if tied else
-          rf"W_U \in \mathbb{{R}}^{{{d} \times {grouped(vocab_size)}}}\ \text{{(its own matrix)}}")
+          rf"W_U \in \mathbb{{R}}^{{{d} \times {grouped(vocab_size)}}}\ \text{{{own}}}")
     return (
         r"\begin{aligned}"
-        rf"y_{{{i}}} &= \mathrm{{LN}}_{{\text{{final}}}}(x_{{{i}}})\, W_U \in "
+        rf"y_{{{i}}} &= \mathrm{{LN}}_{{\text{{{final}}}}}(x_{{{i}}})\, W_U \in "
         rf"\mathbb{{R}}^{{{grouped(vocab_size)}}},\qquad {wu} \\"
-        rf"\max_v y_{{{i},v}} &= y_{{{i},{token_id}}} = \mathrm{{LN}}_{{\text{{final}}}}"
+        rf"\max_v y_{{{i},v}} &= y_{{{i},{token_id}}} = \mathrm{{LN}}_{{\text{{{final}}}}}"
         rf"(x_{{{i}}}) \cdot W_U[:, {token_id}] = {num(y)}\quad ({tex_text(token, 16)})"
         r"\end{aligned}"
     )
@@ -150,8 +155,11 @@ def draw_formula(temperature: float, token: str, token_id: int, prob: float, see
         source, extra = rf"P_{{{t}}}", ""
     else:
         source = "P'"
+        most = _("top-p {p}: the {kept} most probable tokens").format(
+            p=short(top_p), kept=number(kept, 0, grouping=True))
         extra = (rf",\quad P'(t_{{N+1}}) = {percent_tex(kept_prob)}\ "
-                 rf"(\text{{top-p {top_p:g}: the {kept:,} most probable tokens}})")
+                 rf"(\text{{{most}}})")
+    rank_text, seed_text = _("rank"), _("generator seed {seed}").format(seed=seed)
     return (rf"t_{{N+1}} \sim {source}:\quad t_{{N+1}} = {name},\qquad "
-            rf"P_{{{t}}}(t_{{N+1}}) = {percent_tex(prob)}\ (\text{{rank }} {rank}){extra},"
-            rf"\quad \text{{generator seed {seed}}}")
+            rf"P_{{{t}}}(t_{{N+1}}) = {percent_tex(prob)}\ (\text{{{rank_text} }} {rank})"
+            rf"{extra},\quad \text{{{seed_text}}}")

@@ -16,10 +16,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from gptviz.app.lesson.questions import md
+from gptviz.app.lesson.questions import md, short
 from gptviz.app.lesson.run import Lesson, StepView
-from gptviz.app.lesson.steps import STEPS
+from gptviz.app.lesson.steps import STEPS, title
 from gptviz.app.shared.picker import describe
+from gptviz.i18n import SOURCE, _, current, number, use
 
 CSS = """
 body{font:17px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2129;max-width:1100px;
@@ -152,14 +153,16 @@ def figure_html(fig: object) -> str:
     return str(fig)
 
 
-def step_html(number: int, title: str, view: StepView) -> str:
-    parts = [f'<section id="step-{number}"><h2>Step {number} · {html.escape(title)}</h2>',
+def step_html(step: int, name: str, view: StepView) -> str:
+    heading = _("Step {step} · {title}").format(step=step, title=name)
+    parts = [f'<section id="step-{step}"><h2>{html.escape(heading)}</h2>',
              f"<p>{markdown_html(view.narrative)}</p>"]
     q = view.question
     if q is not None:
         choices = "".join(f"<li>{markdown_html(md(c))}</li>" for c in q.choices)
-        parts.append(f"<p><b>Predict:</b> {markdown_html(q.text)}</p><ol type='a'>{choices}"
-                     f"</ol><details><summary>The model's answer</summary><p><b>"
+        predict, answer = html.escape(_("Predict:")), html.escape(_("The model's answer"))
+        parts.append(f"<p><b>{predict}</b> {markdown_html(q.text)}</p><ol type='a'>{choices}"
+                     f"</ol><details><summary>{answer}</summary><p><b>"
                      f"{markdown_html(md(q.choices[q.answer]))}</b>. "
                      f"{markdown_html(q.why)}</p></details>")
     parts += [f'<div class="figure">{figure_html(f)}</div>' for f in view.figures]
@@ -171,7 +174,7 @@ def step_html(number: int, title: str, view: StepView) -> str:
 
 
 def handout_html(title: str, meta: Sequence[str], steps: Sequence[tuple[int, str, StepView]],
-                 plotly_js: str) -> str:
+                 plotly_js: str, lang: str = SOURCE) -> str:
     """The whole handout: ``plotly_js`` (``plotly.offline.get_plotlyjs()``) inlined once.
 
     >>> page = handout_html("t", ["m"], [], "/* plotly */"); page.count("/* plotly */")
@@ -179,30 +182,38 @@ def handout_html(title: str, meta: Sequence[str], steps: Sequence[tuple[int, str
     """
     body = "\n".join(step_html(n, t, v) for n, t, v in steps)
     lines = "".join(f'<p class="meta">{html.escape(m)}</p>' for m in meta)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+    return (f'<!DOCTYPE html>\n<html lang="{html.escape(lang)}"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{html.escape(title)}</title><style>{CSS}</style>"
             f'<script type="text/javascript">{plotly_js}</script></head>'
             f"<body><h1>{html.escape(title)}</h1>{lines}\n{body}\n</body></html>")
 
 
-def lesson_handout(ls: Lesson) -> str:
-    """The handout of a lesson. It may run in a thread without a session (the download
-    button's): a bundled model's figures come from the server's caches, a session's own
-    model is computed afresh."""
+def lesson_handout(ls: Lesson, lang: str | None = None) -> str:
+    """The handout of a lesson, in ``lang`` (the reader's language, as the download button
+    saw it; default: the current one). It may run in a thread without a session (the
+    download button's): a bundled model's figures come from the server's caches, a
+    session's own model is computed afresh."""
     from plotly.offline import get_plotlyjs
 
-    ls = replace(ls, offline=ls.offline or not ls.picked.bundled, big=False)
-    steps = [(n, title, build(ls)) for n, (title, build) in enumerate(STEPS, start=1)]
+    lang = lang or current()
+    with use(lang):
+        ls = replace(ls, offline=ls.offline or not ls.picked.bundled, big=False)
+        steps = [(n, title(n), build(ls)) for n, (_t, build) in enumerate(STEPS, start=1)]
+        return handout_html(_("A GPT, step by step: one prompt through the model"),
+                            _meta(ls), steps, get_plotlyjs(), lang)
+
+
+def _meta(ls: Lesson) -> list[str]:
+    """The lines under the handout's title: the model, the prompt, the settings."""
     p = ls.prompt
     shown = p.text if len(p.text) <= 400 else p.text[:400] + "…"
-    meta = [f"Model {ls.picked.name}: {describe(ls.picked)}",
-            f"Prompt ({len(p.text):,} characters, {len(p.all_tokens):,} tokens"
-            + (f", the first {p.dropped:,} cut to fit the context window" if p.dropped else "")
-            + f"): {shown}",
-            f"Layer {ls.layer}, head {ls.head}, temperature T = {ls.temperature:g}. "
-            "Positions and ids count from 0.",
-            "Made with gptviz. This file needs no network: the figures are interactive.",
-            ]
-    return handout_html("A GPT, step by step: one prompt through the model", meta, steps,
-                        get_plotlyjs())
+    chars, toks = number(len(p.text), 0, True), number(len(p.all_tokens), 0, True)
+    prompt = (_("Prompt ({chars} characters, {tokens} tokens, the first {k} cut to fit the "
+                "context window): {text}") if p.dropped else
+              _("Prompt ({chars} characters, {tokens} tokens): {text}"))
+    return [_("Model {name}: {about}").format(name=ls.picked.name, about=describe(ls.picked)),
+            prompt.format(chars=chars, tokens=toks, k=number(p.dropped, 0, True), text=shown),
+            _("Layer {layer}, head {head}, temperature T = {t}. Positions and ids count from "
+              "0.").format(layer=ls.layer, head=ls.head, t=short(ls.temperature)),
+            _("Made with gptviz. This file needs no network: the figures are interactive.")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from gptviz.app.shared.presenter import KEYS
+from gptviz.i18n import _
 
 CONTROLS = "lesson_controls"  # the container of the settings presenter mode hides
 REVEAL = KEYS["reveal"]  # the Reveal button's key (R presses it)
@@ -19,7 +20,7 @@ def nav_buttons(step: int, n_steps: int, key: str = "step") -> None:
 
     row = st.container(horizontal=True, horizontal_alignment="right", width="content")
     # no icons: the shortcut's own hint already draws the arrow ("→ Next →" with both)
-    row.button("Previous", key=KEYS["prev"], shortcut="Left",
+    row.button(_("Previous"), key=KEYS["prev"], shortcut="Left",
                on_click=go, args=(-1,), disabled=step <= 1)
-    row.button("Next", key=KEYS["next"], shortcut="Right",
+    row.button(_("Next"), key=KEYS["next"], shortcut="Right",
                on_click=go, args=(1,), disabled=step >= n_steps, type="primary")

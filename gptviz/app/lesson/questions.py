@@ -3,88 +3,31 @@
 Each builder takes the numbers a step draws and returns a ``Question`` whose one right
 answer is what the model computed, or None when the data allow no fair question (one
 token, one head, or what ``fairness`` turns down: coin flips, choices that read alike).
-Pure functions, no Streamlit: the tests rebuild every answer with torch and compare.
+Pure functions, no Streamlit: the tests rebuild every answer with torch and compare. The
+texts are in the reader's language (``gptviz.i18n``), the numbers written as it writes them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
 
 from gptviz.analysis.taxonomy import kind_scores
 from gptviz.app.lesson.fairness import fair, leads
+from gptviz.app.lesson.question import Question, longest_word, md, numbers, sentences
 from gptviz.app.shared.chips import token_label
 from gptviz.app.shared.tex import percent
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import TokenInfo
 from gptviz.tokenizers.specials import UNK
 
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]<>#$~|])")
+__all__ = ["Question", "md"]  # the question's type and Markdown escape, for the pages
 
-
-def md(s: str) -> str:
-    r"""Text (a token, a word of the prompt) that Markdown shows as itself, math signs too.
-
-    >>> md("a*b $x$ <i>")
-    'a\\*b \\$x\\$ \\<i\\>'
-    """
-    return _MARKDOWN.sub(r"\\\1", s)
-
-
-@dataclass(frozen=True)
-class Question:
-    """One multiple-choice question; ``answer`` indexes the model's answer in ``choices``.
-
-    >>> q = Question("2 + 2?", ("3", "4"), 1, "It is 4."); q.right("4"), q.right("3")
-    (True, False)
-    """
-
-    text: str  # Markdown
-    choices: tuple[str, ...]
-    answer: int
-    why: str  # Markdown: the model's numbers that decide it
-
-    def right(self, choice: str | None) -> bool:
-        return choice == self.choices[self.answer]
-
-    @property
-    def key(self) -> str:
-        """A fingerprint: a new prompt or model asks a new question, answered afresh."""
-        raw = "\x1f".join([self.text, *self.choices])
-        return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
-
-
-def _numbers(answer: int, others: Sequence[int]) -> tuple[tuple[str, ...], int]:
-    """Up to four distinct positive whole numbers, ascending, and where ``answer`` is.
-
-    >>> _numbers(3, [1, 2, 4, 5, 7]), _numbers(23, [23_552])
-    ((('1', '2', '3', '4'), 2), (('23', '23,552'), 0))
-    """
-    picked = [answer]
-    for x in others:
-        if x > 0 and x not in picked and len(picked) < 4:
-            picked.append(x)
-    picked.sort()
-    return tuple(f"{x:,}" for x in picked), picked.index(answer)  # 23,552 as the text writes it
-
-
-def _word(text: str, tokens: Sequence[TokenInfo]) -> tuple[str, list[TokenInfo]] | None:
-    """The word of ``text`` cut into the most tokens (ties: the longest, then the first),
-    and the tokens that cover it."""
-    words = list(re.finditer(r"\w{2,}", text)) or list(re.finditer(r"\S+", text))
-    if not words:
-        return None
-
-    def covering(m: re.Match) -> list[TokenInfo]:
-        a, b = m.span()
-        return [t for t in tokens if t.span[0] < b and t.span[1] > a]
-
-    best = max(words, key=lambda m: (len(covering(m)), len(m.group()), -m.start()))
-    return best.group(), covering(best)
+def _n(x: int) -> str:
+    return number(x, 0, grouping=True)
 
 
 def token_count(text: str, tokens: Sequence[TokenInfo]) -> Question | None:
@@ -95,19 +38,21 @@ def token_count(text: str, tokens: Sequence[TokenInfo]) -> Question | None:
     '2'
     """
     start = tokens[0].span[0] if tokens else 0  # the crop: only the tokens the model reads
-    found = _word(text[start:], [replace(t, span=(t.span[0] - start, t.span[1] - start))
-                                 for t in tokens])
+    found = longest_word(text[start:], [replace(t, span=(t.span[0] - start, t.span[1] - start))
+                                        for t in tokens])
     if found is None or len(found[0]) > 40:
         return None
     word, covering = found
     n = len(covering)
-    choices, answer = _numbers(n, [1, n - 1, n + 1, len(word), n + 2])
+    choices, answer = numbers(n, [1, n - 1, n + 1, len(word), n + 2])
     pieces = " | ".join(md(token_label(t)) for t in covering)
-    return Question(f"How many tokens does this model's tokenizer make of the word "
-                    f"**“{md(word)}”** in your prompt?", choices, answer,
-                    f"The tokens that cover “{md(word)}” are {pieces}: **{n}**. A tokenizer "
-                    "keeps whole the pieces it saw often while it was trained and splits "
-                    "rarer words into smaller ones.")
+    return Question(
+        _("How many tokens does this model's tokenizer make of the word **“{word}”** in your "
+          "prompt?").format(word=md(word)), choices, answer,
+        _("The tokens that cover “{word}” are {pieces}: **{n}**. A tokenizer keeps whole the "
+          "pieces it saw often while it was trained and splits rarer words into smaller "
+          "ones.").format(word=md(word), pieces=pieces, n=n),
+        basis=("tokens", word, tuple(t.id for t in covering)))
 
 
 def one_hot_ones(n_tokens: int, vocab_size: int, distinct: int) -> Question:
@@ -116,13 +61,15 @@ def one_hot_ones(n_tokens: int, vocab_size: int, distinct: int) -> Question:
     >>> q = one_hot_ones(5, 100, 4); q.choices[q.answer], q.choices
     ('5', ('4', '5', '100', '500'))
     """
-    choices, answer = _numbers(n_tokens, [distinct, vocab_size, n_tokens * vocab_size])
-    return Question(f"The one-hot matrix OH has one row per token ({n_tokens}) and one column "
-                    f"per vocabulary entry ({vocab_size:,}). How many of its entries are 1?",
-                    choices, answer,
-                    f"Exactly one 1 per row, in the column of that row's id: **{n_tokens}** "
-                    f"ones among {n_tokens * vocab_size:,} entries. A token that appears twice "
-                    "gives two identical rows.")
+    choices, answer = numbers(n_tokens, [distinct, vocab_size, n_tokens * vocab_size])
+    return Question(
+        _("The one-hot matrix OH has one row per token ({n}) and one column per vocabulary "
+          "entry ({v}). How many of its entries are 1?").format(n=n_tokens, v=_n(vocab_size)),
+        choices, answer,
+        _("Exactly one 1 per row, in the column of that row's id: **{n}** ones among {total} "
+          "entries. A token that appears twice gives two identical rows.").format(
+            n=n_tokens, total=_n(n_tokens * vocab_size)),
+        basis=("one-hot", n_tokens, vocab_size, distinct))
 
 
 def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question | None:
@@ -134,17 +81,20 @@ def position_or_token(e_norm: float, p_norm: float, positional: str) -> Question
     >>> position_or_token(1.0, 1.05, "learned") is None
     True
     """
-    choices = ("the token's embedding E[t_i]", "the position p_i")
+    choices = (_("the token's embedding E[t_i]"), _("the position p_i"))
     answer = int(p_norm > e_norm)
     if not leads(max(e_norm, p_norm), min(e_norm, p_norm)):
         return None
-    extra = {"none": " This model adds no positions at all (p_i = 0), so the sum is the "
-                     "embedding alone.",
-             "rope": " This model adds nothing here (p_i = 0): it rotates queries and keys "
-                     "by position inside attention instead (RoPE)."}.get(positional, "")
-    return Question("Each token enters the model as x_i = E[t_i] + p_i. Averaged over your "
-                    "prompt, which of the two vectors is longer?", choices, answer,
-                    f"Mean length ‖E[t_i]‖ = {e_norm:.2f}, ‖p_i‖ = {p_norm:.2f}.{extra}")
+    extra = {"none": _("This model adds no positions at all (p_i = 0), so the sum is the "
+                       "embedding alone."),
+             "rope": _("This model adds nothing here (p_i = 0): it rotates queries and keys "
+                       "by position inside attention instead (RoPE).")}.get(positional, "")
+    why = _("Mean length ‖{E}‖ = {e}, ‖{P}‖ = {p}.").format(
+        E="E[t_i]", P="p_i", e=number(e_norm, 2), p=number(p_norm, 2))
+    return Question(_("Each token enters the model as x_i = E[t_i] + p_i. Averaged over your "
+                      "prompt, which of the two vectors is longer?"), choices, answer,
+                    sentences([why, extra]),
+                    basis=("position", round(e_norm, 2), round(p_norm, 2), positional))
 
 
 def layernorm_variance(var_standardised: float, var_before: float, d: int,
@@ -154,23 +104,28 @@ def layernorm_variance(var_standardised: float, var_before: float, d: int,
     >>> q = layernorm_variance(0.99999, 4.2, 128); q.choices[q.answer]
     'about 1'
     """
-    options = {"about 0": 0.0, "about 1": 1.0, f"about d = {d}": float(d)}
+    options = {_("about 0"): 0.0, _("about 1"): 1.0,
+               _("about d = {d}").format(d=d): float(d)}
     if abs(var_before - 1.0) > 0.5 and abs(var_before - d) > 0.5 * d and var_before > 0.5:
-        options[f"what it was before, {var_before:.3f}"] = var_before
+        options[_("what it was before, {v}").format(v=number(var_before, 3))] = var_before
     choices = tuple(options)
     gaps = np.array([abs(var_standardised - v) for v in options.values()])
     answer = int(np.argmin(gaps))
     if not leads(float(np.sort(gaps)[1]), float(gaps[answer])):  # the nearest, clearly
         return None
-    return Question("LayerNorm first standardises each row: x̂ = (x − μ)/√(σ² + ε). For the "
-                    f"last token's row (σ² = {var_before:.3f} before), what is the variance "
-                    "of x̂?", choices, answer,
-                    f"var(x̂) = σ²/(σ² + ε) = **{var_standardised:.6f}**: a hair under 1, "
-                    "because of ε. Standardised, every row has mean 0 and variance ≈ 1, "
-                    "whatever its scale was; "
-                    + ("λ and b then rescale and shift each dimension, " if bias else
-                       "λ then rescales each dimension (this model has no shift b), ")
-                    + "so the rows leave LayerNorm with the spread training chose.")
+    why = (_("var(x̂) = σ²/(σ² + ε) = **{v}**: a hair under 1, because of ε. Standardised, "
+             "every row has mean 0 and variance ≈ 1, whatever its scale was; λ and b then "
+             "rescale and shift each dimension, so the rows leave LayerNorm with the spread "
+             "training chose.") if bias else
+           _("var(x̂) = σ²/(σ² + ε) = **{v}**: a hair under 1, because of ε. Standardised, "
+             "every row has mean 0 and variance ≈ 1, whatever its scale was; λ then rescales "
+             "each dimension (this model has no shift b), so the rows leave LayerNorm with the "
+             "spread training chose."))
+    return Question(_("LayerNorm first standardises each row: x̂ = (x − μ)/√(σ² + ε). For the "
+                      "last token's row (σ² = {v} before), what is the variance of x̂?").format(
+                        v=number(var_before, 3)), choices, answer,
+                    why.format(v=number(var_standardised, 6)),
+                    basis=("layernorm", round(var_standardised, 6), round(var_before, 3), d))
 
 
 def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: int
@@ -200,11 +155,13 @@ def most_attended(weights: np.ndarray, labels: Sequence[str], layer: int, head: 
     choices = tuple(f"{j}: “{labels[j]}”" for j in shown)  # quoted: "22: “.”", not "22: ."
     if not fair(choices):
         return None
-    top = ", ".join(f"{j}: “{md(labels[j])}” {w[j]:.3f}" for j in order[:3])
-    return Question(f"In layer {layer}, head {head}, the last token **“{md(labels[-1])}”** "
-                    "spreads its attention over the tokens up to itself. Which one gets the "
-                    "largest weight?", choices, shown.index(best),
-                    f"The largest weights of its row of W_attn: {top}.")
+    top = ", ".join(f"{j}: “{md(labels[j])}” {number(w[j], 3)}" for j in order[:3])
+    return Question(
+        _("In layer {layer}, head {head}, the last token **“{token}”** spreads its attention "
+          "over the tokens up to itself. Which one gets the largest weight?").format(
+            layer=layer, head=head, token=md(labels[-1])), choices, shown.index(best),
+        _("The largest weights of its row of {w}: {top}.").format(w="W_attn", top=top),
+        basis=("attended", layer, head, labels[-1], choices))
 
 
 def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
@@ -226,13 +183,16 @@ def previous_token_head(patterns: np.ndarray, layer: int) -> Question | None:
     best, runner_up = (int(h) for h in np.argsort(-score, kind="stable")[:2])
     if not leads(score[best], score[runner_up]):
         return None
-    scores = ", ".join(f"head {h}: {s:.3f}" for h, s in enumerate(score))
-    return Question(f"A *previous-token head* sends each token's attention to the token just "
-                    f"before it. Which head of layer {layer} does that most, on average over "
-                    "your prompt?", tuple(f"head {h}" for h in range(p.shape[0])), best,
-                    f"Mean weight on the previous token, w[i, i−1], over the queries "
-                    f"i = 2 … {t - 1} (as the Attention page's head taxonomy measures it): "
-                    f"{scores}.")
+    scores = ", ".join(_("head {h}: {s}").format(h=h, s=number(s, 3))
+                       for h, s in enumerate(score))
+    return Question(
+        _("A *previous-token head* sends each token's attention to the token just before it. "
+          "Which head of layer {layer} does that most, on average over your prompt?").format(
+            layer=layer), tuple(_("head {h}").format(h=h) for h in range(p.shape[0])), best,
+        _("Mean weight on the previous token, w[i, i−1], over the queries i = 2 … {last} (as "
+          "the Attention page's head taxonomy measures it): {scores}.").format(
+            last=t - 1, scores=scores),
+        basis=("previous-token", layer, tuple(round(float(x), 3) for x in score)))
 
 
 def ffn_norm(before: float, after: float, layer: int, label: str) -> Question | None:
@@ -244,12 +204,15 @@ def ffn_norm(before: float, after: float, layer: int, label: str) -> Question | 
     """
     if not leads(max(before, after), min(before, after)):
         return None
-    return Question(f"Block {layer}'s feed-forward network adds its output to the residual "
-                    f"stream: x' = y + FFN(y). For the last token **“{md(label)}”**, does the "
-                    "length ‖x'‖ grow or shrink compared with ‖y‖?",
-                    ("it grows", "it shrinks"), 0 if after > before else 1,
-                    f"‖y‖ = {before:.3f} before, ‖x'‖ = {after:.3f} after. Adding a vector can "
-                    "shorten another one when it points partly against it.")
+    return Question(
+        _("Block {layer}'s feed-forward network adds its output to the residual stream: "
+          "x' = y + FFN(y). For the last token **“{token}”**, does the length ‖x'‖ grow or "
+          "shrink compared with ‖y‖?").format(layer=layer, token=md(label)),
+        (_("it grows"), _("it shrinks")), 0 if after > before else 1,
+        _("‖y‖ = {before} before, ‖x'‖ = {after} after. Adding a vector can shorten another "
+          "one when it points partly against it.").format(before=number(before, 3),
+                                                          after=number(after, 3)),
+        basis=("ffn", layer, label, round(before, 3), round(after, 3)))
 
 
 def next_token(logits: np.ndarray, vocab: Sequence[str], label: str) -> Question | None:
@@ -274,13 +237,23 @@ def next_token(logits: np.ndarray, vocab: Sequence[str], label: str) -> Question
                 and UNK not in vocab[i]:
             picked.append(i)
     shown = sorted(picked)
-    choices = tuple(vocab[i] for i in shown)
+    choices = tuple(vocab[i] for i in shown)  # tokens: never translated
     if not fair(choices):
         return None
     ranks = ", ".join(f"{md(vocab[i])} {percent(p[i])}" for i in picked)
-    return Question(f"After **“{md(label)}”**, which of these is the model's most likely next "
-                    "token?", choices, shown.index(best),
-                    f"P(next) at T = 1 for these candidates: {ranks}.")
+    return Question(_("After **“{token}”**, which of these is the model's most likely next "
+                      "token?").format(token=md(label)), choices, shown.index(best),
+                    _("P(next) at T = 1 for these candidates: {ranks}.").format(ranks=ranks),
+                    basis=("next", label, choices))
+
+
+def short(x: float) -> str:
+    """``x`` as ``{x:g}`` writes it, with the reader's decimal sign.
+
+    >>> short(0.2), short(2.0)
+    ('0.2', '2')
+    """
+    return f"{x:g}".replace(".", number(0.5, 1)[1])
 
 
 def flatter(sharp_t: float, sharp_h: float, flat_t: float, flat_h: float) -> Question | None:
@@ -292,9 +265,13 @@ def flatter(sharp_t: float, sharp_h: float, flat_t: float, flat_h: float) -> Que
     """
     if not leads(max(sharp_h, flat_h), min(sharp_h, flat_h)):
         return None
-    return Question(f"The same logits, divided by T = {sharp_t:g} or by T = {flat_t:g} "
-                    "before the softmax. Which bar chart is flatter?",
-                    (f"T = {sharp_t:g}", f"T = {flat_t:g}"), int(flat_h > sharp_h),
-                    f"Entropy H(P_{sharp_t:g}) = {sharp_h:.3f} nats, H(P_{flat_t:g}) = "
-                    f"{flat_h:.3f} nats: the larger, the flatter. Dividing by a large T "
-                    "shrinks the gaps between logits, so the softmax evens them out.")
+    a, b = short(sharp_t), short(flat_t)
+    return Question(
+        _("The same logits, divided by T = {a} or by T = {b} before the softmax. Which bar "
+          "chart is flatter?").format(a=a, b=b), (f"T = {a}", f"T = {b}"),
+        int(flat_h > sharp_h),
+        _("Entropy H({pa}) = {ha} nats, H({pb}) = {hb} nats: the larger, the flatter. "
+          "Dividing by a large T shrinks the gaps between logits, so the softmax evens them "
+          "out.").format(pa=f"P_{a}", pb=f"P_{b}", ha=number(sharp_h, 3),
+                         hb=number(flat_h, 3)),
+        basis=("flatter", sharp_t, flat_t, round(sharp_h, 3), round(flat_h, 3)))

@@ -23,6 +23,7 @@ from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import LINK_LIMIT
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.generation import sampling as gen
+from gptviz.i18n import current
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import attention_page_names, block_page_names
 
@@ -44,7 +45,7 @@ class Link:
     """Where "explore this step" goes: an app page, its tab and the state in its URL."""
 
     page: str  # e.g. "app_pages/attention.py"
-    label: str  # e.g. "Attention"
+    label: str  # e.g. "Attention": the page's title in English (marked N_, shown translated)
     params: dict[str, str | list[str]]  # the URL's query parameters (a list: repeated)
 
 
@@ -157,7 +158,9 @@ class Lesson:
 
         if self.offline:
             return styled()
-        args = (self.prompt.ids, self.layer, self.head, self.temperature, self.big, self.seed)
+        # the language too: a figure's titles and hovers are in the reader's language
+        args = (self.prompt.ids, self.layer, self.head, self.temperature, self.big, self.seed,
+                current())
         return cached_figure(self.picked, f"lesson-{name}", args, styled)
 
     def link(self, page: str, label: str, view: str | None = None, **extra: Any) -> Link:

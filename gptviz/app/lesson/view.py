@@ -13,13 +13,14 @@ import streamlit as st
 
 from gptviz.app.lesson.handout import lesson_handout
 from gptviz.app.lesson.presenter import CONTROLS, REVEAL, nav_buttons
-from gptviz.app.lesson.questions import Question, md
+from gptviz.app.lesson.questions import Question, md, short
 from gptviz.app.lesson.run import Lesson, StepView
-from gptviz.app.lesson.steps import STEPS, TITLES
+from gptviz.app.lesson.steps import STEPS, TITLES, title
 from gptviz.app.shared.inputs import Prompt, encode, head_input, layer_input, prompt_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.presenter import link_params
 from gptviz.app.shared.widgets import plain_table, plot
+from gptviz.i18n import _, current
 
 STEP = "step"  # the step's key and URL parameter (?step=7), from 1
 SEED = "seed"  # the draws' seed: its key and URL parameter, as on the Generation page
@@ -31,8 +32,10 @@ FIGURE_PX = 255  # a figure beside another: its least width (px); two that do no
 def _bad_link(key: str, raw: str | None, ok: Callable[[str], bool], value: float) -> None:
     """Say so when the URL asked for a value (``raw``) that the widget cannot take."""
     if raw is not None and not ok(raw):
-        st.warning(f"The link asks for {key} “{raw}”, which this lesson cannot show; "
-                   f"showing {key} {value:g} instead.", icon=":material/link_off:")
+        st.warning(_("The link asks for {key} “{raw}”, which this lesson cannot show; "
+                     "showing {key} {value} instead.").format(key=key, raw=raw,
+                                                              value=short(value)),
+                   icon=":material/link_off:")
 
 
 def _temperature_ok(raw: str) -> bool:
@@ -54,19 +57,19 @@ def settings(picked: Picked) -> tuple[Prompt | None, int, int, float, int, int]:
     raw_t, raw_step = st.query_params.get("temperature"), st.query_params.get(STEP)
     with st.container(key=CONTROLS, border=True):
         text = prompt_input(ckpt)
-        with st.expander("The prompt's tokens, and notes on them", icon=":material/token:"):
+        with st.expander(_("The prompt's tokens, and notes on them"), icon=":material/token:"):
             prompt = encode(ckpt, text)  # folded: step 1 asks about them before showing them
         with st.container(horizontal=True, gap="large"):  # wraps when the row is narrow
             layer, head = layer_input(ckpt.config.n_layer), head_input(ckpt.config.n_head)
-            t = st.slider("Temperature T", 0.0, 3.0, 1.0, 0.05, key="temperature",
+            t = st.slider(_("Temperature T"), 0.0, 3.0, 1.0, 0.05, key="temperature",
                           bind="query-params", width=280,
-                          help="P_T = softmax(y_N / T); T = 0 is greedy.")
-            seed = st.number_input("Seed of the draws", 0, 2**31 - 1, 0, key=SEED,
+                          help=_("P_T = softmax(y_N / T); T = 0 is greedy."))
+            seed = st.number_input(_("Seed of the draws"), 0, 2**31 - 1, 0, key=SEED,
                                    bind="query-params", width=150,
-                                   help="The random generator of steps 13 and 14 starts from "
-                                        "it: the same seed draws the same tokens. Draw again "
-                                        "takes the next one.")
-        step = st.segmented_control("Jump to step", list(range(1, N_STEPS + 1)), default=1,
+                                   help=_("The random generator of steps 13 and 14 starts "
+                                          "from it: the same seed draws the same tokens. Draw "
+                                          "again takes the next one."))
+        step = st.segmented_control(_("Jump to step"), list(range(1, N_STEPS + 1)), default=1,
                                     required=True, format_func=str, key=STEP,
                                     bind="query-params")
     step = int(step or 1)
@@ -81,17 +84,19 @@ def _draw_again() -> None:
 
 def draw_again_button(ls: Lesson) -> None:
     """A new seed, so a new draw (the step says what the seed does)."""
-    st.button("Draw again", key="lesson_redraw", icon=":material/casino:", on_click=_draw_again,
-              help=f"Draw with seed {ls.seed + 1} instead of {ls.seed}: the same settings, "
-                   "another run of the random generator.")
+    st.button(_("Draw again"), key="lesson_redraw", icon=":material/casino:",
+              on_click=_draw_again,
+              help=_("Draw with seed {new} instead of {old}: the same settings, another run of "
+                     "the random generator.").format(new=ls.seed + 1, old=ls.seed))
 
 
 def no_prompt(presenter: bool) -> None:
     """The lesson needs tokens: say how to give it some (the box may be hidden)."""
-    where = ("Switch presenter mode off to see the prompt box, then type" if presenter else
-             "Type")
-    st.info(f"The lesson follows one prompt through the model, and there is none to follow. "
-            f"{where} a sentence (or press “Use this model's example prompt”).",
+    st.info(_("The lesson follows one prompt through the model, and there is none to follow. "
+              "Switch presenter mode off to see the prompt box, then type a sentence (or press "
+              "“Use this model's example prompt”).") if presenter else
+            _("The lesson follows one prompt through the model, and there is none to follow. "
+              "Type a sentence (or press “Use this model's example prompt”)."),
             icon=":material/edit_note:")
 
 
@@ -104,31 +109,37 @@ def _answers(ls: Lesson) -> dict[int, tuple[Question, str | None]]:
     return st.session_state.setdefault(ANSWERS, {}).setdefault(lesson_key(ls), {})
 
 
+def _choice_key(q: Question) -> str:
+    """The radio's key: per question and language (its options are the language's)."""
+    return f"lesson_choice_{q.key}_{current()}"
+
+
 def _reveal(ls: Lesson, step: int, q: Question) -> None:
-    _answers(ls)[step] = (q, st.session_state.get(f"lesson_choice_{q.key}"))
+    _answers(ls)[step] = (q, st.session_state.get(_choice_key(q)))
 
 
 def question(ls: Lesson, step: int, q: Question) -> None:
     """The question, its choices and Reveal (R)."""
-    st.markdown(f"**Predict, then reveal.** {q.text}")
-    st.radio("Your answer", q.choices, index=None, key=f"lesson_choice_{q.key}", format_func=md,
+    st.markdown(_("**Predict, then reveal.** {question}").format(question=q.text))
+    st.radio(_("Your answer"), q.choices, index=None, key=_choice_key(q), format_func=md,
              label_visibility="collapsed")
-    st.button("Reveal the answer", key=REVEAL, icon=":material/visibility:", type="primary",
+    st.button(_("Reveal the answer"), key=REVEAL, icon=":material/visibility:", type="primary",
               on_click=_reveal, args=(ls, step, q),
-              help="Or press R. The figure and the formula appear with the model's answer.")
+              help=_("Or press R. The figure and the formula appear with the model's answer."))
 
 
 def outcome(q: Question, chosen: str | None) -> None:
     """The model's answer beside the student's, and the numbers that decide it."""
     answer = md(q.choices[q.answer])
     if chosen is None:
-        st.info(f"{q.text} The model's answer: **{answer}**.", icon=":material/visibility:")
+        st.info(_("{question} The model's answer: **{answer}**.").format(
+            question=q.text, answer=answer), icon=":material/visibility:")
     elif q.right(chosen):
-        st.success(f"{q.text} Your answer, **{answer}**, is the model's.",
-                   icon=":material/check_circle:")
+        st.success(_("{question} Your answer, **{answer}**, is the model's.").format(
+            question=q.text, answer=answer), icon=":material/check_circle:")
     else:
-        st.error(f"{q.text} You said {md(chosen)}; the model's answer is **{answer}**.",
-                 icon=":material/cancel:")
+        st.error(_("{question} You said {chosen}; the model's answer is **{answer}**.").format(
+            question=q.text, chosen=md(chosen), answer=answer), icon=":material/cancel:")
     st.caption(q.why)
 
 
@@ -139,7 +150,8 @@ def revealed(ls: Lesson, step: int, q: Question | None) -> tuple[bool, str | Non
     done = _answers(ls).get(step)
     if done is None or done[0].key != q.key:
         return False, None
-    return True, done[1]
+    asked, chosen = done  # asked perhaps in another language: the same choice in this one
+    return True, None if chosen is None else q.choices[asked.choices.index(chosen)]
 
 
 FIT_PX = 450  # the figures' most height in presenter mode: the step fits a 720-px screen
@@ -164,7 +176,8 @@ def draw_step(ls: Lesson, step: int, view: StepView, compact: bool = False) -> N
     formulas, so a step fits one projector screen."""
     row = st.container(horizontal=True, vertical_alignment="center",
                        horizontal_alignment="distribute")
-    row.subheader(f"Step {step} of {N_STEPS} · {TITLES[step - 1]}", anchor=False)
+    row.subheader(_("Step {step} of {n} · {title}").format(step=step, n=N_STEPS,
+                                                           title=title(step)), anchor=False)
     with row:
         nav_buttons(step, N_STEPS, STEP)
     left, right = st.columns([2, 3], gap="medium")
@@ -172,7 +185,7 @@ def draw_step(ls: Lesson, step: int, view: StepView, compact: bool = False) -> N
     if compact and shown and view.question is not None:  # the answer first; the text folds
         with left:
             outcome(view.question, chosen)
-        left.expander("The step's text", icon=":material/notes:").markdown(view.narrative)
+        left.expander(_("The step's text"), icon=":material/notes:").markdown(view.narrative)
     else:
         left.markdown(view.narrative)
     if not shown:
@@ -198,7 +211,8 @@ def draw_step(ls: Lesson, step: int, view: StepView, compact: bool = False) -> N
     more = None
     for k, (col, fig) in enumerate(zip(cols, view.figures, strict=True)):
         if folded and k >= 1:  # one figure on the projector, the rest folded under it
-            more = more or right.expander("The step's other figure", icon=":material/add_chart:")
+            more = more or right.expander(_("The step's other figure"),
+                                          icon=":material/add_chart:")
             col = more
         _figure(fig, col, f"lesson-fig-{step}-{k}", compact, FIT_PX - 60 if folded else FIT_PX)
     if view.redraw:
@@ -206,13 +220,14 @@ def draw_step(ls: Lesson, step: int, view: StepView, compact: bool = False) -> N
             draw_again_button(ls)
     below = st.container()
     if compact and view.formulas:  # a projector's screen holds the step; formulas on demand
-        below = left.expander("The formulas with these numbers", icon=":material/function:")
+        below = left.expander(_("The formulas with these numbers"), icon=":material/function:")
     for tex in view.formulas:
         below.latex(tex)
     if view.caption:
         (left if compact else below).caption(view.caption)
     (left if compact else below).page_link(
-        view.link.page, label=f"Explore this step on the {view.link.label} page",
+        view.link.page, label=_("Explore this step on the {page} page").format(
+            page=_(view.link.label)),
         icon=":material/open_in_new:", query_params={**view.link.params, **link_params()})
 
 
@@ -229,20 +244,22 @@ def score(ls: Lesson) -> None:
     """How the questions went in this lesson (kept in this browser session only)."""
     done = _answers(ls)
     if not done:
-        st.caption("No question answered yet in this lesson.")
+        st.caption(_("No question answered yet in this lesson."))
         return
     right = sum(q.right(c) for q, c in done.values())
     answered = sum(c is not None for _, c in done.values())
-    st.markdown(f"#### Your score: {right} right of {answered} answered "
-                f"({len(done)} revealed)")
+    st.markdown("#### " + _("Your score: {right} right of {answered} answered ({revealed} "
+                            "revealed)").format(right=right, answered=answered,
+                                                revealed=len(done)))
     plain_table(pd.DataFrame({  # plain HTML: whole questions, wrapped (a grid cut them)
-        "step": list(done),
-        "question": [plain(q.text) for q, _ in done.values()],
-        "your answer": [c or "—" for _, c in done.values()],
-        "the model's": [q.choices[q.answer] for q, _ in done.values()],
-        "right": ["—" if c is None else "✓" if q.right(c) else "✗"
-                  for q, c in done.values()]}))
-    st.caption("The score lives in this browser session only; nothing is stored on the server.")
+        _("step"): list(done),
+        _("question"): [plain(q.text) for q, _c in done.values()],
+        _("your answer"): [c or "—" for _q, c in done.values()],
+        _("the model's"): [q.choices[q.answer] for q, _c in done.values()],
+        _("right"): ["—" if c is None else "✓" if q.right(c) else "✗"
+                     for q, c in done.values()]}))
+    st.caption(_("The score lives in this browser session only; nothing is stored on the "
+                 "server."))
 
 
 def step_overview(step: int) -> None:
@@ -250,16 +267,17 @@ def step_overview(step: int) -> None:
     def jump(to: int) -> None:
         st.session_state[STEP] = to
 
-    for i, title in enumerate(TITLES, start=1):
-        st.button(f"{i} · {title}", key=f"lesson_jump_{i}", on_click=jump, args=(i,),
+    for i in range(1, len(TITLES) + 1):
+        st.button(f"{i} · {title(i)}", key=f"lesson_jump_{i}", on_click=jump, args=(i,),
                   type="primary" if i == step else "tertiary", width="stretch")
 
 
 def handout_button(ls: Lesson) -> None:
     """One self-contained HTML file of the whole lesson, built when it is asked for."""
+    lang = current()  # the download may be built outside this session's run: in its language
     st.download_button(
-        "Download this lesson", data=lambda: lesson_handout(ls).encode("utf-8"),
+        _("Download this lesson"), data=lambda: lesson_handout(ls, lang).encode("utf-8"),
         file_name=f"gptviz-lesson-{ls.picked.name}.html", mime="text/html",
         icon=":material/download:", key="lesson_handout", on_click="ignore",
-        help="Every step's narrative, figure, formulas and question (answers folded) for "
-             "this prompt and model, in one HTML file that works offline.")
+        help=_("Every step's narrative, figure, formulas and question (answers folded) for "
+               "this prompt and model, in one HTML file that works offline."))

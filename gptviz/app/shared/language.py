@@ -9,13 +9,15 @@ page's text right to left; formulas, token chips, code and charts keep their own
 from __future__ import annotations
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from gptviz import i18n
+from gptviz.app.speedups import choice
+from gptviz.app.speedups.session import in_script_run
 from gptviz.i18n import _
 
 PARAM = "lang"  # the URL parameter and the session's key
-PICKED = "gv_lang_picked"  # the picker's widget key
+PICKED = "gv_lang_picked"  # the picker's key
+LINK_SEEN = "gv_lang_link"  # the link's ?lang= as the session last saw it
 RTL = {"ar", "he", "fa", "ur", "ps", "yi", "dv", "ckb", "sd", "ug"}
 # Each language named in itself, as a picker shows it; a catalog a teacher adds and that is
 # not here is named by Babel's locale data.
@@ -37,7 +39,7 @@ def _session_language() -> str | None:
     """The resolver ``gptviz.i18n`` asks: the language of the session this thread runs
     (settled by ``choose`` the first time, when a page runs without the router), or None
     outside a session's script run."""
-    if get_script_run_ctx(suppress_warning=True) is None:
+    if not in_script_run():
         return None
     try:
         lang = st.session_state.get(PARAM)
@@ -73,15 +75,18 @@ def browser_language() -> str:
 
 
 def choose() -> str:
-    """The session's language, settled once per run before anything is written: the link's
-    ``?lang=`` when it names a language we have, else what the session had, else the
-    browser's. A link naming a language we lack falls back, with no error."""
+    """The session's language, settled before anything is written: a link's ``?lang=`` that
+    names a language we have, when the session first sees that link; else what the session
+    had (the picker's); else the browser's. A link naming a language we lack falls back,
+    with no error."""
     state = st.session_state
-    asked = i18n.known(st.query_params.get(PARAM))
-    if asked and asked != state.get(PARAM):
+    raw = st.query_params.get(PARAM)
+    asked = i18n.known(raw)
+    if asked and raw != state.get(LINK_SEEN):  # a link opened (or typed): it decides
         state[PARAM] = asked
-    elif PARAM not in state:
+    elif not i18n.known(state.get(PARAM)):
         state[PARAM] = browser_language()
+    state[LINK_SEEN] = raw
     lang = state[PARAM]
     _write_link(lang)
     return lang
@@ -94,22 +99,23 @@ def _write_link(lang: str) -> None:
             st.query_params[PARAM] = lang
     elif PARAM in st.query_params:
         del st.query_params[PARAM]
-
-
-def _picked() -> None:
-    st.session_state[PARAM] = st.session_state[PICKED]
-    _write_link(st.session_state[PARAM])
+    st.session_state[LINK_SEEN] = st.query_params.get(PARAM)
 
 
 def picker(compact: bool = False) -> None:
-    """A choice of every language with a catalog; ``compact``: its label hidden (a title
-    row's)."""
+    """A choice of every language with a catalog (the browser's own ``<select>``, see
+    ``speedups/choice.py``); ``compact``: its label hidden (a title row's). A pick reruns
+    the page in the language picked, navigation included."""
     langs = i18n.available()
-    current = st.session_state.get(PARAM, i18n.SOURCE)
-    st.session_state[PICKED] = current if current in langs else i18n.SOURCE
-    st.selectbox(_("Language"), langs, key=PICKED, format_func=name, on_change=_picked,
-                 label_visibility="collapsed" if compact else "visible",
-                 width=120 if compact else "stretch")
+    current = i18n.current()  # settles the session's language if nothing has yet
+    if st.session_state.get(PICKED) not in langs:
+        st.session_state[PICKED] = current if current in langs else i18n.SOURCE
+    picked = choice.select("" if compact else _("Language"), langs, key=PICKED,
+                           format_func=name)
+    if picked != current:
+        st.session_state[PARAM] = picked
+        _write_link(picked)
+        st.rerun()
 
 
 def style() -> None:

@@ -33,7 +33,10 @@ Speed-ups (stock mode: the element or behaviour in brackets)
   0.11–0.13× sooner (stop 33). Streamlit 1.67's ``file_util``, its font file names. [none]
 
 Features Streamlit lacks, kept in stock mode: ``click_button`` (fast clicks are never
-merged) and ``formula_fit`` (wide formulas fitted to a projector's column). Shared by the
+merged), ``formula_fit`` (wide formulas fitted to a projector's column), ``png`` (a PNG
+button on the SVG charts and canvas heatmaps, as plotly's modebar has; stock mode draws
+plotly's) and ``session`` (whether a thread runs a session's script, for the session's
+language; Streamlit 1.67's ``get_script_run_ctx``, else public ``st.runtime.exists``). Shared by the
 pieces: ``component`` (the one ``st.components.v2`` factory; JavaScript and CSS in ``.js`` and
 ``.css`` files here), ``mount`` (the same chart twice in a run), ``guard``, ``stock``.
 """

@@ -204,6 +204,7 @@ export default function (component) {
     catch (err) { root.dataset.drawn = "error"; console.error("gptviz heatmap:", err); }
   };
   root.gvPaint();
+  pngButton(root, component.data.png, title, () => pngOfHeatmap(root));  // png.js
   canvas.onmousemove = e => hover(root, P, e);
   canvas.onmouseleave = () => { root.querySelector(".gv-heat-tip").style.display = "none"; };
   if (!root.gvObserver) {

@@ -5,7 +5,8 @@
 parses it as Markdown and builds one React element per SVG node; this way the Learning page
 went from 1.74× to 1.68× a bare page (BENCHMARKS.md, "Inline SVG charts through a
 component"). ``st.html`` would sanitise the SVG away. Stock mode (``svgplot`` off) draws the
-chart as a plotly figure (``svgfigure``). Tests read the chart back from the page
+chart as a plotly figure (``svgfigure``), whose modebar has plotly's own PNG button; here
+``png.js`` gives the chart one. Tests read the chart back from the page
 (``tests.helpers.svg_charts``).
 """
 
@@ -18,6 +19,7 @@ from gptviz.app.speedups.component import component
 from gptviz.app.speedups.mount import mount, plotly_chart
 from gptviz.app.speedups.svgfigure import figure
 from gptviz.app.speedups.svgplot import SvgChart
+from gptviz.i18n import _
 
 NAME = "gptviz.svg"
 HTML = '<div class="gv-svgbox"></div>'
@@ -28,4 +30,5 @@ def draw(chart: SvgChart, key: str | None = None, container=st) -> None:
     if stock.off("svgplot"):
         plotly_chart(figure(chart), key, container)
         return
-    mount(component(NAME, html=HTML, js="svgbox.js"), {"html": chart.html}, key, container)
+    element = component(NAME, html=HTML, js=("png.js", "svgbox.js"), css="png.css")
+    mount(element, {"html": chart.html, "png": _("Download as PNG")}, key, container)

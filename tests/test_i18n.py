@@ -88,6 +88,15 @@ def test_spanish_has_its_plural_forms_and_chinese_one():
             assert read_po(f, locale=lang).num_plurals == n
 
 
+def _formula_words(message: str) -> bool:
+    """Whether ``message`` reads as a formula's words: a TeX command or group in it once its
+    ``{name}`` placeholders and plotly's ``%{x}`` templates are left out (a sentence with a
+    placeholder named ``{n_ctx}`` is not a formula, nor one with format's escaped ``{{``)."""
+    bare = PLACEHOLDER.sub("", re.sub(r"%\{\{?[^{}]*\}?\}", "", message))
+    bare = bare.replace("{{", "").replace("}}", "")
+    return "\\" in bare or "{" in bare
+
+
 def _katex_formulas(lang: str) -> list[str]:
     """Every translated message that is set in KaTeX: inline math inside a message, and
     messages that are the words of a formula's ``\\text{}`` (their English sits in one)."""
@@ -95,7 +104,7 @@ def _katex_formulas(lang: str) -> list[str]:
     for key, value in i18n.catalog_entries(lang).items():
         for text in forms(value):
             out += [m[1:-1] for m in MATH.findall(text)]
-            if any("\\" in e or "{" in e for e in english(key)) and "$" not in text:
+            if any(_formula_words(e) for e in english(key)) and "$" not in text:
                 out.append(r"\text{" + text + "}" if "\\" not in text else text)
     return out
 

@@ -244,3 +244,14 @@ def test_a_broken_bundled_model_is_named_in_each_sessions_language(tmp_path, mon
         with i18n.use(lang), pytest.raises(CheckpointError) as refused:
             load_checkpoint(tmp_path / broken)
         assert str(refused.value) in said[lang]
+
+
+def test_stock_mode_charts_carry_the_languages_separators(monkeypatch):
+    """Without the speed-ups every chart is ``st.plotly_chart``: the SVG curves and the
+    canvas heatmaps drawn by plotly.js take the language's separators too."""
+    from gptviz.app.speedups import stock
+
+    monkeypatch.setenv(stock.VARIABLE, "1")
+    for lang, wanted in (("es", ",."), ("zh", ".,")):
+        figs = figures(page("positional", lang=lang, view="Sinusoidal formula"))
+        assert len(figs) >= 3 and all(f["layout"]["separators"] == wanted for f in figs)

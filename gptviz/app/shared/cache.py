@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 import numpy as np
 import streamlit as st
 import torch
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from gptviz.analysis import attention as am
 from gptviz.analysis import core as analysis
@@ -28,6 +27,7 @@ from gptviz.app.serving.memory import then_give_back
 from gptviz.app.serving.threads import one_thread
 from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.picker import Picked
+from gptviz.app.speedups.session import in_script_run
 from gptviz.checkpoints.folder import Checkpoint, freeze, initial_model, training_seed
 from gptviz.i18n import _, number
 from gptviz.model import GPT
@@ -58,7 +58,7 @@ _UNATTACHED = ByteLRU(SESSION_BYTES)  # outside a session's script run (a test, 
 
 def in_session() -> bool:
     """Whether this thread runs a session's script (session-scoped caches need one)."""
-    return get_script_run_ctx(suppress_warning=True) is not None
+    return in_script_run()  # the wing asks Streamlit (speedups.session)
 
 
 def _private() -> ByteLRU:

@@ -26,7 +26,7 @@ import torch
 
 from gptviz.checkpoints.gpt2_weights import ExternalError, fill_gpt, short_name
 from gptviz.checkpoints.nanogpt import NanoCharTokenizer, char_vocabulary, nanogpt_config, read_ckpt
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.model import GPT, GPTConfig, parameter_counts
 from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
 from gptviz.tokenizers.openai import TiktokenTokenizer
@@ -146,9 +146,10 @@ def _hf_config(folder: Path) -> GPTConfig:
     vocab = data.get("vocab_size")
     if not isinstance(vocab, int) or vocab < GPT2_VOCAB:
         raise ExternalError(_("{where} gives vocab_size {vocab}, fewer ids than "
-                              "GPT-2's {gpt2_vocab:,} tokens: the model uses "
+                              "GPT-2's {gpt2_vocab} tokens: the model uses "
                               "another tokenizer, which gptviz cannot read.").format(
-                                where=where, vocab=repr(vocab), gpt2_vocab=GPT2_VOCAB))
+                                where=where, vocab=repr(vocab),
+                                gpt2_vocab=number(GPT2_VOCAB, 0, grouping=True)))
     try:
         return GPTConfig(vocab_size=GPT2_VOCAB, context_length=data["n_positions"],
                          d_model=data["n_embd"], n_layer=data["n_layer"],
@@ -196,10 +197,11 @@ def inspect(path: Path) -> External:
     else:
         found = f"{len(vocab[0])} characters" if vocab else "none"
         raise ExternalError(
-            _("{name} has a vocabulary of {rows:,} ids: neither GPT-2's "
-              "({gpt2_vocab:,}, or 50,304 padded) nor the characters of a "
+            _("{name} has a vocabulary of {rows} ids: neither GPT-2's "
+              "({gpt2_vocab}, or 50,304 padded) nor the characters of a "
               "meta.pkl beside it or in data/<dataset>/ (found: {found}).").format(
-                name=ckpt_path.name, rows=rows, gpt2_vocab=GPT2_VOCAB, found=found))
+                name=ckpt_path.name, rows=number(rows, 0, grouping=True),
+                gpt2_vocab=number(GPT2_VOCAB, 0, grouping=True), found=found))
     card = {"format": "nanoGPT checkpoint", "source": ckpt_path.parent.name, "note": note}
     return External(kind, ckpt_path, config, chars, card)
 
@@ -209,10 +211,12 @@ def load_external(path: Path, max_params: int | None = None) -> tuple[GPT, Token
     nanoGPT ckpt.pt. Every shape is checked before any weight is read."""
     found = inspect(path)
     if max_params is not None and found.params > max_params:
-        raise ExternalError(_("{name} has {params:,} parameters ({value0:,.0f} MB "
-                              "as float32); the limit here is {max_params:,}.").format(
-                                name=found.weights.parent.name, params=found.params,
-                                value0=4 * found.params / 1e6, max_params=max_params))
+        raise ExternalError(_("{name} has {params} parameters ({value0} MB "
+                              "as float32); the limit here is {max_params}.").format(
+                                name=found.weights.parent.name,
+                                params=number(found.params, 0, grouping=True),
+                                value0=number(4 * found.params / 1e6, 0, grouping=True),
+                                max_params=number(max_params, 0, grouping=True)))
     if found.kind == "hf-gpt2":
         from safetensors import safe_open
 

@@ -36,7 +36,7 @@ from gptviz.checkpoints.gpt2_weights import NoInit
 from gptviz.checkpoints.snapshots import SNAPSHOTS, Snapshots, stored_shapes
 from gptviz.checkpoints.tensors import FLOATS, finite, header_limit, match, read_header, view
 from gptviz.checkpoints.zipread import ZipMembers, zip_members
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.model import GPT, GPTConfig, TrainConfig, parameter_counts
 from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
 
@@ -147,9 +147,10 @@ def load_checkpoint_zip(data: bytes, limits: Limits = Limits(),
     checked before it is allocated. Raises CheckpointError only."""
     found = zip_members(data, FILES + OPTIONAL, ", ".join(FILES))
     if (total := sum(found.size(name) for name in found)) > limits.bytes:
-        raise CheckpointError(_("the zip's checkpoint files unpack to {total:,} "
-                                "bytes; the limit is {bytes:,}.").format(
-                                  total=total, bytes=limits.bytes))
+        raise CheckpointError(_("the zip's checkpoint files unpack to {total} "
+                                "bytes; the limit is {bytes}.").format(
+                                  total=number(total, 0, grouping=True),
+                                  bytes=number(limits.bytes, 0, grouping=True)))
     return checkpoint_from_files(found, "the uploaded zip", device, limits, trusted=False)
 
 
@@ -211,7 +212,9 @@ def _check_size(c: GPTConfig, limits: Limits) -> int:
                                "(n_layer·n_head·context²)", maps, limits.attention)):
         if value > most:
             raise CheckpointError(_("{config} describes {what}; the limit here is "
-                                    "{most:,}.").format(config=CONFIG, what=what, most=most))
+                                    "{most}.").format(
+                                        config=CONFIG, what=what,
+                                        most=number(most, 0, grouping=True)))
     return n
 
 
@@ -232,8 +235,10 @@ def _member(files: Mapping[str, bytes], name: str, most: int, why: str = "") -> 
     """``files[name]``, once its (declared) size is known to be at most ``most``."""
     size = files.size(name) if isinstance(files, ZipMembers) else len(files[name])
     if size > most:
-        raise CheckpointError(_("{name} is {size:,} bytes; the limit here is "
-                                "{most:,}{why}.").format(name=name, size=size, most=most, why=why))
+        raise CheckpointError(_("{name} is {size} bytes; the limit here is "
+                                "{most}{why}.").format(
+                                    name=name, size=number(size, 0, grouping=True),
+                                    most=number(most, 0, grouping=True), why=why))
     return files[name]
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from gptviz.checkpoints.gpt2_weights import ExternalError
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.model import GPTConfig
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, TokenizerError
 from gptviz.tokenizers.char import CharTokenizer
@@ -82,10 +82,11 @@ class _NoGlobals(pickle.Unpickler):
 def read_meta(path: Path) -> dict[str, Any]:
     """meta.pkl as a dict of plain values, or ExternalError."""
     if path.stat().st_size > META_BYTES:
-        raise ExternalError(_("{name} is {st_size:,} bytes; a character "
-                              "vocabulary takes far less (the limit is {meta_bytes:,}).").format(
-                                name=path.name, st_size=path.stat().st_size,
-                                meta_bytes=META_BYTES))
+        raise ExternalError(_("{name} is {st_size} bytes; a character "
+                              "vocabulary takes far less (the limit is {meta_bytes}).").format(
+                                name=path.name,
+                                st_size=number(path.stat().st_size, 0, grouping=True),
+                                meta_bytes=number(META_BYTES, 0, grouping=True)))
     try:
         data = _NoGlobals(io.BytesIO(path.read_bytes())).load()
     except Exception as exc:  # every failure of a crafted pickle, with its reason

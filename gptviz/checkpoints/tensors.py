@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from gptviz.checkpoints.errors import CheckpointError, brief
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import TokenizerError, read_json
 from gptviz.work import add
 
@@ -78,10 +78,11 @@ def read_header(data: bytes, file: str, max_header: int) -> tuple[dict[str, Entr
                                 "a JSON object).").format(file=file))
     n = int.from_bytes(data[:8], "little")
     if n > max_header:
-        raise CheckpointError(_("{file}'s header takes {n:,} bytes; the tensors "
+        raise CheckpointError(_("{file}'s header takes {n} bytes; the tensors "
                                 "this model needs take far less (the limit here "
-                                "is {max_header:,}).").format(
-                                  file=file, n=n, max_header=max_header))
+                                "is {max_header}).").format(
+                                  file=file, n=number(n, 0, grouping=True),
+                                  max_header=number(max_header, 0, grouping=True)))
     try:
         header = read_json(bytes(data[8:8 + n]), f"{file}'s header", max_depth=3)
     except TokenizerError as exc:
@@ -98,15 +99,18 @@ def read_header(data: bytes, file: str, max_header: int) -> tuple[dict[str, Entr
     at = 8 + n  # the tensors tile the rest of the file, in the order of their offsets
     for name, e in sorted(entries.items(), key=lambda kv: (kv[1].start, kv[1].end)):
         if e.start != at:
-            raise CheckpointError(_("{file}: {name}'s bytes start at {start:,}, "
-                                    "where {at:,} was expected (offsets overlap "
+            raise CheckpointError(_("{file}: {name}'s bytes start at {start}, "
+                                    "where {at} was expected (offsets overlap "
                                     "or leave a gap).").format(
-                                      file=file, name=name, start=e.start - 8 - n, at=at - 8 - n))
+                                      file=file, name=name,
+                                      start=number(e.start - 8 - n, 0, grouping=True),
+                                      at=number(at - 8 - n, 0, grouping=True)))
         at = e.end
     if at != len(data):
-        raise CheckpointError(_("{file}'s tensors take {at:,} bytes but the file "
-                                "holds {n_data:,} after its header.").format(
-                                  file=file, at=at - 8 - n, n_data=len(data) - 8 - n))
+        raise CheckpointError(_("{file}'s tensors take {at} bytes but the file "
+                                "holds {n_data} after its header.").format(
+                                  file=file, at=number(at - 8 - n, 0, grouping=True),
+                                  n_data=number(len(data) - 8 - n, 0, grouping=True)))
     return entries, meta
 
 
@@ -128,10 +132,11 @@ def _entry(file: str, name: str, value: object, base: int) -> Entry:
     size = math.prod(shape) * FLOATS[dtype].itemsize
     if offsets[1] - offsets[0] != size:
         raise CheckpointError(_("{file}: {name} of shape {shape} and dtype "
-                                "{dtype} takes {size:,} bytes, but its offsets "
-                                "give {offsets:,}.").format(
+                                "{dtype} takes {size} bytes, but its offsets "
+                                "give {offsets}.").format(
                                   file=file, name=name, shape=tuple(shape), dtype=dtype,
-                                  size=size, offsets=offsets[1] - offsets[0]))
+                                  size=number(size, 0, grouping=True),
+                                  offsets=number(offsets[1] - offsets[0], 0, grouping=True)))
     return Entry(dtype, tuple(shape), base + offsets[0], base + offsets[1])
 
 

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from pathlib import PurePosixPath
 
 from gptviz.checkpoints.errors import CheckpointError, brief
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.work import add
 
 CHUNK = 1 << 20  # bytes unpacked per step
@@ -44,10 +44,11 @@ def zip_members(data: bytes, wanted: Collection[str], what: str) -> ZipMembers:
     checked to be readable here before any is unpacked; ``what`` says what the zip should
     hold, for the messages."""
     if (listing := directory_size(data) or 0) > LISTING:
-        raise CheckpointError(_("the zip's list of files takes {listing:,} bytes "
-                                "(the limit is {listing1:,}); a checkpoint zip "
+        raise CheckpointError(_("the zip's list of files takes {listing} bytes "
+                                "(the limit is {listing1}); a checkpoint zip "
                                 "holds {what}.").format(
-                                  listing=listing, listing1=LISTING, what=what))
+                                  listing=number(listing, 0, grouping=True),
+                                  listing1=number(LISTING, 0, grouping=True), what=what))
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except Exception:  # zipfile's parser on any bytes (BadZipFile, NotImplementedError for a
@@ -103,7 +104,8 @@ class ZipMembers(dict):
                                  "zip the folder again.").format(
                                    name=name, exc=brief(exc))) from None
         if size < info.file_size:
-            raise ZipReadError(_("{name} in the zip unpacks to {size:,} bytes but "
-                                 "declares {file_size:,}; zip the folder again.").format(
-                                   name=name, size=size, file_size=info.file_size))
+            raise ZipReadError(_("{name} in the zip unpacks to {size} bytes but "
+                                 "declares {file_size}; zip the folder again.").format(
+                                   name=name, size=number(size, 0, grouping=True),
+                                   file_size=number(info.file_size, 0, grouping=True)))
         return out

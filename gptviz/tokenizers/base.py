@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.work import add
 
 # What encode does with text that spells a special token, e.g. "<|EOS|>":
@@ -64,9 +64,10 @@ def json_depth(data: bytes) -> int:
 def check_untrusted_ids(n_ids: int, source: str) -> None:
     """TokenizerError when a tokenizer from an upload would have over UNTRUSTED_IDS ids."""
     if n_ids > UNTRUSTED_IDS:
-        raise TokenizerError(_("{source} describes {n_ids:,} ids; an uploaded "
-                               "model's vocabulary may have {untrusted_ids:,} at most.").format(
-                                 source=source, n_ids=n_ids, untrusted_ids=UNTRUSTED_IDS))
+        raise TokenizerError(_("{source} describes {n_ids} ids; an uploaded "
+                               "model's vocabulary may have {untrusted_ids} at most.").format(
+                                 source=source, n_ids=number(n_ids, 0, grouping=True),
+                                 untrusted_ids=number(UNTRUSTED_IDS, 0, grouping=True)))
 
 
 def read_json(data: bytes, source: str, max_bytes: int | None = None,
@@ -79,15 +80,17 @@ def read_json(data: bytes, source: str, max_bytes: int | None = None,
     {'merges': [[97, 98, 256]]}
     """
     if max_bytes is not None and len(data) > max_bytes:
-        raise TokenizerError(_("{source} is {n_data:,} bytes; the limit here is "
-                               "{max_bytes:,}.").format(
-                                 source=source, n_data=len(data), max_bytes=max_bytes))
+        raise TokenizerError(_("{source} is {n_data} bytes; the limit here is "
+                               "{max_bytes}.").format(
+                                 source=source, n_data=number(len(data), 0, grouping=True),
+                                 max_bytes=number(max_bytes, 0, grouping=True)))
     depth = json_depth(data)
     if depth > max_depth:
-        raise TokenizerError(_("{source} nests arrays and objects {depth:,} deep; "
+        raise TokenizerError(_("{source} nests arrays and objects {depth} deep; "
                                "the limit is {max_depth}. Save it with json.dump "
                                "from plain lists and dicts.").format(
-                                 source=source, depth=depth, max_depth=max_depth))
+                                 source=source, depth=number(depth, 0, grouping=True),
+                                 max_depth=max_depth))
     try:
         text = data.decode("utf-8")
         add(json_chars=len(text))

@@ -20,7 +20,7 @@ from typing import Any
 
 import regex
 
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
 from gptviz.tokenizers.bpe_heap import merge_heap
 from gptviz.tokenizers.bpe_train import PATTERNS, Merge, TrainLimits, check_upload, learn_within
@@ -79,8 +79,8 @@ class ByteLevelBPE(Tokenizer):
         try:
             self._merges = array("i", [x for (a, b), c in merges.items() for x in (a, b, c)])
         except OverflowError:
-            raise TokenizerError(_("a merge uses an id beyond 2**31; no "
-                                   "vocabulary is that large.")) from None
+            raise TokenizerError(_("a merge uses an id beyond 2**31; no vocabulary is that "
+                                   "large.")) from None
 
     def _rebuild(self, ranks: dict[bytes, int] | None = None) -> None:
         """Derive vocab, ranks and special ids from the merges; or, given the ``ranks`` the
@@ -96,9 +96,10 @@ class ByteLevelBPE(Tokenizer):
                                            "not defined before it.").format(a=a, b=b, c=c))
                 size += len(self.vocab[a]) + len(self.vocab[b])  # checked before allocated
                 if size > self.limits.token_bytes:
-                    raise TokenizerError(_("the merges build over {token_bytes:,} bytes of "
+                    raise TokenizerError(_("the merges build over {token_bytes} bytes of "
                                            "tokens; a real vocabulary holds a few hundred "
-                                           "thousand.").format(token_bytes=self.limits.token_bytes))
+                                           "thousand.").format(token_bytes=number(
+                                               self.limits.token_bytes, 0, grouping=True)))
                 self.vocab[c] = self.vocab[a] + self.vocab[b]
             self.ranks = {tok: i for i, tok in self.vocab.items()}
         self._byte_ids = [0] * 256
@@ -120,8 +121,7 @@ class ByteLevelBPE(Tokenizer):
             raise TokenizerError(
                 _("vocab size {vocab_size} is too small: byte-level BPE needs the "
                   "256 bytes and {n_special} special tokens, so at least {value0}.").format(
-                    vocab_size=vocab_size, n_special=n_special, value0=256 + n_special)
-            )
+                    vocab_size=vocab_size, n_special=n_special, value0=256 + n_special))
         if not text:
             raise TokenizerError(_("the corpus is empty: give some text to learn merges from."))
         chunks = map(_GROUP, self._split.finditer(text)) if self._split else [text]
@@ -292,8 +292,8 @@ class ByteLevelBPE(Tokenizer):
             rank = ranks[token]
             parts = tok._merge(token, rank, [])  # BPE with only the earlier tokens
             if len(parts) != 2:
-                raise TokenizerError(_("rank {rank} is not the merge of two "
-                                       "earlier tokens.").format(rank=rank))
+                raise TokenizerError(_("rank {rank} is not the merge of two earlier "
+                                       "tokens.").format(rank=rank))
             merges.extend((parts[0], parts[1], rank))
         tok._merges = merges
         tok._rebuild(ranks)

@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import (
     UNTRUSTED_IDS,
     AllowedSpecial,
@@ -266,9 +266,9 @@ class TiktokenTokenizer(Tokenizer):
             raise TokenizerError(_("{source}: an uploaded model may use GPT-2's "
                                    "encoding (50,257 ids), not {value0}: cl100k "
                                    "and o200k have more than the "
-                                   "{untrusted_ids:,} ids an upload may have.").format(
+                                   "{untrusted_ids} ids an upload may have.").format(
                                      source=source, value0=repr(str(data.get('name'))[:40]),
-                                     untrusted_ids=UNTRUSTED_IDS))
+                                     untrusted_ids=number(UNTRUSTED_IDS, 0, grouping=True)))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TiktokenTokenizer:

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import TokenizerError
 
 MAX_RANK_BYTES = 64 * 2**20  # o200k_base's plain file is 3.6 MB
@@ -42,9 +42,10 @@ def rank_file_chunks(path: str | Path, size: int = 2**16) -> Iterator[bytes]:
                 total += len(chunk)
                 if total > MAX_RANK_BYTES:
                     raise TokenizerError(_("{path} unpacks to more than "
-                                           "{max_rank_bytes:,} bytes; no rank "
+                                           "{max_rank_bytes} bytes; no rank "
                                            "file is that large.").format(
-                                             path=path, max_rank_bytes=MAX_RANK_BYTES))
+                                             path=path, max_rank_bytes=number(
+                                                 MAX_RANK_BYTES, 0, grouping=True)))
                 yield chunk
     except OSError as exc:
         if isinstance(exc, gzip.BadGzipFile):

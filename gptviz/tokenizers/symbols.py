@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import (
     AllowedSpecial,
     TokenInfo,
@@ -71,11 +71,12 @@ class SymbolTokenizer(Tokenizer):
             counts[piece] += 1
             if i % 4096 == 0 and len(counts) > self.max_distinct:
                 raise TokenizerError(
-                    _("the corpus has more than {max_distinct:,} different "
-                      "{unit}s (within its first {i:,} {unit}s): it looks like "
+                    _("the corpus has more than {max_distinct} different "
+                      "{unit}s (within its first {i} {unit}s): it looks like "
                       "random data rather than text, and a vocabulary of every "
                       "one would take hundreds of MB. Use BPE, or a real text.").format(
-                        max_distinct=self.max_distinct, unit=self.unit, i=i + 1))
+                        max_distinct=number(self.max_distinct, 0, grouping=True), unit=self.unit,
+                        i=number(i + 1, 0, grouping=True)))
         ranked = sorted(counts, key=lambda s: (-counts[s], s))
         if vocab_size is not None:
             keep = vocab_size - len(self.specials)

@@ -13,6 +13,7 @@ from dataclasses import fields
 from typing import Any
 
 from gptviz.checkpoints.errors import CheckpointError
+from gptviz.i18n import _
 from gptviz.model import TrainConfig
 
 CARD = "card.json"
@@ -55,15 +56,19 @@ def check_card(card: Any) -> dict[str, Any]:
     -2**63 to 2**64 - 1.
     """
     if not isinstance(card, dict):
-        raise CheckpointError(f"{CARD} must hold a JSON object, not {_kind(card)}.")
+        raise CheckpointError(_("{card} must hold a JSON object, not {card1}.").format(
+                                  card=CARD, card1=_kind(card)))
     if "train_config" in card:
         _check_train_config(card["train_config"])
     for key in ("steps", "kept_step"):
         if key in card and not _count(card[key]):
-            raise CheckpointError(f"{CARD}: {key} must be a whole number of steps, not "
-                                  f"{_kind(card[key])} ({_shown(card[key])}).")
+            raise CheckpointError(_("{card}: {key} must be a whole number of "
+                                    "steps, not {card1} ({card2}).").format(
+                                      card=CARD, key=key, card1=_kind(card[key]),
+                                      card2=_shown(card[key])))
     if "prompt" in card and not isinstance(card["prompt"], str):
-        raise CheckpointError(f"{CARD}: prompt must be a string, not {_kind(card['prompt'])}.")
+        raise CheckpointError(_("{card}: prompt must be a string, not {prompt}.").format(
+                                  card=CARD, prompt=_kind(card['prompt'])))
     if "evals" in card:
         _check_evals(card["evals"])
     return card
@@ -71,27 +76,33 @@ def check_card(card: Any) -> dict[str, Any]:
 
 def _check_train_config(tc: Any) -> None:
     if not isinstance(tc, dict):
-        raise CheckpointError(f"{CARD}: train_config must be a JSON object (the training "
-                              f"settings by name), not {_kind(tc)}.")
+        raise CheckpointError(_("{card}: train_config must be a JSON object (the "
+                                "training settings by name), not {tc}.").format(
+                                  card=CARD, tc=_kind(tc)))
     for f in fields(TrainConfig):
         if f.name in tc and not _is(tc[f.name], _TYPES.get(str(f.type), object)):
-            raise CheckpointError(f"{CARD}: train_config.{f.name} must be {f.type}, not "
-                                  f"{_kind(tc[f.name])} ({_shown(tc[f.name])}).")
+            raise CheckpointError(_("{card}: train_config.{name} must be {type}, "
+                                    "not {tc} ({tc1}).").format(
+                                      card=CARD, name=f.name, type=f.type, tc=_kind(tc[f.name]),
+                                      tc1=_shown(tc[f.name])))
     if "seed" in tc and not SEEDS[0] <= (seed := tc["seed"]) <= SEEDS[1]:
         shown = f"{seed:,}" if abs(seed) < 10**30 else f"about 10**{len(str(abs(seed))) - 1}"
-        raise CheckpointError(f"{CARD}: train_config.seed is {shown}; a seed is an integer "
-                              "from -2**63 to 2**64 - 1.")
+        raise CheckpointError(_("{card}: train_config.seed is {shown}; a seed is "
+                                "an integer from -2**63 to 2**64 - 1.").format(
+                                  card=CARD, shown=shown))
 
 
 def _check_evals(evals: Any) -> None:
     if not isinstance(evals, list) or not all(isinstance(e, dict) for e in evals):
-        raise CheckpointError(f"{CARD}: evals must be a list of objects (one per evaluation: "
-                              "step, train_loss, val_loss).")
+        raise CheckpointError(_("{card}: evals must be a list of objects (one per "
+                                "evaluation: step, train_loss, val_loss).").format(card=CARD))
     for k, e in enumerate(evals):
         if "step" in e and not _count(e["step"]):
-            raise CheckpointError(f"{CARD}: evals[{k}].step must be a whole number of steps.")
+            raise CheckpointError(_("{card}: evals[{k}].step must be a whole "
+                                    "number of steps.").format(card=CARD, k=k))
         for key in _LOSSES:
             if e.get(key) is not None and not _is(e[key], (int, float)):
-                raise CheckpointError(f"{CARD}: evals[{k}].{key} must be a number or null, "
-                                      f"not {_kind(e[key])}.")
+                raise CheckpointError(_("{card}: evals[{k}].{key} must be a "
+                                        "number or null, not {e}.").format(
+                                          card=CARD, k=k, key=key, e=_kind(e[key])))
 

@@ -26,6 +26,7 @@ import torch
 
 from gptviz.checkpoints.gpt2_weights import ExternalError, fill_gpt, short_name
 from gptviz.checkpoints.nanogpt import NanoCharTokenizer, char_vocabulary, nanogpt_config, read_ckpt
+from gptviz.i18n import _, number
 from gptviz.model import GPT, GPTConfig, parameter_counts
 from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
 from gptviz.tokenizers.openai import TiktokenTokenizer
@@ -71,9 +72,10 @@ def model_format(path: Path) -> str:
             raise _pickle_refusal(path)
         if path.suffix in (".pt", ".pth", ".ckpt"):
             return "nanogpt"
-        raise ExternalError(f"{path.name} is not a model file gptviz reads: name a checkpoint "
-                            "folder, a Hugging Face GPT-2 folder (config.json + "
-                            "model.safetensors) or a nanoGPT ckpt.pt.")
+        raise ExternalError(_("{name} is not a model file gptviz reads: name a "
+                              "checkpoint folder, a Hugging Face GPT-2 folder "
+                              "(config.json + model.safetensors) or a nanoGPT "
+                              "ckpt.pt.").format(name=path.name))
     if not path.is_dir():
         return "gptviz"  # whose loader says that the folder does not exist
     try:
@@ -92,10 +94,11 @@ def model_format(path: Path) -> str:
 
 def _pickle_refusal(path: Path) -> ExternalError:
     return ExternalError(
-        f"{path.name} is a pickle (torch.save), and opening a pickle can run any code, so "
-        "gptviz never does. Download model.safetensors instead (huggingface-cli download "
-        "gpt2 config.json model.safetensors --local-dir gpt2), or convert this file once, "
-        f"on a machine you trust, in its folder: {CONVERT}")
+        _("{name} is a pickle (torch.save), and opening a pickle can run any "
+          "code, so gptviz never does. Download model.safetensors instead "
+          "(huggingface-cli download gpt2 config.json model.safetensors "
+          "--local-dir gpt2), or convert this file once, on a machine you trust, "
+          "in its folder: {convert}").format(name=path.name, convert=CONVERT))
 
 
 def _config_json(folder: Path, default: Any = None) -> Any:
@@ -107,7 +110,8 @@ def _config_json(folder: Path, default: Any = None) -> Any:
     except (OSError, TokenizerError) as exc:
         raise ExternalError(str(exc)) from None
     if not isinstance(data, dict):
-        raise ExternalError(f"{folder.name}/{HF_CONFIG} holds no JSON object.")
+        raise ExternalError(_("{name}/{hf_config} holds no JSON object.").format(
+                                name=folder.name, hf_config=HF_CONFIG))
     return data
 
 
@@ -117,29 +121,35 @@ def _hf_config(folder: Path) -> GPTConfig:
     kind = data.get("model_type")
     if kind != "gpt2":
         name = ARCHITECTURES.get(str(kind), str(kind))
-        raise ExternalError(f"{where} describes a {name} model (model_type {kind!r}), which "
-                            "gptviz does not support: it reads GPT-2-family models "
-                            "(model_type \"gpt2\": gpt2, distilgpt2, gpt2-medium, ...), nanoGPT "
-                            "checkpoints and its own.")
+        raise ExternalError(_("{where} describes a {name} model (model_type "
+                              "{kind}), which gptviz does not support: it reads "
+                              'GPT-2-family models (model_type "gpt2": gpt2, '
+                              "distilgpt2, gpt2-medium, ...), nanoGPT checkpoints "
+                              "and its own.").format(where=where, name=name, kind=repr(kind)))
     if not (folder / HF_WEIGHTS).is_file():
         if (folder / PICKLED).is_file():
             raise _pickle_refusal(folder / PICKLED)
-        raise ExternalError(f"{folder.name} has {HF_CONFIG} but no {HF_WEIGHTS}: download it "
-                            "too (huggingface-cli download <model> config.json "
-                            f"model.safetensors). Sharded weights are not read.")
+        raise ExternalError(_("{name} has {hf_config} but no {hf_weights}: "
+                              "download it too (huggingface-cli download <model> "
+                              "config.json model.safetensors). Sharded weights "
+                              "are not read.").format(
+                                name=folder.name, hf_config=HF_CONFIG, hf_weights=HF_WEIGHTS))
     act = data.get("activation_function", "gelu_new")
     odd = [k for k, bad in (("add_cross_attention", True), ("scale_attn_weights", False),
                             ("scale_attn_by_inverse_layer_idx", True))
            if data.get(k, not bad) == bad]
     if not isinstance(act, str) or act not in HF_ACTIVATIONS or odd:
         what = f"activation_function {act!r}" if act not in HF_ACTIVATIONS else ", ".join(odd)
-        raise ExternalError(f"{where} sets {what}; gptviz's GPT computes GPT-2's own "
-                            "attention and GELU, so this variant is not supported.")
+        raise ExternalError(_("{where} sets {what}; gptviz's GPT computes GPT-2's "
+                              "own attention and GELU, so this variant is not "
+                              "supported.").format(where=where, what=what))
     vocab = data.get("vocab_size")
     if not isinstance(vocab, int) or vocab < GPT2_VOCAB:
-        raise ExternalError(f"{where} gives vocab_size {vocab!r}, fewer ids than GPT-2's "
-                            f"{GPT2_VOCAB:,} tokens: the model uses another tokenizer, which "
-                            "gptviz cannot read.")
+        raise ExternalError(_("{where} gives vocab_size {vocab}, fewer ids than "
+                              "GPT-2's {gpt2_vocab} tokens: the model uses "
+                              "another tokenizer, which gptviz cannot read.").format(
+                                where=where, vocab=repr(vocab),
+                                gpt2_vocab=number(GPT2_VOCAB, 0, grouping=True)))
     try:
         return GPTConfig(vocab_size=GPT2_VOCAB, context_length=data["n_positions"],
                          d_model=data["n_embd"], n_layer=data["n_layer"],
@@ -148,9 +158,11 @@ def _hf_config(folder: Path) -> GPTConfig:
                          tie_embeddings=data.get("tie_word_embeddings", True), bias=True,
                          ln_eps=data.get("layer_norm_epsilon", 1e-5))
     except KeyError as exc:
-        raise ExternalError(f"{where} lacks {exc.args[0]!r}.") from None
+        raise ExternalError(_("{where} lacks {args}.").format(
+            where=where, args=repr(exc.args[0]))) from None
     except ValueError as exc:
-        raise ExternalError(f"{where} describes no valid GPT-2: {exc}") from None
+        raise ExternalError(_("{where} describes no valid GPT-2: {exc}").format(
+                                where=where, exc=exc)) from None
 
 
 def _vocab_note(rows: int, what: str) -> str:
@@ -172,8 +184,8 @@ def inspect(path: Path) -> External:
                 "note": _vocab_note(_config_json(path)["vocab_size"], "config.json")}
         return External(kind, path / HF_WEIGHTS, config, None, card)
     if kind != "nanogpt":
-        raise ExternalError(f"{path.name} is not a Hugging Face GPT-2 folder or a nanoGPT "
-                            "ckpt.pt.")
+        raise ExternalError(_("{name} is not a Hugging Face GPT-2 folder or a "
+                              "nanoGPT ckpt.pt.").format(name=path.name))
     ckpt_path = path / "ckpt.pt" if path.is_dir() else path
     ckpt = read_ckpt(ckpt_path)
     config = nanogpt_config(ckpt, ckpt_path.name)
@@ -185,9 +197,11 @@ def inspect(path: Path) -> External:
     else:
         found = f"{len(vocab[0])} characters" if vocab else "none"
         raise ExternalError(
-            f"{ckpt_path.name} has a vocabulary of {rows:,} ids: neither GPT-2's "
-            f"({GPT2_VOCAB:,}, or 50,304 padded) nor the characters of a meta.pkl beside "
-            f"it or in data/<dataset>/ (found: {found}).")
+            _("{name} has a vocabulary of {rows} ids: neither GPT-2's "
+              "({gpt2_vocab}, or 50,304 padded) nor the characters of a "
+              "meta.pkl beside it or in data/<dataset>/ (found: {found}).").format(
+                name=ckpt_path.name, rows=number(rows, 0, grouping=True),
+                gpt2_vocab=number(GPT2_VOCAB, 0, grouping=True), found=found))
     card = {"format": "nanoGPT checkpoint", "source": ckpt_path.parent.name, "note": note}
     return External(kind, ckpt_path, config, chars, card)
 
@@ -197,9 +211,12 @@ def load_external(path: Path, max_params: int | None = None) -> tuple[GPT, Token
     nanoGPT ckpt.pt. Every shape is checked before any weight is read."""
     found = inspect(path)
     if max_params is not None and found.params > max_params:
-        raise ExternalError(f"{found.weights.parent.name} has {found.params:,} parameters "
-                            f"({4 * found.params / 1e6:,.0f} MB as float32); the limit here "
-                            f"is {max_params:,}.")
+        raise ExternalError(_("{name} has {params} parameters ({value0} MB "
+                              "as float32); the limit here is {max_params}.").format(
+                                name=found.weights.parent.name,
+                                params=number(found.params, 0, grouping=True),
+                                value0=number(4 * found.params / 1e6, 0, grouping=True),
+                                max_params=number(max_params, 0, grouping=True)))
     if found.kind == "hf-gpt2":
         from safetensors import safe_open
 
@@ -210,8 +227,9 @@ def load_external(path: Path, max_params: int | None = None) -> tuple[GPT, Token
         except ExternalError:
             raise
         except Exception as exc:  # safetensors' own error type: a truncated or foreign file
-            raise ExternalError(f"{HF_WEIGHTS} is not a readable safetensors file "
-                                f"({exc}).") from None
+            raise ExternalError(_("{hf_weights} is not a readable safetensors "
+                                  "file ({exc}).").format(
+                                    hf_weights=HF_WEIGHTS, exc=exc)) from None
     else:
         weights = read_ckpt(found.weights)["model"]
         tensors = {short_name(k): v for k, v in weights.items() if isinstance(v, torch.Tensor)}

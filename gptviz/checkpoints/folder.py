@@ -36,6 +36,7 @@ from gptviz.checkpoints.gpt2_weights import NoInit
 from gptviz.checkpoints.snapshots import SNAPSHOTS, Snapshots, stored_shapes
 from gptviz.checkpoints.tensors import FLOATS, finite, header_limit, match, read_header, view
 from gptviz.checkpoints.zipread import ZipMembers, zip_members
+from gptviz.i18n import _, number
 from gptviz.model import GPT, GPTConfig, TrainConfig, parameter_counts
 from gptviz.tokenizers.base import Tokenizer, TokenizerError, read_json
 
@@ -72,8 +73,10 @@ def checkpoint_files(model: GPT, tokenizer: Tokenizer, card: Mapping[str, Any] |
                      snapshots: Snapshots | None = None) -> dict[str, bytes]:
     """The four files as bytes, e.g. ``{"config.json": b'{"vocab_size": 65, ...}', ...}``."""
     if tokenizer.vocab_size != model.config.vocab_size:
-        raise CheckpointError(f"the tokenizer has {tokenizer.vocab_size} ids but the model's "
-                              f"vocab_size is {model.config.vocab_size}.")
+        raise CheckpointError(_("the tokenizer has {vocab_size} ids but the "
+                                "model's vocab_size is {vocab_size1}.").format(
+                                  vocab_size=tokenizer.vocab_size,
+                                  vocab_size1=model.config.vocab_size))
     weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()
                if k != "unembed.weight" or not model.config.tie_embeddings}  # not E's alias
     texts = {CONFIG: model.config.to_dict(), TOKENIZER: tokenizer.to_dict(), CARD: dict(card or {})}
@@ -106,14 +109,15 @@ def load_checkpoint(folder: str | Path, device: str | torch.device = "cpu",
         if kind == "zip":
             return load_checkpoint_zip(folder.read_bytes(), limits or Limits(), device)
         if not folder.is_dir():
-            raise CheckpointError(f"{folder} is not a checkpoint folder "
-                                  "(it does not exist or is a file).")
+            raise CheckpointError(_("{folder} is not a checkpoint folder (it does "
+                                    "not exist or is a file).").format(folder=folder))
         files = {name: _read_file(folder / name) for name in FILES + OPTIONAL
                  if (folder / name).is_file()}
     except (ExternalError, TokenizerError) as exc:  # GPT-2's rank file may be missing
         raise CheckpointError(str(exc)) from None
     except OSError as exc:  # a file gone, unreadable, or a folder it may not list
-        raise CheckpointError(f"{folder} cannot be read ({exc.strerror or exc}).") from None
+        raise CheckpointError(_("{folder} cannot be read ({strerror}).").format(
+                                  folder=folder, strerror=exc.strerror or exc)) from None
     return checkpoint_from_files(files, str(folder), device, limits or Limits())
 
 
@@ -143,8 +147,10 @@ def load_checkpoint_zip(data: bytes, limits: Limits = Limits(),
     checked before it is allocated. Raises CheckpointError only."""
     found = zip_members(data, FILES + OPTIONAL, ", ".join(FILES))
     if (total := sum(found.size(name) for name in found)) > limits.bytes:
-        raise CheckpointError(f"the zip's checkpoint files unpack to {total:,} bytes; "
-                              f"the limit is {limits.bytes:,}.")
+        raise CheckpointError(_("the zip's checkpoint files unpack to {total} "
+                                "bytes; the limit is {bytes}.").format(
+                                  total=number(total, 0, grouping=True),
+                                  bytes=number(limits.bytes, 0, grouping=True)))
     return checkpoint_from_files(found, "the uploaded zip", device, limits, trusted=False)
 
 
@@ -154,13 +160,15 @@ def checkpoint_from_files(files: Mapping[str, bytes], source: str = "checkpoint"
     """Build a Checkpoint from the files' bytes, checking each on the way: the config and
     the model's size first, the weights last. ``trusted=False``: named BPE patterns only."""
     if missing := [n for n in (WEIGHTS, CONFIG, TOKENIZER) if n not in files]:
-        raise CheckpointError(f"{source} lacks {', '.join(missing)} (a checkpoint holds "
-                              f"{', '.join(FILES)}).")
+        raise CheckpointError(_("{source} lacks {missing} (a checkpoint holds {files}).").format(
+                                  source=source, missing=', '.join(missing),
+                                  files=', '.join(FILES)))
     data = _read_json(files, CONFIG, limits)
     try:
         config = GPTConfig.from_dict(data)
     except (TypeError, ValueError) as exc:
-        raise CheckpointError(f"{CONFIG} is not a valid model config: {brief(exc)}") from None
+        raise CheckpointError(_("{config} is not a valid model config: {exc}").format(
+                                  config=CONFIG, exc=brief(exc))) from None
     n_params = _check_size(config, limits)
     try:
         tokenizer = Tokenizer.from_json_dict(_read_json(files, TOKENIZER, limits), TOKENIZER,
@@ -168,8 +176,11 @@ def checkpoint_from_files(files: Mapping[str, bytes], source: str = "checkpoint"
     except TokenizerError as exc:
         raise CheckpointError(brief(exc)) from None
     if tokenizer.vocab_size != config.vocab_size:
-        raise CheckpointError(f"{TOKENIZER} has {tokenizer.vocab_size} ids but {CONFIG} says "
-                              f"vocab_size {config.vocab_size}: they come from different models.")
+        raise CheckpointError(_("{tokenizer} has {vocab_size} ids but {config} "
+                                "says vocab_size {vocab_size1}: they come from "
+                                "different models.").format(
+                                  tokenizer=TOKENIZER, vocab_size=tokenizer.vocab_size,
+                                  config=CONFIG, vocab_size1=config.vocab_size))
     card = check_card(_read_json(files, CARD, limits) if CARD in files else {})
     shapes = stored_shapes(config)  # the names and shapes the weights must have
     most = 8 + header_limit(len(shapes)) + n_params * max(t.itemsize for t in FLOATS.values())
@@ -200,19 +211,23 @@ def _check_size(c: GPTConfig, limits: Limits) -> int:
                               (f"attention maps of {maps:,} numbers for a full context "
                                "(n_layer·n_head·context²)", maps, limits.attention)):
         if value > most:
-            raise CheckpointError(f"{CONFIG} describes {what}; the limit here is {most:,}.")
+            raise CheckpointError(_("{config} describes {what}; the limit here is "
+                                    "{most}.").format(
+                                        config=CONFIG, what=what,
+                                        most=number(most, 0, grouping=True)))
     return n
 
 
 def _read_weights(data: bytes, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
     """The weights' tensors (views into ``data``), once the header names exactly ``shapes``
     in float dtypes and every number is finite."""
-    entries, _ = read_header(data, WEIGHTS, header_limit(len(shapes)))
+    entries, _meta = read_header(data, WEIGHTS, header_limit(len(shapes)))
     match(entries, shapes, WEIGHTS, CONFIG)
     tensors = {name: view(data, e) for name, e in entries.items()}
     for name, t in tensors.items():
         if not finite(t):
-            raise CheckpointError(f"{WEIGHTS}: {name} contains NaN or infinite values.")
+            raise CheckpointError(_("{weights}: {name} contains NaN or infinite "
+                                    "values.").format(weights=WEIGHTS, name=name))
     return tensors
 
 
@@ -220,7 +235,10 @@ def _member(files: Mapping[str, bytes], name: str, most: int, why: str = "") -> 
     """``files[name]``, once its (declared) size is known to be at most ``most``."""
     size = files.size(name) if isinstance(files, ZipMembers) else len(files[name])
     if size > most:
-        raise CheckpointError(f"{name} is {size:,} bytes; the limit here is {most:,}{why}.")
+        raise CheckpointError(_("{name} is {size} bytes; the limit here is "
+                                "{most}{why}.").format(
+                                    name=name, size=number(size, 0, grouping=True),
+                                    most=number(most, 0, grouping=True), why=why))
     return files[name]
 
 

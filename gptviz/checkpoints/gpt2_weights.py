@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from gptviz.i18n import _
 from gptviz.model import GPT, GPTConfig
 
 
@@ -84,8 +85,9 @@ def fill_gpt(c: GPTConfig, shapes: Mapping[str, tuple], get: Callable[[str], tor
                      if not k.endswith(_BUFFERS))
     absent = sorted(theirs for theirs in names.values() if theirs not in short)
     if unknown or absent:
-        raise ExternalError(f"{file} does not match its config: missing {absent[:5]}, "
-                            f"unexpected {unknown[:5]}.")
+        raise ExternalError(_("{file} does not match its config: missing "
+                              "{absent}, unexpected {unknown}.").format(
+                                file=file, absent=absent[:5], unknown=unknown[:5]))
     with NoInit():
         model = GPT(c)  # uninitialised memory (RSS grows as it is filled)
     params = dict(model.named_parameters())
@@ -98,17 +100,20 @@ def fill_gpt(c: GPTConfig, shapes: Mapping[str, tuple], get: Callable[[str], tor
         cut = ours in ("embed.weight", "unembed.weight") and len(shape) == 2 \
             and shape[0] >= want[0] and shape[1:] == want[1:]  # a padded vocabulary
         if shape != want and not cut:
-            raise ExternalError(f"{file}: {theirs} has shape {shape} but the config implies "
-                                f"{want}.")
+            raise ExternalError(_("{file}: {theirs} has shape {shape} but the "
+                                  "config implies {want}.").format(
+                                    file=file, theirs=theirs, shape=shape, want=want))
         plan.append((params[ours], short[theirs], flip, want[0]))
     with torch.no_grad():
         for param, key, flip, rows in plan:
             t = get(key)
             if not t.dtype.is_floating_point:
-                raise ExternalError(f"{file}: {key} has dtype {t.dtype}; weights are floats.")
+                raise ExternalError(_("{file}: {key} has dtype {dtype}; weights "
+                                      "are floats.").format(file=file, key=key, dtype=t.dtype))
             t = (t.t() if flip else t)[:rows]
             if not torch.isfinite(t).all():
-                raise ExternalError(f"{file}: {key} contains NaN or infinite values.")
+                raise ExternalError(_("{file}: {key} contains NaN or infinite "
+                                      "values.").format(file=file, key=key))
             param.copy_(t)
     return model
 
@@ -120,8 +125,8 @@ def save_hf_gpt2(folder: str | Path, model: GPT) -> Path:
 
     c = model.config
     if c.positional != "learned" or not c.bias or c.activation not in _HF_ACT:
-        raise ExternalError("only a model of GPT-2's shape (learned positions, biases, GELU or "
-                            "ReLU) has a Hugging Face GPT-2 form.")
+        raise ExternalError(_("only a model of GPT-2's shape (learned positions, "
+                              "biases, GELU or ReLU) has a Hugging Face GPT-2 form."))
     params = dict(model.named_parameters())
     tensors = {}
     for ours, theirs in gpt2_names(c.n_layer, c.bias, c.tie_embeddings).items():

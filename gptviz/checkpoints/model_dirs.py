@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gptviz.checkpoints.external import ExternalError, inspect, model_format
+from gptviz.i18n import _
 from gptviz.model import GPTConfig, parameter_counts
 from gptviz.tokenizers.base import TokenizerError, read_json
 
@@ -103,7 +104,8 @@ def found_model(path: Path, source: str) -> FoundModel:
     name = _display_name(path, source)
     try:
         if not path.exists():
-            raise ExternalError(f"{path} does not exist (named by {source}).")
+            raise ExternalError(_("{path} does not exist (named by {source}).").format(
+                                    path=path, source=source))
         if model_format(path) in ("hf-gpt2", "nanogpt"):
             return FoundModel(name, path, source, inspect(path).params)
         data = read_json((path / "config.json").read_bytes(), "config.json", 1_000_000)

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from gptviz.checkpoints.gpt2_weights import ExternalError
+from gptviz.i18n import _, number
 from gptviz.model import GPTConfig
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, TokenizerError
 from gptviz.tokenizers.char import CharTokenizer
@@ -48,21 +49,23 @@ class NanoCharTokenizer(CharTokenizer):
         self.specials = ()
         self.symbols = list(symbols)  # in the file's order: it fixes the ids
         if len(set(self.symbols)) != len(self.symbols):
-            raise TokenizerError("a character vocabulary lists a character twice.")
+            raise TokenizerError(_("a character vocabulary lists a character twice."))
         self._rebuild()
 
     def train(self, text: str, vocab_size: int | None = None) -> None:
-        raise TokenizerError("this vocabulary comes with a nanoGPT model; it is not retrained.")
+        raise TokenizerError(_("this vocabulary comes with a nanoGPT model; it is not retrained."))
 
     def tokens(self, text: str, *, bos: bool = False, eos: bool = False,
                allowed_special: AllowedSpecial = "none") -> list[TokenInfo]:
         if bos or eos:
-            raise TokenizerError("this nanoGPT model has no BOS or EOS token.")
+            raise TokenizerError(_("this nanoGPT model has no BOS or EOS token."))
         if unknown := sorted(set(text) - set(self.stoi)):
             shown = ", ".join(repr(c) for c in unknown[:8])
             raise TokenizerError(
-                f"this model knows {len(self.symbols)} characters and the text has others "
-                f"({shown}{', …' if len(unknown) > 8 else ''}): remove or replace them.")
+                _("this model knows {n_symbols} characters and the text has "
+                  "others ({shown}{value0}): remove or replace them.").format(
+                    n_symbols=len(self.symbols), shown=shown,
+                    value0=', …' if len(unknown) > 8 else ''))
         return super().tokens(text)
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,17 +82,22 @@ class _NoGlobals(pickle.Unpickler):
 def read_meta(path: Path) -> dict[str, Any]:
     """meta.pkl as a dict of plain values, or ExternalError."""
     if path.stat().st_size > META_BYTES:
-        raise ExternalError(f"{path.name} is {path.stat().st_size:,} bytes; a character "
-                           f"vocabulary takes far less (the limit is {META_BYTES:,}).")
+        raise ExternalError(_("{name} is {st_size} bytes; a character "
+                              "vocabulary takes far less (the limit is {meta_bytes}).").format(
+                                name=path.name,
+                                st_size=number(path.stat().st_size, 0, grouping=True),
+                                meta_bytes=number(META_BYTES, 0, grouping=True)))
     try:
         data = _NoGlobals(io.BytesIO(path.read_bytes())).load()
     except Exception as exc:  # every failure of a crafted pickle, with its reason
-        raise ExternalError(f"{path.name} was refused: {exc}. gptviz reads only plain data "
-                           "from a pickle (dicts, lists, strings, numbers), never objects, "
-                           "so nothing in it ran.") from None
+        raise ExternalError(_("{name} was refused: {exc}. gptviz reads only plain "
+                              "data from a pickle (dicts, lists, strings, "
+                              "numbers), never objects, so nothing in it ran.").format(
+                                name=path.name, exc=exc)) from None
     if not isinstance(data, dict):
-        raise ExternalError(f"{path.name} holds a {type(data).__name__}, not nanoGPT's dict "
-                           "of vocab_size, itos and stoi.")
+        raise ExternalError(_("{name} holds a {name1}, not nanoGPT's dict of "
+                              "vocab_size, itos and stoi.").format(
+                                name=path.name, name1=type(data).__name__))
     return data
 
 
@@ -102,16 +110,19 @@ def read_ckpt(path: Path) -> dict[str, Any]:
     except pickle.UnpicklingError as exc:
         found = re.search(r"GLOBAL ([\w.]+)", str(exc))
         what = f" ({found.group(1)})" if found else ""
-        raise ExternalError(f"{path.name} holds a Python object other than tensors and plain "
-                           f"values{what}. gptviz loads weights only, so it refused the file "
-                           "and nothing in it ran; save the state dict and model_args "
-                           "alone.") from None
+        raise ExternalError(_("{name} holds a Python object other than tensors "
+                              "and plain values{what}. gptviz loads weights only, "
+                              "so it refused the file and nothing in it ran; save "
+                              "the state dict and model_args alone.").format(
+                                name=path.name, what=what)) from None
     except Exception as exc:  # a truncated zip, a file that is not torch.save's, ...
-        raise ExternalError(f"{path.name} is not a readable torch.save file ({exc}).") from None
+        raise ExternalError(_("{name} is not a readable torch.save file ({exc}).").format(
+                                name=path.name, exc=exc)) from None
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict) \
             or not isinstance(data.get("model_args"), dict):
-        raise ExternalError(f"{path.name} is not a nanoGPT checkpoint: nanoGPT's train.py "
-                           "saves a dict with 'model' (the weights) and 'model_args'.")
+        raise ExternalError(_("{name} is not a nanoGPT checkpoint: nanoGPT's "
+                              "train.py saves a dict with 'model' (the weights) "
+                              "and 'model_args'.").format(name=path.name))
     return data
 
 
@@ -125,8 +136,9 @@ def nanogpt_config(ckpt: dict[str, Any], where: str) -> GPTConfig:
     args = ckpt["model_args"]
     bad = [k for k in _ARGS if isinstance(args.get(k), bool) or not isinstance(args.get(k), int)]
     if bad or not isinstance(args.get("bias", True), bool):
-        raise ExternalError(f"{where}: model_args lacks or garbles {', '.join(bad) or 'bias'} "
-                           f"(it needs integers {', '.join(_ARGS)} and a boolean bias).")
+        raise ExternalError(_("{where}: model_args lacks or garbles {bad} (it "
+                              "needs integers {args} and a boolean bias).").format(
+                                where=where, bad=', '.join(bad) or 'bias', args=', '.join(_ARGS)))
     try:
         return GPTConfig(vocab_size=args["vocab_size"], context_length=args["block_size"],
                          d_model=args["n_embd"], n_layer=args["n_layer"], n_head=args["n_head"],
@@ -134,7 +146,8 @@ def nanogpt_config(ckpt: dict[str, Any], where: str) -> GPTConfig:
                          positional="learned", dropout=0.0, tie_embeddings=True,
                          bias=args.get("bias", True))
     except ValueError as exc:
-        raise ExternalError(f"{where}: model_args describe no valid model: {exc}") from None
+        raise ExternalError(_("{where}: model_args describe no valid model: {exc}").format(
+                                where=where, exc=exc)) from None
 
 
 def char_vocabulary(ckpt: dict[str, Any], path: Path) -> tuple[list[str], Path] | None:
@@ -154,7 +167,8 @@ def char_vocabulary(ckpt: dict[str, Any], path: Path) -> tuple[list[str], Path] 
     n = len(itos) if isinstance(itos, dict) else 0
     chars = [itos.get(i) for i in range(n)] if n else []
     if not chars or not all(isinstance(c, str) and len(c) == 1 for c in chars):
-        raise ExternalError(f"{meta_path.name} has no character vocabulary (itos: id -> one "
-                           "character, ids from 0); gptviz reads nanoGPT's character models "
-                           "and models with GPT-2's tokenizer.")
+        raise ExternalError(_("{name} has no character vocabulary (itos: id -> "
+                              "one character, ids from 0); gptviz reads nanoGPT's "
+                              "character models and models with GPT-2's tokenizer.").format(
+                                name=meta_path.name))
     return chars, meta_path

@@ -19,6 +19,7 @@ from torch import Tensor
 from gptviz.checkpoints.errors import CheckpointError
 from gptviz.checkpoints.gpt2_weights import NoInit
 from gptviz.checkpoints.tensors import finite, header_limit, read_header, view
+from gptviz.i18n import _
 from gptviz.model import GPT, GPTConfig
 from gptviz.tokenizers.base import read_json
 
@@ -110,7 +111,8 @@ class Snapshots:
         try:
             entries, meta = read_header(data, SNAPSHOTS, header_limit(MAX_COUNT * len(expected)))
         except CheckpointError as exc:
-            raise SnapshotError(f"{SNAPSHOTS} is not a valid snapshots file ({exc})") from None
+            raise SnapshotError(_("{snapshots} is not a valid snapshots file ({exc})").format(
+                                    snapshots=SNAPSHOTS, exc=exc)) from None
         try:  # a list of steps, not nested: read_json bounds its depth
             steps = read_json(meta.get("steps", "null").encode(), SNAPSHOTS, max_depth=1)
             thinned = int(meta.get("thinned", "0"))
@@ -118,29 +120,36 @@ class Snapshots:
             steps = thinned = None
         if meta.get("format") != FORMAT or not isinstance(steps, list) or not all(
                 isinstance(s, int) and not isinstance(s, bool) for s in steps) or thinned is None:
-            raise SnapshotError(f"{SNAPSHOTS} does not say which steps it holds "
-                                f"(format {FORMAT} expected).")
+            raise SnapshotError(_("{snapshots} does not say which steps it holds "
+                                  "(format {format} expected).").format(
+                                    snapshots=SNAPSHOTS, format=FORMAT))
         if len(steps) > MAX_COUNT or steps != sorted(set(steps)):
-            raise SnapshotError(f"{SNAPSHOTS} lists {len(steps)} steps; at most {MAX_COUNT}, "
-                                "increasing, are allowed.")
+            raise SnapshotError(_("{snapshots} lists {n_steps} steps; at most "
+                                  "{max_count}, increasing, are allowed.").format(
+                                    snapshots=SNAPSHOTS, n_steps=len(steps), max_count=MAX_COUNT))
         for key, e in entries.items():
-            index, _, name = key.partition("/")
+            index, _slash, name = key.partition("/")
             if _index(index) >= len(steps) or name not in expected:
-                raise SnapshotError(f"{SNAPSHOTS} holds {key!r}, which this model has no "
-                                    "place for.")
+                raise SnapshotError(_("{snapshots} holds {key}, which this model "
+                                      "has no place for.").format(
+                                        snapshots=SNAPSHOTS, key=repr(key)))
             if e.shape != expected[name]:
-                raise SnapshotError(f"{SNAPSHOTS}: {key} has shape {e.shape} and dtype "
-                                    f"{e.dtype}; the model needs {expected[name]}.")
+                raise SnapshotError(_("{snapshots}: {key} has shape {shape} and "
+                                      "dtype {dtype}; the model needs {expected}.").format(
+                                        snapshots=SNAPSHOTS, key=key, shape=e.shape,
+                                        dtype=e.dtype, expected=expected[name]))
         for i, step in enumerate(steps):
             if lacks := sorted(n for n in expected if f"{i}/{n}" not in entries):
-                raise SnapshotError(f"{SNAPSHOTS}: snapshot {i} (step {step}) lacks "
-                                    f"{lacks[:3]}.")
-        states: list[dict[str, Tensor]] = [{} for _ in steps]
+                raise SnapshotError(_("{snapshots}: snapshot {i} (step {step}) "
+                                      "lacks {lacks}.").format(
+                                        snapshots=SNAPSHOTS, i=i, step=step, lacks=lacks[:3]))
+        states: list[dict[str, Tensor]] = [{} for _step in steps]
         for key, e in entries.items():
             t = view(data, e)
             if not finite(t):
-                raise SnapshotError(f"{SNAPSHOTS}: {key} contains NaN or infinite values.")
-            index, _, name = key.partition("/")
+                raise SnapshotError(_("{snapshots}: {key} contains NaN or "
+                                      "infinite values.").format(snapshots=SNAPSHOTS, key=key))
+            index, _slash, name = key.partition("/")
             states[int(index)][name] = t.to(DTYPE)  # a float16 file's views are kept as they are
         return cls(steps, states, thinned=max(0, thinned))
 

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from gptviz.checkpoints.errors import CheckpointError, brief
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import TokenizerError, read_json
 from gptviz.work import add
 
@@ -69,55 +70,73 @@ def read_header(data: bytes, file: str, max_header: int) -> tuple[dict[str, Entr
     refused before it is read."""
     if not is_safetensors(data):
         if data[:1] == b"\x80" or data[:4] == b"PK\x03\x04":  # pickle; torch.save's zip
-            raise CheckpointError(f"{file} looks like a pickle / torch.save file; gptviz never "
-                                  "unpickles files. Save the weights with safetensors instead.")
-        raise CheckpointError(f"{file} is not a valid safetensors file (it must start with "
-                              "its header's length, then the header, a JSON object).")
+            raise CheckpointError(_("{file} looks like a pickle / torch.save "
+                                    "file; gptviz never unpickles files. Save the "
+                                    "weights with safetensors instead.").format(file=file))
+        raise CheckpointError(_("{file} is not a valid safetensors file (it must "
+                                "start with its header's length, then the header, "
+                                "a JSON object).").format(file=file))
     n = int.from_bytes(data[:8], "little")
     if n > max_header:
-        raise CheckpointError(f"{file}'s header takes {n:,} bytes; the tensors this model "
-                              f"needs take far less (the limit here is {max_header:,}).")
+        raise CheckpointError(_("{file}'s header takes {n} bytes; the tensors "
+                                "this model needs take far less (the limit here "
+                                "is {max_header}).").format(
+                                  file=file, n=number(n, 0, grouping=True),
+                                  max_header=number(max_header, 0, grouping=True)))
     try:
         header = read_json(bytes(data[8:8 + n]), f"{file}'s header", max_depth=3)
     except TokenizerError as exc:
         raise CheckpointError(brief(exc)) from None
     if not isinstance(header, dict):
-        raise CheckpointError(f"{file}'s header is {_JSON[type(header)]}, not a JSON object.")
+        raise CheckpointError(_("{file}'s header is {json}, not a JSON object.").format(
+                                  file=file, json=_JSON[type(header)]))
     meta = header.pop("__metadata__", {})
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise CheckpointError(f"{file}: __metadata__ must map names to strings.")
+        raise CheckpointError(_("{file}: __metadata__ must map names to strings.").format(
+                                  file=file))
     add(header_entries=len(header))
     entries = {name: _entry(file, name, value, 8 + n) for name, value in header.items()}
     at = 8 + n  # the tensors tile the rest of the file, in the order of their offsets
     for name, e in sorted(entries.items(), key=lambda kv: (kv[1].start, kv[1].end)):
         if e.start != at:
-            raise CheckpointError(f"{file}: {name}'s bytes start at {e.start - 8 - n:,}, "
-                                  f"where {at - 8 - n:,} was expected (offsets overlap or "
-                                  "leave a gap).")
+            raise CheckpointError(_("{file}: {name}'s bytes start at {start}, "
+                                    "where {at} was expected (offsets overlap "
+                                    "or leave a gap).").format(
+                                      file=file, name=name,
+                                      start=number(e.start - 8 - n, 0, grouping=True),
+                                      at=number(at - 8 - n, 0, grouping=True)))
         at = e.end
     if at != len(data):
-        raise CheckpointError(f"{file}'s tensors take {at - 8 - n:,} bytes but the file holds "
-                              f"{len(data) - 8 - n:,} after its header.")
+        raise CheckpointError(_("{file}'s tensors take {at} bytes but the file "
+                                "holds {n_data} after its header.").format(
+                                  file=file, at=number(at - 8 - n, 0, grouping=True),
+                                  n_data=number(len(data) - 8 - n, 0, grouping=True)))
     return entries, meta
 
 
 def _entry(file: str, name: str, value: object, base: int) -> Entry:
     """One header entry as an Entry, once its dtype, shape and offsets make sense."""
     if not isinstance(value, dict):
-        raise CheckpointError(f"{file}: the entry of {name} is {_JSON[type(value)]}, not a "
-                              "JSON object.")
+        raise CheckpointError(_("{file}: the entry of {name} is {json}, not a "
+                                "JSON object.").format(
+                                  file=file, name=name, json=_JSON[type(value)]))
     dtype, shape, offsets = value.get("dtype"), value.get("shape"), value.get("data_offsets")
     if not isinstance(dtype, str) or dtype not in FLOATS:
         what = f"dtype {dtype}" if dtype in OTHERS else f"no known dtype ({str(dtype)[:20]!r})"
-        raise CheckpointError(f"{file}: {name} has {what}; weights must be floats "
-                              f"({', '.join(FLOATS)}).")
+        raise CheckpointError(_("{file}: {name} has {what}; weights must be "
+                                "floats ({floats}).").format(
+                                  file=file, name=name, what=what, floats=', '.join(FLOATS)))
     if not _naturals(shape) or not _naturals(offsets) or len(offsets) != 2:
-        raise CheckpointError(f"{file}: {name} needs a shape (a list of sizes) and "
-                              "data_offsets [begin, end].")
+        raise CheckpointError(_("{file}: {name} needs a shape (a list of sizes) "
+                                "and data_offsets [begin, end].").format(file=file, name=name))
     size = math.prod(shape) * FLOATS[dtype].itemsize
     if offsets[1] - offsets[0] != size:
-        raise CheckpointError(f"{file}: {name} of shape {tuple(shape)} and dtype {dtype} takes "
-                              f"{size:,} bytes, but its offsets give {offsets[1] - offsets[0]:,}.")
+        raise CheckpointError(_("{file}: {name} of shape {shape} and dtype "
+                                "{dtype} takes {size} bytes, but its offsets "
+                                "give {offsets}.").format(
+                                  file=file, name=name, shape=tuple(shape), dtype=dtype,
+                                  size=number(size, 0, grouping=True),
+                                  offsets=number(offsets[1] - offsets[0], 0, grouping=True)))
     return Entry(dtype, tuple(shape), base + offsets[0], base + offsets[1])
 
 
@@ -133,12 +152,16 @@ def match(entries: Mapping[str, Entry], expected: Mapping[str, tuple[int, ...]],
     unknown = sorted(set(entries) - set(expected))
     absent = sorted(set(expected) - set(entries))
     if unknown or absent:
-        raise CheckpointError(f"{file} does not match {against}: missing {absent[:5]}, "
-                              f"unexpected {unknown[:5]}.")
+        raise CheckpointError(_("{file} does not match {against}: missing "
+                                "{absent}, unexpected {unknown}.").format(
+                                  file=file, against=against, absent=absent[:5],
+                                  unknown=unknown[:5]))
     for name, e in entries.items():
         if e.shape != tuple(expected[name]):
-            raise CheckpointError(f"{file}: {name} has shape {e.shape} but {against} implies "
-                                  f"{tuple(expected[name])}.")
+            raise CheckpointError(_("{file}: {name} has shape {shape} but "
+                                    "{against} implies {expected}.").format(
+                                      file=file, name=name, shape=e.shape, against=against,
+                                      expected=tuple(expected[name])))
 
 
 def view(data: bytes, entry: Entry) -> Tensor:

@@ -14,6 +14,7 @@ from collections.abc import Collection
 from pathlib import PurePosixPath
 
 from gptviz.checkpoints.errors import CheckpointError, brief
+from gptviz.i18n import _, number
 from gptviz.work import add
 
 CHUNK = 1 << 20  # bytes unpacked per step
@@ -43,30 +44,35 @@ def zip_members(data: bytes, wanted: Collection[str], what: str) -> ZipMembers:
     checked to be readable here before any is unpacked; ``what`` says what the zip should
     hold, for the messages."""
     if (listing := directory_size(data) or 0) > LISTING:
-        raise CheckpointError(f"the zip's list of files takes {listing:,} bytes (the limit is "
-                              f"{LISTING:,}); a checkpoint zip holds {what}.")
+        raise CheckpointError(_("the zip's list of files takes {listing} bytes "
+                                "(the limit is {listing1}); a checkpoint zip "
+                                "holds {what}.").format(
+                                  listing=number(listing, 0, grouping=True),
+                                  listing1=number(LISTING, 0, grouping=True), what=what))
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except Exception:  # zipfile's parser on any bytes (BadZipFile, NotImplementedError for a
         # "version 6.4" zip, struct.error, ...), its listing bounded above
-        raise CheckpointError(f"the upload is not a .zip file: zip a checkpoint folder "
-                              f"holding {what}.") from None
+        raise CheckpointError(_("the upload is not a .zip file: zip a checkpoint "
+                                "folder holding {what}.").format(what=what)) from None
     found = ZipMembers(zf)
     for info in zf.infolist():
         name = PurePosixPath(info.filename).name
         if name not in wanted or info.is_dir() or "__MACOSX" in info.filename:
             continue
         if name in found:
-            raise CheckpointError(f"the zip holds two files named {name}; "
-                                  "keep one checkpoint per zip.")
+            raise CheckpointError(_("the zip holds two files named {name}; keep "
+                                    "one checkpoint per zip.").format(name=name))
         if info.flag_bits & 0x1:
-            raise CheckpointError(f"{name} in the zip is encrypted; zip the folder again "
-                                  "without a password.")
+            raise CheckpointError(_("{name} in the zip is encrypted; zip the "
+                                    "folder again without a password.").format(name=name))
         if info.compress_type not in METHODS:
             method = OTHERS.get(info.compress_type, f"method {info.compress_type}")
-            raise CheckpointError(f"{name} in the zip is compressed with {method}; a checkpoint "
-                                  "zip uses deflate (what the Training page and every zip "
-                                  "tool write by default) or no compression.")
+            raise CheckpointError(_("{name} in the zip is compressed with "
+                                    "{method}; a checkpoint zip uses deflate "
+                                    "(what the Training page and every zip tool "
+                                    "write by default) or no compression.").format(
+                                      name=name, method=method))
         found[name] = info
     return found
 
@@ -94,9 +100,12 @@ class ZipMembers(dict):
                     size += len(chunk)
         except Exception as exc:  # zipfile on a damaged member: BadZipFile (its CRC), EOFError,
             # zlib.error, NotImplementedError, struct.error, ...; every step bounded by CHUNK
-            raise ZipReadError(f"{name} in the zip cannot be unpacked ({brief(exc)}); zip the "
-                               "folder again.") from None
+            raise ZipReadError(_("{name} in the zip cannot be unpacked ({exc}); "
+                                 "zip the folder again.").format(
+                                   name=name, exc=brief(exc))) from None
         if size < info.file_size:
-            raise ZipReadError(f"{name} in the zip unpacks to {size:,} bytes but declares "
-                               f"{info.file_size:,}; zip the folder again.")
+            raise ZipReadError(_("{name} in the zip unpacks to {size} bytes but "
+                                 "declares {file_size}; zip the folder again.").format(
+                                   name=name, size=number(size, 0, grouping=True),
+                                   file_size=number(info.file_size, 0, grouping=True)))
         return out

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from gptviz.i18n import _
 from gptviz.tokenizers.base import TokenInfo, Tokenizer, TokenizerError
 from gptviz.tokenizers.bpe import ByteLevelBPE
 from gptviz.tokenizers.bpe_train import PATTERNS, Merge
@@ -36,7 +37,8 @@ def make_tokenizer(kind: str, **settings) -> Tokenizer:
         return TRAINABLE[kind](**settings)
     if kind in OPENAI_ENCODINGS:
         return TiktokenTokenizer(kind)
-    raise TokenizerError(f"unknown tokenizer {kind!r}: use char, word, bpe or an OpenAI encoding.")
+    raise TokenizerError(_("unknown tokenizer {kind}: use char, word, bpe or an "
+                           "OpenAI encoding.").format(kind=repr(kind)))
 
 
 def train_tokenizer(kind: str, text: str, vocab_size: int | None = None,

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gptviz.i18n import _, number
 from gptviz.work import add
 
 # What encode does with text that spells a special token, e.g. "<|EOS|>":
@@ -63,8 +64,10 @@ def json_depth(data: bytes) -> int:
 def check_untrusted_ids(n_ids: int, source: str) -> None:
     """TokenizerError when a tokenizer from an upload would have over UNTRUSTED_IDS ids."""
     if n_ids > UNTRUSTED_IDS:
-        raise TokenizerError(f"{source} describes {n_ids:,} ids; an uploaded model's "
-                             f"vocabulary may have {UNTRUSTED_IDS:,} at most.")
+        raise TokenizerError(_("{source} describes {n_ids} ids; an uploaded "
+                               "model's vocabulary may have {untrusted_ids} at most.").format(
+                                 source=source, n_ids=number(n_ids, 0, grouping=True),
+                                 untrusted_ids=number(UNTRUSTED_IDS, 0, grouping=True)))
 
 
 def read_json(data: bytes, source: str, max_bytes: int | None = None,
@@ -77,17 +80,24 @@ def read_json(data: bytes, source: str, max_bytes: int | None = None,
     {'merges': [[97, 98, 256]]}
     """
     if max_bytes is not None and len(data) > max_bytes:
-        raise TokenizerError(f"{source} is {len(data):,} bytes; the limit here is {max_bytes:,}.")
+        raise TokenizerError(_("{source} is {n_data} bytes; the limit here is "
+                               "{max_bytes}.").format(
+                                 source=source, n_data=number(len(data), 0, grouping=True),
+                                 max_bytes=number(max_bytes, 0, grouping=True)))
     depth = json_depth(data)
     if depth > max_depth:
-        raise TokenizerError(f"{source} nests arrays and objects {depth:,} deep; the limit is "
-                             f"{max_depth}. Save it with json.dump from plain lists and dicts.")
+        raise TokenizerError(_("{source} nests arrays and objects {depth} deep; "
+                               "the limit is {max_depth}. Save it with json.dump "
+                               "from plain lists and dicts.").format(
+                                 source=source, depth=number(depth, 0, grouping=True),
+                                 max_depth=max_depth))
     try:
         text = data.decode("utf-8")
         add(json_chars=len(text))
         return json.loads(text)
     except ValueError as exc:  # bad UTF-8, bad JSON, or a number of over 4,300 digits
-        raise TokenizerError(f"{source} is not valid UTF-8 JSON ({exc}).") from None
+        raise TokenizerError(_("{source} is not valid UTF-8 JSON ({exc}).").format(
+                                 source=source, exc=exc)) from None
 
 
 @dataclass(frozen=True)
@@ -169,11 +179,13 @@ class Tokenizer(ABC):
         out = []
         for pos, idx in enumerate(ids):
             if isinstance(idx, bool) or not isinstance(idx, int):
-                raise TokenizerError(f"id #{pos} ({idx!r}) is not an integer.")
+                raise TokenizerError(_("id #{pos} ({idx}) is not an integer.").format(
+                                         pos=pos, idx=repr(idx)))
             if not 0 <= idx < self.vocab_size:
                 raise TokenizerError(
-                    f"id {idx} (position {pos}) is outside the vocabulary: "
-                    f"valid ids are 0 to {self.vocab_size - 1}."
+                    _("id {idx} (position {pos}) is outside the vocabulary: valid "
+                      "ids are 0 to {vocab_size}.").format(
+                        idx=idx, pos=pos, vocab_size=self.vocab_size - 1)
                 )
             out.append(idx)
         return out
@@ -185,7 +197,8 @@ class Tokenizer(ABC):
             return set(self.special_tokens)
         unknown = set(allowed) - set(self.special_tokens)
         if unknown:
-            raise TokenizerError(f"not special tokens of this tokenizer: {sorted(unknown)}")
+            raise TokenizerError(_("not special tokens of this tokenizer: {unknown}").format(
+                                     unknown=sorted(unknown)))
         return set(allowed)
 
     # ---- persistence ---------------------------------------------------------
@@ -214,7 +227,8 @@ class Tokenizer(ABC):
         try:
             data = read_json(path.read_bytes(), str(path))
         except (OSError, TokenizerError) as exc:
-            raise TokenizerError(f"cannot read tokenizer file {path}: {exc}") from exc
+            raise TokenizerError(_("cannot read tokenizer file {path}: {exc}").format(
+                                     path=path, exc=exc)) from exc
         return Tokenizer.from_json_dict(data, source=str(path))
 
     @staticmethod
@@ -225,14 +239,16 @@ class Tokenizer(ABC):
         if not isinstance(data, dict) or not isinstance(data.get("type"), str) \
                 or data["type"] not in Tokenizer._registry:
             known = ", ".join(sorted(Tokenizer._registry))
-            raise TokenizerError(f"{source}: missing or unknown tokenizer 'type' (known: {known}).")
+            raise TokenizerError(_("{source}: missing or unknown tokenizer 'type' "
+                                   "(known: {known}).").format(source=source, known=known))
         kind = Tokenizer._registry[data["type"]]
         if not trusted:
             kind.check_untrusted(data, source)
         try:
             return kind.from_dict(data)
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise TokenizerError(f"{source}: malformed {data['type']} tokenizer ({exc}).") from exc
+            raise TokenizerError(_("{source}: malformed {type} tokenizer ({exc}).").format(
+                                     source=source, type=data['type'], exc=exc)) from exc
 
     @classmethod
     def check_untrusted(cls, data: dict[str, Any], source: str) -> None:

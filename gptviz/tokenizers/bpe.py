@@ -20,6 +20,7 @@ from typing import Any
 
 import regex
 
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import AllowedSpecial, TokenInfo, Tokenizer, TokenizerError
 from gptviz.tokenizers.bpe_heap import merge_heap
 from gptviz.tokenizers.bpe_train import PATTERNS, Merge, TrainLimits, check_upload, learn_within
@@ -54,11 +55,12 @@ class ByteLevelBPE(Tokenizer):
         try:
             self._split = regex.compile(source) if source else None
         except regex.error as exc:
-            raise TokenizerError(f"the split pattern is not a valid regex: {exc}") from exc
+            raise TokenizerError(_("the split pattern is not a valid regex: {exc}").format(
+                exc=exc)) from exc
         # byte_order[i] is the byte with id i (the identity, except for GPT-2's file).
         self.byte_order = list(byte_order) if byte_order is not None else list(range(256))
         if sorted(self.byte_order) != list(range(256)):
-            raise TokenizerError("byte_order must be a permutation of 0..255.")
+            raise TokenizerError(_("byte_order must be a permutation of 0..255."))
         self.merges = {(a, b): c for a, b, c in merges}
         self._special_names = list(special_ids or specials)
         self._given_special_ids = dict(special_ids) if special_ids else None
@@ -77,8 +79,8 @@ class ByteLevelBPE(Tokenizer):
         try:
             self._merges = array("i", [x for (a, b), c in merges.items() for x in (a, b, c)])
         except OverflowError:
-            raise TokenizerError("a merge uses an id beyond 2**31; no vocabulary is that "
-                                 "large.") from None
+            raise TokenizerError(_("a merge uses an id beyond 2**31; no vocabulary is that "
+                                   "large.")) from None
 
     def _rebuild(self, ranks: dict[bytes, int] | None = None) -> None:
         """Derive vocab, ranks and special ids from the merges; or, given the ``ranks`` the
@@ -90,13 +92,14 @@ class ByteLevelBPE(Tokenizer):
             size, m = 0, self._merges
             for a, b, c in zip(m[0::3], m[1::3], m[2::3], strict=True):
                 if a not in self.vocab or b not in self.vocab:
-                    raise TokenizerError(f"merge ({a}, {b}) -> {c} uses an id not defined "
-                                         "before it.")
+                    raise TokenizerError(_("merge ({a}, {b}) -> {c} uses an id "
+                                           "not defined before it.").format(a=a, b=b, c=c))
                 size += len(self.vocab[a]) + len(self.vocab[b])  # checked before allocated
                 if size > self.limits.token_bytes:
-                    raise TokenizerError(f"the merges build over {self.limits.token_bytes:,} "
-                                         "bytes of tokens; a real vocabulary holds a few "
-                                         "hundred thousand.")
+                    raise TokenizerError(_("the merges build over {token_bytes} bytes of "
+                                           "tokens; a real vocabulary holds a few hundred "
+                                           "thousand.").format(token_bytes=number(
+                                               self.limits.token_bytes, 0, grouping=True)))
                 self.vocab[c] = self.vocab[a] + self.vocab[b]
             self.ranks = {tok: i for i, tok in self.vocab.items()}
         self._byte_ids = [0] * 256
@@ -116,11 +119,11 @@ class ByteLevelBPE(Tokenizer):
         n_special = len(self._special_names)
         if vocab_size is None or vocab_size < 256 + n_special:
             raise TokenizerError(
-                f"vocab size {vocab_size} is too small: byte-level BPE needs the 256 bytes and "
-                f"{n_special} special tokens, so at least {256 + n_special}."
-            )
+                _("vocab size {vocab_size} is too small: byte-level BPE needs the "
+                  "256 bytes and {n_special} special tokens, so at least {value0}.").format(
+                    vocab_size=vocab_size, n_special=n_special, value0=256 + n_special))
         if not text:
-            raise TokenizerError("the corpus is empty: give some text to learn merges from.")
+            raise TokenizerError(_("the corpus is empty: give some text to learn merges from."))
         chunks = map(_GROUP, self._split.finditer(text)) if self._split else [text]
         vocab = {i: bytes([b]) for i, b in enumerate(self.byte_order)}
         wanted = vocab_size - 256 - n_special
@@ -128,12 +131,14 @@ class ByteLevelBPE(Tokenizer):
         new_tokens = len({m.new_id for m in trace})
         if new_tokens < wanted:
             most = 256 + new_tokens + n_special
-            read = f" (read up to character {used:,} of {len(text):,})" if used < len(text) else ""
-            raise TokenizerError(
-                f"this corpus{read} supports a vocabulary of at most {most} tokens (every pair "
-                f"of neighbouring tokens is merged by then); choose a vocab size of {most} or "
-                f"less, or use a longer corpus."
-            )
+            raise TokenizerError((_(
+                "this corpus (read up to character {used:,} of {n:,}) supports a vocabulary "
+                "of at most {most} tokens (every pair of neighbouring tokens is merged by "
+                "then); choose a vocab size of {most} or less, or use a longer corpus.")
+                if used < len(text) else _(
+                "this corpus supports a vocabulary of at most {most} tokens (every pair of "
+                "neighbouring tokens is merged by then); choose a vocab size of {most} or "
+                "less, or use a longer corpus.")).format(used=used, n=len(text), most=most))
         self.merges = {m.pair: m.new_id for m in trace}
         self._given_special_ids = None
         self.trace = trace
@@ -204,7 +209,7 @@ class ByteLevelBPE(Tokenizer):
         """``max_rank`` replays the tokenizer as it was after its first merges."""
         allowed = self.allowed_specials(allowed_special)
         ids = [self._marker(BOS)] if bos else []
-        for piece, _, is_special in split_on_specials(text, allowed):
+        for piece, _span, is_special in split_on_specials(text, allowed):
             if is_special:
                 ids.append(self._specials[piece])
                 continue
@@ -226,7 +231,7 @@ class ByteLevelBPE(Tokenizer):
 
     def _marker(self, name: str) -> int:
         if name not in self._specials:
-            raise TokenizerError(f"this tokenizer has no {name} token.")
+            raise TokenizerError(_("this tokenizer has no {name} token.").format(name=name))
         return self._specials[name]
 
     def decode(self, ids: Iterable[int]) -> str:
@@ -277,9 +282,9 @@ class ByteLevelBPE(Tokenizer):
         table (sharing its bytes) as its ranks, and its vocab points to the same bytes."""
         singles = sorted((r, t[0]) for t, r in ranks.items() if len(t) == 1)
         if [r for r, _ in singles] != list(range(256)):
-            raise TokenizerError("the rank file must give the 256 single bytes ranks 0..255.")
+            raise TokenizerError(_("the rank file must give the 256 single bytes ranks 0..255."))
         if len(set(ranks.values())) != len(ranks):
-            raise TokenizerError("the rank file gives two tokens the same rank.")
+            raise TokenizerError(_("the rank file gives two tokens the same rank."))
         tok = cls(pattern=pattern, byte_order=[b for _, b in singles], special_ids=special_ids)
         tok.ranks = ranks = dict(ranks)
         merges = array("i")
@@ -287,7 +292,8 @@ class ByteLevelBPE(Tokenizer):
             rank = ranks[token]
             parts = tok._merge(token, rank, [])  # BPE with only the earlier tokens
             if len(parts) != 2:
-                raise TokenizerError(f"rank {rank} is not the merge of two earlier tokens.")
+                raise TokenizerError(_("rank {rank} is not the merge of two earlier "
+                                       "tokens.").format(rank=rank))
             merges.extend((parts[0], parts[1], rank))
         tok._merges = merges
         tok._rebuild(ranks)

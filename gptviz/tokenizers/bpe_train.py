@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import TokenizerError, check_untrusted_ids
 
 # GPT-2's split pattern (tiktoken's r50k_base), and GPT-4's (cl100k_base).
@@ -54,9 +55,11 @@ def check_pattern(pattern: Any, source: str) -> None:
     if not isinstance(pattern, str) or pattern not in PATTERNS:
         shown = repr(pattern) if len(repr(pattern)) <= 60 else repr(pattern)[:57] + "..."
         raise TokenizerError(
-            f"{source}: the split pattern {shown} is not one of the named patterns "
-            f"({', '.join(PATTERNS)}); an uploaded tokenizer must use one of those, since an "
-            "arbitrary regex can hold the server's CPU. Retrain it with a named one.")
+            _("{source}: the split pattern {shown} is not one of the named "
+              "patterns ({patterns}); an uploaded tokenizer must use one of "
+              "those, since an arbitrary regex can hold the server's CPU. Retrain "
+              "it with a named one.").format(
+                source=source, shown=shown, patterns=', '.join(PATTERNS)))
 
 
 def check_upload(data: dict[str, Any], source: str) -> None:
@@ -154,9 +157,11 @@ def learn_merges(
             token_bytes += len(token)
             if max_token_bytes is not None and token_bytes > max_token_bytes:
                 raise TokenizerError(
-                    f"after {len(merges):,} merges the new tokens hold over "
-                    f"{max_token_bytes / 1e6:.0f} MB (they are very long): choose a smaller "
-                    "vocab size or a split pattern other than 'none'.")
+                    _("after {n_merges} merges the new tokens hold over "
+                      "{max_token_bytes} MB (they are very long): choose a "
+                      "smaller vocab size or a split pattern other than 'none'.").format(
+                        n_merges=number(len(merges), 0, grouping=True),
+                        max_token_bytes=number(max_token_bytes / 1e6, 0)))
             new_id, next_id = next_id, next_id + 1
             vocab[new_id] = token
             by_bytes[token] = new_id
@@ -166,10 +171,15 @@ def learn_merges(
                 heapq.heappush(heap, -counts[k] << 64 | k)
         if max_pairs is not None and len(counts) > max_pairs:
             raise TokenizerError(
-                f"after {len(merges):,} merges this corpus has {len(counts):,} distinct pairs "
-                f"of neighbouring tokens, more than this server keeps ({max_pairs:,}): it is "
-                f"closer to random text than to prose. Choose a vocab size of "
-                f"{len(merges) + 256:,} or less, or another corpus.")
+                _("after {n_merges} merges this corpus has {n_counts} "
+                  "distinct pairs of neighbouring tokens, more than this server "
+                  "keeps ({max_pairs}): it is closer to random text than to "
+                  "prose. Choose a vocab size of {n_merges1} or less, or "
+                  "another corpus.").format(
+                    n_merges=number(len(merges), 0, grouping=True),
+                    n_counts=number(len(counts), 0, grouping=True),
+                    max_pairs=number(max_pairs, 0, grouping=True),
+                    n_merges1=number(len(merges) + 256, 0, grouping=True)))
     return merges
 
 

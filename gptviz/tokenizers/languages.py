@@ -13,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+from gptviz.i18n import _
 from gptviz.tokenizers.base import Tokenizer, TokenizerError
 from gptviz.tokenizers.specials import UNK
 
@@ -32,11 +33,13 @@ def load_sample(path: str | Path = SAMPLE_FILE) -> dict[str, str]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise TokenizerError(f"the multilingual sample {path} cannot be read ({exc}).") from exc
+        raise TokenizerError(_("the multilingual sample {path} cannot be read "
+                               "({exc}).").format(path=path, exc=exc)) from exc
     if not isinstance(data, dict) or REFERENCE not in data \
             or not all(isinstance(v, str) and v for v in data.values()):
-        raise TokenizerError(f"{path} must map language names to non-empty texts, "
-                             f"{REFERENCE} among them.")
+        raise TokenizerError(_("{path} must map language names to non-empty "
+                               "texts, {reference} among them.").format(
+                                 path=path, reference=REFERENCE))
     return data
 
 
@@ -66,7 +69,8 @@ def language_costs(sample: dict[str, str], tokenizers: dict[str, Tokenizer],
     [('English', 7, 1.0, 0.0), ('German', 9, 1.2857142857142858, 0.4444444444444444)]
     """
     if reference not in sample:
-        raise TokenizerError(f"the sample has no {reference} passage to compare against.")
+        raise TokenizerError(_("the sample has no {reference} passage to compare "
+                               "against.").format(reference=reference))
     rows = []
     for name, tok in tokenizers.items():
         unk = tok.special_tokens.get(UNK)

@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import (
     UNTRUSTED_IDS,
     AllowedSpecial,
@@ -57,7 +58,7 @@ _load_lock = threading.Lock()  # one build of an encoding at a time
 
 def package_rank_files(name: str) -> Iterator[Path]:
     """The rank files of encoding ``name`` that installed packages ship (existing or not)."""
-    for package, inner, _ in RANK_PACKAGES.get(name, ()):
+    for package, inner, _pip in RANK_PACKAGES.get(name, ()):
         try:
             spec = importlib.util.find_spec(package)
         except (ImportError, ValueError):
@@ -92,7 +93,9 @@ def _spec(name: str, read: Callable[[Path, str | None], dict[bytes, int]]) -> di
                     mergeable_ranks=read(GPT2_FILE, GPT2_SHA256),
                     special_tokens={ENDOFTEXT: 50256})
     if name not in OPENAI_ENCODINGS:
-        raise TokenizerError(f"unknown encoding {name!r}; choose one of {OPENAI_ENCODINGS}.")
+        raise TokenizerError(_("unknown encoding {name}; choose one of "
+                               "{openai_encodings}.").format(
+                                 name=repr(name), openai_encodings=OPENAI_ENCODINGS))
 
     def local(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         """Stands in for tiktoken's downloader: the local file, checked against the sha256
@@ -128,7 +131,9 @@ def check_encoding(name: str) -> None:
     elif name in RANK_SHA256:
         check_rank_file(_rank_file(RANK_URL.format(name=name)), RANK_SHA256[name])
     else:
-        raise TokenizerError(f"unknown encoding {name!r}; choose one of {OPENAI_ENCODINGS}.")
+        raise TokenizerError(_("unknown encoding {name}; choose one of "
+                               "{openai_encodings}.").format(
+                                 name=repr(name), openai_encodings=OPENAI_ENCODINGS))
 
 
 def encoding_problems() -> dict[str, TokenizerError]:
@@ -171,7 +176,9 @@ class TiktokenTokenizer(Tokenizer):
 
     def __init__(self, name: str = "gpt2", *, lazy: bool = False):
         if name not in OPENAI_ENCODINGS:
-            raise TokenizerError(f"unknown encoding {name!r}; choose one of {OPENAI_ENCODINGS}.")
+            raise TokenizerError(_("unknown encoding {name}; choose one of "
+                                   "{openai_encodings}.").format(
+                                     name=repr(name), openai_encodings=OPENAI_ENCODINGS))
         self.name = name
         self._enc = None
         if not lazy:
@@ -196,7 +203,8 @@ class TiktokenTokenizer(Tokenizer):
         return self._enc if self._enc is not None else self.load()
 
     def train(self, text: str, vocab_size: int | None = None) -> None:
-        raise TokenizerError(f"{self.name} is pretrained by OpenAI; it cannot be retrained here.")
+        raise TokenizerError(_("{name} is pretrained by OpenAI; it cannot be "
+                               "retrained here.").format(name=self.name))
 
     @property
     def vocab_size(self) -> int:
@@ -223,15 +231,17 @@ class TiktokenTokenizer(Tokenizer):
             return self.enc.decode_single_token_bytes(idx)
         except KeyError as exc:
             raise TokenizerError(
-                f"id {idx} is not assigned to any token in {self.name}, which leaves a few ids "
-                "unused next to its special tokens; choose another id.") from exc
+                _("id {idx} is not assigned to any token in {name}, which leaves "
+                  "a few ids unused next to its special tokens; choose another id.").format(
+                    idx=idx, name=self.name)) from exc
 
     def encode(
         self, text: str, *, bos: bool = False, eos: bool = False,
         allowed_special: AllowedSpecial = "none",
     ) -> list[int]:
         if bos or eos:
-            raise TokenizerError(f"{self.name} has no BOS/EOS tokens; it uses {ENDOFTEXT}.")
+            raise TokenizerError(_("{name} has no BOS/EOS tokens; it uses "
+                                   "{endoftext}.").format(name=self.name, endoftext=ENDOFTEXT))
         allowed = self.allowed_specials(allowed_special)
         return self.enc.encode(text, allowed_special=allowed, disallowed_special=())
 
@@ -253,9 +263,12 @@ class TiktokenTokenizer(Tokenizer):
     def check_untrusted(cls, data: dict[str, Any], source: str) -> None:
         """GPT-2's encoding only: cl100k and o200k hold 100,277 and 200,019 ids."""
         if data.get("name") != "gpt2":
-            raise TokenizerError(f"{source}: an uploaded model may use GPT-2's encoding (50,257 "
-                                 f"ids), not {str(data.get('name'))[:40]!r}: cl100k and o200k "
-                                 f"have more than the {UNTRUSTED_IDS:,} ids an upload may have.")
+            raise TokenizerError(_("{source}: an uploaded model may use GPT-2's "
+                                   "encoding (50,257 ids), not {value0}: cl100k "
+                                   "and o200k have more than the "
+                                   "{untrusted_ids} ids an upload may have.").format(
+                                     source=source, value0=repr(str(data.get('name'))[:40]),
+                                     untrusted_ids=number(UNTRUSTED_IDS, 0, grouping=True)))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TiktokenTokenizer:

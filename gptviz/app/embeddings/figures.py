@@ -14,6 +14,7 @@ from gptviz.app.shared.heatmaps import (
     heatmap,
     label_px,
 )
+from gptviz.i18n import _, number
 
 HIGHLIGHT, BACKGROUND = "#d62728", "rgba(110, 120, 140, 0.5)"
 WEBGL_ABOVE = 5000  # points; WebGL keeps big vocabularies responsive
@@ -33,15 +34,15 @@ def drawn_rows(n: int, most: int = MAX_POINTS) -> np.ndarray:
     return np.sort(np.random.default_rng(0).choice(n, most, replace=False))
 
 
-def embedding_rows(X, tokens: Sequence[str], title: str = "E[ids]: one row per input token"
-                   ) -> go.Figure:
+def embedding_rows(X, tokens: Sequence[str], title: str | None = None) -> go.Figure:
     """The input tokens' embedding rows X (T, d): tokens down, dimensions across.
 
     >>> embedding_rows(np.zeros((2, 4)), ["a", "b"]).data[0].z.shape
     (2, 4)
     """
-    return heatmap(X, None, tokens, kind="signed", title=title, x_title="dimension",
-                   y_title="token")
+    return heatmap(X, None, tokens, kind="signed",
+                   title=title or _("E[ids]: one row per input token"), x_title=_("dimension"),
+                   y_title=_("token"))
 
 
 def one_hot_figure(one_hot, tokens: Sequence[str], ids: Sequence[int]) -> go.Figure:
@@ -57,8 +58,8 @@ def one_hot_figure(one_hot, tokens: Sequence[str], ids: Sequence[int]) -> go.Fig
     oh = as_float32(one_hot)[:, used]  # (T, n_used)
     long = len(str(used[-1])) >= 4  # GPT-2's ids: turned on end, they need the title's room
     fig = heatmap(oh, [str(i) for i in used], tokens, kind="prob",
-                  title="one-hot rows OH (columns: the ids used)",
-                  x_title="" if long else "token id", y_title="token")
+                  title=_("one-hot rows OH (columns: the ids used)"),
+                  x_title="" if long else _("token id"), y_title=_("token"))
     if long and len(used) > LONG_ID_TICKS:  # every k-th id (hover names every column)
         step, axis = -(-len(used) // LONG_ID_TICKS), fig.layout.xaxis
         fig.update_xaxes(tickvals=axis.tickvals[::step], ticktext=axis.ticktext[::step])
@@ -66,7 +67,7 @@ def one_hot_figure(one_hot, tokens: Sequence[str], ids: Sequence[int]) -> go.Fig
 
 
 def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),
-                explained=None, title: str = "vocabulary, PCA of E") -> go.Figure:
+                explained=None, title: str | None = None) -> go.Figure:
     """Every vocabulary row as a point (n, 2) or (n, 3), or ``drawn_rows``' sample of a big
     vocabulary; ``highlight`` ids (always drawn) in red. In 2-D the axes are fixed and a
     highlighted token is labelled only where its label overlaps no other label, no red point
@@ -82,13 +83,14 @@ def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),
     chosen = np.array(sorted(set(int(i) for i in highlight)), dtype=np.int64)
     rows = drawn_rows(c.shape[0])
     axes = _axis_titles(c.shape[1], explained)
+    vocabulary, inputs = _("vocabulary"), _("input tokens")
     if c.shape[1] == 3:  # labels only for a few tokens: in 3-D they cannot be kept apart
         few = len(chosen) <= LABELS_3D
         fig = go.Figure([
-            _points(c[rows], names[rows], "vocabulary", dict(size=4, color=BACKGROUND),
+            _points(c[rows], names[rows], vocabulary, dict(size=4, color=BACKGROUND),
                     "markers"),
-            _points(c[chosen], names[chosen], "input tokens" if few else
-                    "input tokens (hover for their names)", dict(size=9, color=HIGHLIGHT),
+            _points(c[chosen], names[chosen], inputs if few else
+                    _("input tokens (hover for their names)"), dict(size=9, color=HIGHLIGHT),
                     "markers+text" if few else "markers")])
         fig.update_layout(scene=dict(xaxis_title=axes[0], yaxis_title=axes[1],
                                      zaxis_title=axes[2], camera=dict(eye=CAMERA_EYE)),
@@ -98,21 +100,22 @@ def pca_scatter(coords, labels: Sequence[str], highlight: Sequence[int] = (),
         x_range, y_range = _range(c[rows, 0], c[chosen, 0]), _range(c[rows, 1], c[chosen, 1])
         where = place_labels(c[chosen], names[chosen].tolist(), x_range, y_range)
         shown = sum(w is not None for w in where)
-        name = "input tokens" if shown == len(chosen) else (
-            f"input tokens ({shown} of {len(chosen)} labelled)")
+        name = inputs if shown == len(chosen) else (
+            _("input tokens ({shown} of {n} labelled)").format(shown=shown, n=len(chosen)))
         fig = go.Figure([
-            _points(c[rows], names[rows], "vocabulary", dict(size=4, color=BACKGROUND),
+            _points(c[rows], names[rows], vocabulary, dict(size=4, color=BACKGROUND),
                     "markers"),
             go.Scatter(x=c[chosen, 0], y=c[chosen, 1], mode="markers+text", name=name,
                        marker=dict(size=MARKER_PX, color=HIGHLIGHT),
                        text=[t if w else "" for t, w in zip(names[chosen], where, strict=True)],
                        textposition=[w or "top center" for w in where],
                        textfont=dict(size=TEXT_SIZE), customdata=names[chosen].tolist(),
-                       hovertemplate="%{customdata}<extra>input tokens</extra>")])
+                       hovertemplate=f"%{{customdata}}<extra>{inputs}</extra>")])
         fig.update_xaxes(title=axes[0], range=list(x_range), autorange=False)
         fig.update_yaxes(title=axes[1], range=list(y_range), autorange=False)
         fig.update_layout(legend=dict(orientation="h"), height=HEIGHT)
-    fig.update_layout(title=title, margin=dict(l=10, r=10, t=TOP_PX, b=10))
+    fig.update_layout(title=title or _("vocabulary, PCA of E"),
+                      margin=dict(l=10, r=10, t=TOP_PX, b=10))
     return fig
 
 
@@ -202,7 +205,8 @@ def _points(c: np.ndarray, names: np.ndarray, name: str, marker: dict, mode: str
 def _axis_titles(k: int, explained) -> list[str]:
     if explained is None:
         return [f"PC{i + 1}" for i in range(k)]
-    return [f"PC{i + 1} ({100 * float(r):.1f} % of variance)" for i, r in enumerate(explained)]
+    return [_("PC{i} ({share} % of variance)").format(i=i + 1, share=number(100 * float(r), 1))
+            for i, r in enumerate(explained)]
 
 
 def neighbour_bars(labels: Sequence[str], similarities, token: str = "") -> go.Figure:
@@ -218,7 +222,8 @@ def neighbour_bars(labels: Sequence[str], similarities, token: str = "") -> go.F
                            marker_color="#4c78a8",
                            hovertemplate="%{customdata}: cos = %{x:.3f}<extra></extra>"))
     fig.update_yaxes(tickmode="array", tickvals=pos, ticktext=names, autorange="reversed")
-    fig.update_layout(title=f"nearest neighbours of {axis_labels([token], 1)[0]!r}",
-                      xaxis=dict(title="cosine similarity", range=[-1, 1]),
+    fig.update_layout(title=_("nearest neighbours of {token}").format(
+                          token=repr(axis_labels([token], 1)[0])),
+                      xaxis=dict(title=_("cosine similarity"), range=[-1, 1]),
                       margin=dict(l=10, r=10, t=40, b=10), height=80 + 28 * len(sims))
     return fig

@@ -25,11 +25,15 @@ from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import legend_on_top
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download, plot
+from gptviz.app.shared.widgets import csv_download, dataframe, plot
 from gptviz.checkpoints.folder import training_seed
+from gptviz.i18n import N_, _, number
 from gptviz.model import GPTConfig
 
 NEIGHBOURS = 8
+# the neighbour table's columns, shown as _(header); its CSV keeps them
+COLUMNS = (N_("rank"), N_("trained: token"), N_("trained: cosine"), N_("fresh: token"),
+           N_("fresh: cosine"))
 
 
 def _located(config_json: str, seed: int) -> FreshEmbedding:
@@ -37,7 +41,8 @@ def _located(config_json: str, seed: int) -> FreshEmbedding:
     piece; no user data, so shared by every model of that shape and seed)."""
     config = GPTConfig.from_dict(json.loads(config_json))
     return once(("untrained-E", config_json, seed),
-                f"Finding the untrained E's {config.vocab_size:,} rows in the random stream",
+                _("Finding the untrained E's {n} rows in the random stream").format(
+                    n=number(config.vocab_size, 0, grouping=True)),
                 lambda: fresh_embedding(config, seed))
 
 
@@ -51,8 +56,8 @@ def _sample(config_json: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
         return ids, fresh_rows(fe, ids)
 
     return once(("untrained-sample", config_json, seed),
-                f"Drawing the {min(fe.rows, ve.MAX_POINTS):,} untrained rows the scatter shows",
-                draw)
+                _("Drawing the {n} untrained rows the scatter shows").format(
+                    n=number(min(fe.rows, ve.MAX_POINTS), 0, grouping=True)), draw)
 
 
 def _fresh_pca(config_json: str, seed: int, ids: tuple[int, ...], k: int
@@ -68,7 +73,8 @@ def _fresh_neighbours(config_json: str, seed: int, ids: tuple[int, ...], k: int
     fe = _located(config_json, seed)
     return shared_result(("untrained-neighbours", config_json, seed, ids, k),
                          lambda: fresh_neighbours_of(fe, ids, k),
-                         f"Searching the {fe.rows:,} untrained rows for neighbours")
+                         _("Searching the {n} untrained rows for neighbours").format(
+                             n=number(fe.rows, 0, grouping=True)))
 
 
 def untrained_pca(fe: FreshEmbedding, ids, k: int,
@@ -106,30 +112,35 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
     try:
         _sample(*key)
     except NotImplementedError as e:
-        st.info(f"The untrained matrix of this model cannot be drawn on its own ({e}).")
+        st.info(_("The untrained matrix of this model cannot be drawn on its own "
+                  "({reason}).").format(reason=e))
         return
     labels = vocab_labels(picked)
-    st.markdown("At initialisation every entry of E is drawn on its own from N(0, 0.02²), so "
-                "each row is a random vector; random vectors in "
-                f"{config.d_model} dimensions are nearly orthogonal: their cosines scatter "
-                f"around 0 by about 1/√d ≈ {config.d_model ** -0.5:.2f}, so which tokens come out "
-                "nearest is chance. Training moves tokens that are used alike towards each "
-                "other. Left the trained matrix, right the same shapes freshly initialised "
-                f"with the seed training starts from ({key[1]}).")
+    st.markdown(_("At initialisation every entry of E is drawn on its own from N(0, 0.02²), "
+                  "so each row is a random vector; random vectors in {d} dimensions are nearly "
+                  "orthogonal: their cosines scatter around 0 by about 1/√d ≈ {spread}, so "
+                  "which tokens come out nearest is chance. Training moves tokens that are "
+                  "used alike towards each other. Left the trained matrix, right the same "
+                  "shapes freshly initialised with the seed training starts from "
+                  "({seed}).").format(d=config.d_model, spread=number(config.d_model ** -0.5, 2),
+                                      seed=key[1]))
     if config.vocab_size > ve.MAX_POINTS:
-        st.caption(f"Each scatter draws the same fixed random sample of {ve.MAX_POINTS:,} of "
-                   f"the {config.vocab_size:,} rows, plus the input tokens. The trained axes "
-                   "are computed from all rows; the untrained ones from the rows drawn, "
-                   "because only those rows of the untrained matrix are made (random rows "
-                   "have no preferred direction, so a sample shows the same cloud).")
+        st.caption(_("Each scatter draws the same fixed random sample of {shown} of the {n} "
+                     "rows, plus the input tokens. The trained axes are computed from all "
+                     "rows; the untrained ones from the rows drawn, because only those rows of "
+                     "the untrained matrix are made (random rows have no preferred direction, "
+                     "so a sample shows the same cloud).").format(
+            shown=number(ve.MAX_POINTS, 0, grouping=True),
+            n=number(config.vocab_size, 0, grouping=True)))
     left, right = st.columns(2)
     for col, (name, (coords, ratio)) in zip(
             (left, right), [("trained", vocab_pca(picked, 2)),
                             ("freshly initialised", _fresh_pca(*key, tuple(prompt.ids), 2))],
             strict=True):
+        title = _("E trained") if name == "trained" else _("E freshly initialised")
         plot(cached_figure(picked, f"pca-{name}", (prompt.ids,), lambda c=coords, r=ratio,
-                           n=name: legend_on_top(ve.pca_scatter(c, labels, prompt.ids, r,
-                                                                title=f"E {n}"))),
+                           t=title: legend_on_top(ve.pca_scatter(c, labels, prompt.ids, r,
+                                                                 title=t))),
              key=f"pca-{name}", container=col)
     token_id, label = prompt.ids[pos], prompt.labels[pos]
     E = analysis.to_numpy(picked.checkpoint.model.embed.weight)  # (|V|, d)
@@ -141,8 +152,9 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
         rows[f"{name}: cosine"] = sims
     df = pd.DataFrame(rows)
     df.insert(0, "rank", range(1, len(df) + 1))
-    st.markdown(f"Nearest neighbours of **{label!r}** (id {token_id}) by cosine similarity, "
-                f"searched over all {config.vocab_size:,} rows on both sides:")
-    st.dataframe(df, hide_index=True, width="stretch", column_config={
+    st.markdown(_("Nearest neighbours of **{token}** (id {id}) by cosine similarity, searched "
+                  "over all {n} rows on both sides:").format(
+        token=repr(label), id=token_id, n=number(config.vocab_size, 0, grouping=True)))
+    dataframe(df, hide_index=True, width="stretch", column_config={
         k: st.column_config.NumberColumn(format="%.4f") for k in df if k.endswith("cosine")})
     csv_download(df, f"neighbours-trained-vs-fresh-{picked.name}-{token_id}.csv")

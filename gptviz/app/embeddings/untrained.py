@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from gptviz.i18n import _
 from gptviz.model import GPT, GPTConfig
 
 CHUNK = 2**20  # elements drawn at once (4 MB of float32); a multiple of 16
@@ -73,9 +74,10 @@ class _Recorder(TorchDispatchMode):
             name = func.overloadpacket.__name__
             t = args[0]
             if name not in ("normal_", "uniform_") or kwargs.get("generator") is not None:
-                raise NotImplementedError(f"cannot replay the random op {func} of GPT(config)")
+                raise NotImplementedError(_("cannot replay the random op {op} of GPT(config)")
+                                          .format(op=func))
             if not t.is_contiguous():
-                raise NotImplementedError("cannot replay a fill of a non-contiguous tensor")
+                raise NotImplementedError(_("cannot replay a fill of a non-contiguous tensor"))
             self.fills.append(Fill(name, t.numel(), t.dtype, tuple(float(a) for a in args[1:3])))
             self.targets.append(t)
         return func(*args, **kwargs)
@@ -99,13 +101,14 @@ def fresh_embedding(config: GPTConfig, seed: int, chunk: int = CHUNK) -> FreshEm
     last = max(i for i, t in enumerate(recorder.targets) if t is E)
     fill = recorder.fills[last]
     if fill.op != "normal_":
-        raise NotImplementedError(f"E's last initialisation is {fill.op}, not normal_")
+        raise NotImplementedError(_("E's last initialisation is {op}, not normal_").format(
+            op=fill.op))
     gen = torch.Generator().manual_seed(seed)
     for f in recorder.fills[:last]:
-        for _ in _draw(f, gen, chunk):
+        for _piece in _draw(f, gen, chunk):
             pass
     state, marks = gen.get_state(), [gen.get_state()]
-    for _ in _draw(fill, gen, chunk):
+    for _piece in _draw(fill, gen, chunk):
         marks.append(gen.get_state())  # the state before the next piece
     return FreshEmbedding(state, E.shape[0], E.shape[1], fill.args[0], fill.args[1],
                           fill.dtype, chunk, tuple(marks[:-1]))
@@ -135,11 +138,11 @@ def _draw(f: Fill, gen: torch.Generator, chunk: int, first: int = 0
     from piece ``first`` on (``gen`` then holds the state before that piece)."""
     pieces, rest, tail = _plan(f, chunk)
     if f.numel <= chunk or f.op == "uniform_":
-        for _ in range(first, pieces):
+        for _piece in range(first, pieces):
             yield _fill(torch.empty(chunk, dtype=f.dtype), f, gen)
         yield _fill(torch.empty(rest, dtype=f.dtype), f, gen)
         return
-    for _ in range(first, pieces):
+    for _piece in range(first, pieces):
         yield _fill(torch.empty(chunk, dtype=f.dtype), f, gen)
     last = torch.empty(rest + tail, dtype=f.dtype)  # rest ≥ 16
     _fill(last[:rest], f, gen)

@@ -12,22 +12,34 @@ import streamlit as st
 from gptviz.analysis.compare_positions import KINDS, SCHEMES, load_runs
 from gptviz.app.positional import figures as vp
 from gptviz.app.positional.retrain import RUNS, adopt_finished, retrain_panel
-from gptviz.app.shared.widgets import chart, csv_download, problem
+from gptviz.app.shared.widgets import chart, csv_download, dataframe, problem
 from gptviz.checkpoints.folder import Checkpoint, CheckpointError, freeze
+from gptviz.i18n import N_, _, number
 
 Runs = Mapping[str, Checkpoint]
-WHOLE = {"rope": "whole text, sliding window", "sinusoidal": "whole text, formula past N",
-         "none": "whole text"}
+# summary's headers, shown as _(header); the CSV keeps them
+COLUMNS = (N_("encoding"), N_("long texts read"), N_("positions 0..N-1"),
+           N_("positions N..2N-1"), N_("positions 2N..4N-1"), N_("positions 2N text"),
+           N_("positions 4N text"), N_("validation loss"), N_("training CPU s"))
 
 
-def scheme_label(kind: str, scheme: str) -> str:
-    """A curve's name in the legend.
+def grouped(n: int) -> str:
+    return number(n, 0, grouping=True)
+N_("cropped to the last N")
+WHOLE = {"rope": N_("whole text, sliding window"), "sinusoidal": N_("whole text, formula past N"),
+         "none": N_("whole text")}
+
+
+def scheme_label(kind: str, scheme: str, english: bool = False) -> str:
+    """A curve's name in the legend (``english``: as a CSV's header names it).
 
     >>> scheme_label("learned", "crop"), scheme_label("rope", "whole")
     ('learned: cropped to the last N', 'RoPE: whole text, sliding window')
     """
     how = "cropped to the last N" if scheme == "crop" else WHOLE[kind]
-    return f"{vp.kind_name(kind)}: {how}"
+    if english:
+        return f"{'RoPE' if kind == 'rope' else kind}: {how}"
+    return f"{vp.kind_name(kind)}: {_(how)}"
 
 
 def segment_means(losses, n: int) -> dict[str, float]:
@@ -42,9 +54,14 @@ def segment_means(losses, n: int) -> dict[str, float]:
         "2N text": (0, 2 * n), "4N text": (0, 4 * n)}.items()}
 
 
-@st.cache_resource(show_spinner="Loading the four runs…")
 def shipped_runs() -> dict[str, Checkpoint]:
     """The runs in assets/positional, shared by every session: read-only."""
+    with st.spinner(_("Loading the four runs…")):
+        return _shipped_runs()
+
+
+@st.cache_resource(show_spinner=False)  # shipped_runs' spinner: the reader's language
+def _shipped_runs() -> dict[str, Checkpoint]:
     runs = load_runs()
     for ckpt in runs.values():
         freeze(ckpt.model)
@@ -61,14 +78,16 @@ def long_losses(runs: Runs) -> dict[tuple[str, str], list[float]]:
 
 
 def summary(runs: Runs, n: int) -> pd.DataFrame:
-    """One row per curve: mean loss inside N, on 2N and 4N texts, and the validation loss."""
+    """One row per curve: mean loss inside N, on 2N and 4N texts, and the validation loss;
+    in English, as its CSV keeps it (the page shows its words and headers translated)."""
     rows = []
     for (kind, scheme), v in long_losses(runs).items():
         card = runs[kind].card
-        rows.append({"encoding": vp.kind_name(kind), "long texts read": scheme_label(
-            kind, scheme).split(": ", 1)[1], **{f"positions {k}": m for k, m in segment_means(
-                v, n).items()}, "validation loss": card["evals"][-1]["val_loss"],
-            "training CPU s": card["train_cpu_s"]})
+        rows.append({"encoding": scheme_label(kind, scheme, english=True).split(": ", 1)[0],
+                     "long texts read": scheme_label(kind, scheme, english=True).split(
+                         ": ", 1)[1], **{f"positions {k}": m for k, m in segment_means(
+                             v, n).items()}, "validation loss": card["evals"][-1]["val_loss"],
+                     "training CPU s": card["train_cpu_s"]})  # headers: COLUMNS
     return pd.DataFrame(rows)
 
 
@@ -81,40 +100,50 @@ def findings(runs: Runs, n: int) -> list[str]:
     name, card = vp.kind_name, runs[KINDS[0]].card
     final = {k: runs[k].card["evals"][-1]["val_loss"] for k in KINDS}
     order = sorted(KINDS, key=final.get)
-    out = [f"After {card['steps']} steps {name(order[0])} has the lowest validation loss "
-           f"({final[order[0]]:.3f} nats per character), then " + ", ".join(
-               f"{name(k)} ({final[k]:.3f})" for k in order[1:-1])
-           + f" and {name(order[-1])} ({final[order[-1]]:.3f})."]
+    out = [_("After {steps} steps {best} has the lowest validation loss ({loss} nats per "
+             "character), then {middle} and {last} ({last_loss}).").format(
+        steps=card["steps"], best=name(order[0]), loss=number(final[order[0]], 3),
+        middle=", ".join(f"{name(k)} ({number(final[k], 3)})" for k in order[1:-1]),
+        last=name(order[-1]), last_loss=number(final[order[-1]], 3))]
     uni = card["unigram_loss"]
     stuck = [k for k in KINDS if final[k] > uni - 0.1]
     long = long_losses(runs)
     sin_crop, sin_whole = (_past(long["sinusoidal", s], n) for s in ("crop", "whole"))
     if stuck:
-        why = ("; the sinusoidal table's entries are as large as ±1 while the token embeddings "
-               "start near 0.02, so X = E + PE hardly depends on the token until training has "
-               "grown E, and the formula's rows past N change nothing for it (whole text "
-               f"{sin_whole:.3f}, cropped {sin_crop:.3f})" if "sinusoidal" in stuck else "")
-        out.append(f"The {', '.join(name(k) for k in stuck)} run has not left the plateau of "
-                   f"a model that ignores its context (character frequencies alone give "
-                   f"{uni:.3f}){why}.")
+        out.append((_("The {runs} run has not left the plateau of a model that ignores its "
+                      "context (character frequencies alone give {uni}); the sinusoidal "
+                      "table's entries are as large as ±1 while the token embeddings start near "
+                      "0.02, so X = E + PE hardly depends on the token until training has grown "
+                      "E, and the formula's rows past N change nothing for it (whole text "
+                      "{whole}, cropped {crop}).") if "sinusoidal" in stuck else
+                    _("The {runs} run has not left the plateau of a model that ignores its "
+                      "context (character frequencies alone give {uni}).")).format(
+            runs=", ".join(name(k) for k in stuck), uni=number(uni, 3),
+            whole=number(sin_whole, 3), crop=number(sin_crop, 3)))
     lr, ll = long["rope", "whole"], long["learned", "crop"]
     inside, past = np.mean(ll[:n]) - np.mean(lr[:n]), _past(ll, n) - _past(lr, n)
     layers = runs["rope"].config.n_layer
-    out.append(f"RoPE's lead over the learned table is {inside:.3f} nats inside the window "
-               f"(positions 0–{n - 1}) and {past:.3f} past it ({n}–{len(lr) - 1}): cropping "
-               f"keeps only the last {n} characters, while RoPE slides its window over the "
-               f"whole text, so through its {layers} layers a prediction can still draw on "
-               f"characters up to {layers * (n - 1)} places back.")
+    out.append(_("RoPE's lead over the learned table is {inside} nats inside the window "
+                 "(positions 0–{last}) and {past} past it ({n}–{end}): cropping keeps only the "
+                 "last {n} characters, while RoPE slides its window over the whole text, so "
+                 "through its {layers} layers a prediction can still draw on characters up to "
+                 "{back} places back.").format(
+        inside=number(inside, 3), past=number(past, 3), last=n - 1, n=n, end=len(lr) - 1,
+        layers=layers, back=layers * (n - 1)))
     crop, whole = _past(long["none", "crop"], n), _past(long["none", "whole"], n)
-    out.append("Without positions, reading the whole text in one pass "
-               + (f"is worse past {n} than cropping" if whole > crop else
-                  f"is no worse past {n} than cropping")
-               + f" ({whole:.3f} against {crop:.3f}; before {n} the two are the same "
-               "computation): each softmax then spreads over more characters than the model "
-               "ever saw in training.")
+    out.append((_("Without positions, reading the whole text in one pass is worse past {n} "
+                  "than cropping ({whole} against {crop}; before {n} the two are the same "
+                  "computation): each softmax then spreads over more characters than the "
+                  "model ever saw in training.") if whole > crop else
+                _("Without positions, reading the whole text in one pass is no worse past {n} "
+                  "than cropping ({whole} against {crop}; before {n} the two are the same "
+                  "computation): each softmax then spreads over more characters than the "
+                  "model ever saw in training.")).format(
+        n=n, whole=number(whole, 3), crop=number(crop, 3)))
     if "sinusoidal" not in stuck:
-        out.append(f"Fed the formula's rows past N, which it never saw, the sinusoidal run "
-                   f"loses {sin_whole:.3f} past N against {sin_crop:.3f} when cropped.")
+        out.append(_("Fed the formula's rows past N, which it never saw, the sinusoidal run "
+                     "loses {whole} past N against {crop} when cropped.").format(
+            whole=number(sin_whole, 3), crop=number(sin_crop, 3)))
     return out
 
 
@@ -125,8 +154,9 @@ def compare_view() -> None:
     try:
         shipped = shipped_runs()
     except (CheckpointError, OSError) as exc:
-        problem(f"The shipped runs of this comparison do not load ({exc}). Retrain them below, "
-                "or restore assets/positional (python scripts/make_positional.py).")
+        problem(_("The shipped runs of this comparison do not load ({error}). Retrain them "
+                  "below, or restore assets/positional (python scripts/make_positional.py)."
+                  ).format(error=exc))
         shipped = None
     runs = mine or shipped
     if runs is not None:
@@ -138,48 +168,54 @@ def compare_view() -> None:
 def draw(runs: Runs, retrained: bool) -> None:
     c = runs["learned"].config
     n, r = c.context_length, runs["learned"].card["recipe"]
-    params = ", ".join(f"{vp.kind_name(k)} {runs[k].card['params']:,}" for k in KINDS)
-    st.markdown(
-        f"The same small GPT ({c.n_layer} layers, d = {c.d_model}, {c.n_head} heads, context "
-        f"N = {n} characters) trained four times on the characters of {r['corpus']}, once with "
-        f"each positional option. Everything else is the same: the seed ({r['seed']}: the same "
-        f"initial weights wherever the shapes agree, the same batches in the same order) and "
-        f"{r['steps']} steps of batch {r['batch_size']}. Parameters: {params} (only the learned "
-        f"table adds any). The validation loss is measured on the last 10 % of the text, "
-        f"which no run trains on.")
-    st.caption("These are the runs retrained in this session." if retrained else
-               "These are the shipped runs (assets/positional, made by "
-               "scripts/make_positional.py); retrain them below.")
+    params = ", ".join(f"{vp.kind_name(k)} {grouped(runs[k].card['params'])}" for k in KINDS)
+    st.markdown(_(
+        "The same small GPT ({layers} layers, d = {d}, {heads} heads, context N = {n} "
+        "characters) trained four times on the characters of {corpus}, once with each "
+        "positional option. Everything else is the same: the seed ({seed}: the same initial "
+        "weights wherever the shapes agree, the same batches in the same order) and {steps} "
+        "steps of batch {batch}. Parameters: {params} (only the learned table adds any). The "
+        "validation loss is measured on the last 10 % of the text, which no run trains on."
+        ).format(layers=c.n_layer, d=c.d_model, heads=c.n_head, n=n, corpus=r["corpus"],
+                 seed=r["seed"], steps=r["steps"], batch=r["batch_size"], params=params))
+    st.caption(_("These are the runs retrained in this session.") if retrained else
+               _("These are the shipped runs (assets/positional, made by "
+                 "scripts/make_positional.py); retrain them below."))
     chart(vp.val_curves_figure(curves(runs), runs["learned"].card["unigram_loss"]),
           key="pc_curves")
     long = long_losses(runs)
     length = len(next(iter(long.values())))
-    st.markdown(f"#### Past the training context: texts of {length // n} × N")
-    st.markdown(
-        f"Each run reads {runs['learned'].card['long']['texts']} texts of {length} characters "
-        "from the validation part. The page reads them as each model can:\n"
-        f"- **learned**: its table has rows 0 to {n - 1} only. Past that, each prediction "
-        f"sees only the last {n} characters, placed at positions 0 to {n - 1}: what the "
-        "generator does (it crops, and recomputes the window at every step).\n"
+    st.markdown("#### " + _("Past the training context: texts of {k} × N").format(
+        k=length // n))
+    st.markdown(_(
+        "Each run reads {texts} texts of {length} characters from the validation part. The "
+        "page reads them as each model can:\n"
+        "- **learned**: its table has rows 0 to {last} only. Past that, each prediction sees "
+        "only the last {n} characters, placed at positions 0 to {last}: what the generator "
+        "does (it crops, and recomputes the window at every step).\n"
         "- **sinusoidal**: cropped the same way (solid), and the whole text in one pass "
-        f"(dotted) with the formula's rows {n}, {n + 1}, … that the model never saw.\n"
+        "(dotted) with the formula's rows {n}, {next}, … that the model never saw.\n"
         "- **none**: no table to run out of. Cropped (solid, what the generator does) and the "
         "whole text in one pass (dotted), attention over every earlier character.\n"
-        f"- **RoPE**: the whole text in one pass, each layer attending to the last {n} keys "
+        "- **RoPE**: the whole text in one pass, each layer attending to the last {n} keys "
         "(a sliding window): what its generator does with its rolling KV cache.\n\n"
-        f"Every reading is causal, so the first {2 * n} positions are also the losses on "
-        f"texts of 2N = {2 * n} characters.")
+        "Every reading is causal, so the first {two_n} positions are also the losses on "
+        "texts of 2N = {two_n} characters.").format(
+        texts=runs["learned"].card["long"]["texts"], length=length, last=n - 1, n=n,
+        next=n + 1, two_n=2 * n))
     labels = {key: scheme_label(*key) for key in long}
     chart(vp.long_losses_figure(long, labels, n), key="pc_long")
     df = summary(runs, n)
-    st.dataframe(df, hide_index=True, width="stretch", column_config={
+    shown = df.assign(**{c: df[c].map(_) for c in ("encoding", "long texts read")})
+    dataframe(shown, hide_index=True, width="stretch", column_config={
         k: st.column_config.NumberColumn(format="%.3f") for k in df.columns[2:-1]})
     left, right = st.columns(2)
     with left:
-        csv_download(df, "positional-compare-summary.csv", "Download the table as CSV")
+        csv_download(df, "positional-compare-summary.csv", _("Download the table as CSV"))
     with right:
-        per = pd.DataFrame({"position": range(length), **{labels[k]: v for k, v in long.items()}})
+        per = pd.DataFrame({"position": range(length),
+                            **{scheme_label(*k, english=True): v for k, v in long.items()}})
         csv_download(per, "positional-compare-per-position.csv",
-                     "Download the loss per position as CSV")
-    st.markdown("#### What the figures show")
+                     _("Download the loss per position as CSV"))
+    st.markdown("#### " + _("What the figures show"))
     st.markdown(" ".join(findings(runs, n)))

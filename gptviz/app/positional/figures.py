@@ -16,22 +16,23 @@ from gptviz.app.shared.heatmaps import (
     title_room,
 )
 from gptviz.app.speedups.svgplot import Series, SvgChart, line_chart
+from gptviz.i18n import _, number
 
 CURVES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
-def pe_heatmap(P, title: str = "PE: positions × dimensions", what: str = "PE") -> go.Figure:
+def pe_heatmap(P, title: str | None = None, what: str = "PE") -> go.Figure:
     """The (N, d) table, position i down, dimension across, over ±r of ``clipped_range``.
 
     >>> pe_heatmap(np.zeros((4, 2))).data[0].z.shape
     (4, 2)
     """
-    return clip_colours(heatmap(P, None, None, kind="signed", title=title,
-                                x_title="dimension", y_title="position i"), P, what)
+    return clip_colours(heatmap(P, None, None, kind="signed",
+                                title=title or _("PE: positions × dimensions"),
+                                x_title=_("dimension"), y_title=_("position i")), P, what)
 
 
-def pe_curves(P, dims: Sequence[int], title: str = "chosen dimensions along the positions"
-              ) -> SvgChart:
+def pe_curves(P, dims: Sequence[int], title: str | None = None) -> SvgChart:
     """Column ``dim`` of PE against the position, one line per chosen dimension (an inline
     SVG chart: the page's other figures are heatmaps on a canvas, so it loads no chart
     library).
@@ -47,11 +48,13 @@ def pe_curves(P, dims: Sequence[int], title: str = "chosen dimensions along the 
     if bad:
         raise ValueError(f"dimension(s) {bad} out of range: PE has {p.shape[1]} dimensions.")
     i = list(range(p.shape[0]))
-    series = [Series(f"dim {d}", "line", i, p[:, d].tolist(), colour=CURVES[k % len(CURVES)],
-                     hover=[f"dim {d}, i = {n}: {v:.3f}" for n, v in enumerate(p[:, d])])
+    dim, at = _("dim {d}"), _("dim {d}, i = {n}: {v}")
+    series = [Series(dim.format(d=d), "line", i, p[:, d].tolist(), colour=CURVES[k % len(CURVES)],
+                     hover=[at.format(d=d, n=n, v=number(float(v), 3))
+                            for n, v in enumerate(p[:, d])])
               for k, d in enumerate(dims)]
-    return line_chart(series, title=title, x_title="position i", y_title="PE[i, dim]",
-                      height=380)
+    return line_chart(series, title=title or _("chosen dimensions along the positions"),
+                      x_title=_("position i"), y_title=_("PE[i, dim]"), height=380)
 
 
 PLOT_PX = 900  # the curves' plot width in a page column (a 1280 px window)
@@ -82,7 +85,7 @@ def readable_positions(P, dims: Sequence[int], plot_px: int = PLOT_PX,
     return max(min(16, n), best)
 
 
-def pe_similarity_heatmap(S, title: str = "position similarity PE · PEᵀ") -> go.Figure:
+def pe_similarity_heatmap(S, title: str | None = None) -> go.Figure:
     """S (N, N): S[i, j] = PE_i · PE_j; for sinusoids it depends only on |i − j|
     (``gptviz.analysis.positions.sinusoidal_shift_check``). Red above 0, blue below (learned
     positions can point apart), over ±r of ``clipped_range``.
@@ -92,8 +95,9 @@ def pe_similarity_heatmap(S, title: str = "position similarity PE · PEᵀ") -> 
     >>> t.zmin, t.zmax, t.zmid
     (-1.0, 1.0, 0.0)
     """
-    return clip_colours(heatmap(S, None, None, kind="signed", title=title,
-                                x_title="position j", y_title="position i"), S, "P Pᵀ")
+    return clip_colours(heatmap(S, None, None, kind="signed",
+                                title=title or _("position similarity PE · PEᵀ"),
+                                x_title=_("position j"), y_title=_("position i")), S, "P Pᵀ")
 
 
 def x_plus_pe_figure(X, PE, tokens: Sequence[str]) -> go.Figure:
@@ -105,7 +109,7 @@ def x_plus_pe_figure(X, PE, tokens: Sequence[str]) -> go.Figure:
     """
     x, pe = as_float32(X), as_float32(PE)  # (T, d), (T, d)
     return matrix_panels({"E[ids]": x, "PE": pe, "X = E[ids] + PE": x + pe}, None, tokens,
-                         kind="signed", title="what the first block receives")
+                         kind="signed", title=_("what the first block receives"))
 
 
 def rope_angle_heatmap(angles, wrapped: bool) -> go.Figure:
@@ -115,9 +119,10 @@ def rope_angle_heatmap(angles, wrapped: bool) -> go.Figure:
     (3, 2)
     """
     a = np.mod(angles, 2 * np.pi) if wrapped else np.asarray(angles)  # (N, d_k/2)
-    what = "p·θ_m mod 2π" if wrapped else "p·θ_m (radians)"
-    fig = heatmap(a, None, None, kind="seq", title=f"RoPE angles {what}",
-                  x_title="pair m (dimensions 2m, 2m+1 of q and k)", y_title="position p")
+    title = _("RoPE angles p·θ_m mod 2π") if wrapped else _("RoPE angles p·θ_m (radians)")
+    fig = heatmap(a, None, None, kind="seq", title=title,
+                  x_title=_("pair m (dimensions 2m, 2m+1 of q and k)"),
+                  y_title=_("position p"))
     return title_room(fig)
 
 
@@ -136,14 +141,17 @@ def val_curves_figure(curves: Mapping[str, tuple[Sequence[int], Sequence[float]]
     fig = go.Figure([go.Scatter(
         x=np.asarray(steps), y=np.asarray(losses, np.float64), mode="lines+markers",
         name=kind_name(kind), line=dict(color=KIND_COLOURS.get(kind)),
-        hovertemplate=f"{kind_name(kind)}, step %{{x}}: %{{y:.4f}}<extra></extra>")
+        hovertemplate=_("{name}, step %{{x}}: %{{y:.4f}}").format(name=kind_name(kind))
+        + "<extra></extra>")
         for kind, (steps, losses) in curves.items()])
     if baseline is not None:
         fig.add_hline(y=baseline, line=dict(color="#555", dash="dot", width=1),
-                      annotation_text=f"character frequencies alone: {baseline:.3f}",
+                      annotation_text=_("character frequencies alone: {loss}").format(
+                          loss=number(baseline, 3)),
                       annotation_position="top right")
-    fig.update_layout(title="Validation loss while training (same data, seed and steps)",
-                      xaxis_title="optimizer step", yaxis_title="validation loss (nats/char)",
+    fig.update_layout(title=_("Validation loss while training (same data, seed and steps)"),
+                      xaxis_title=_("optimizer step"),
+                      yaxis_title=_("validation loss (nats/char)"),
                       margin=dict(l=10, r=10, t=80, b=10))
     return legend_on_top(fig)
 
@@ -164,14 +172,16 @@ def long_losses_figure(losses: Mapping[tuple[str, str], Sequence[float]],
             x=np.arange(len(y)), y=y, mode="lines", name=labels[kind, scheme],
             line=dict(color=KIND_COLOURS.get(kind), dash="solid" if scheme == "crop" or
                       kind == "rope" else "dot", width=2),
-            hovertemplate=f"{labels[kind, scheme]}<br>position %{{x}}: %{{y:.3f}}<extra></extra>"))
+            hovertemplate=f"{labels[kind, scheme]}<br>"
+            + _("position %{x}: %{y:.3f}") + "<extra></extra>"))
     for x, text in ((n_ctx, "N"), (2 * n_ctx, "2N")):
         fig.add_vline(x=x - 0.5, line=dict(color="#555", dash="dash", width=1),
                       annotation_text=text, annotation_position="bottom right")
-    fig.update_layout(title=f"Loss at each position of texts {len(y)} characters long "
-                            f"(trained on N = {n_ctx})",
-                      xaxis_title="position t (predicting character t + 1)",
-                      yaxis_title="mean loss (nats/char)", margin=dict(l=10, r=10, t=110, b=10),
+    fig.update_layout(title=_("Loss at each position of texts {n} characters long (trained on "
+                              "N = {n_ctx})").format(n=len(y), n_ctx=n_ctx),
+                      xaxis_title=_("position t (predicting character t + 1)"),
+                      yaxis_title=_("mean loss (nats/char)"),
+                      margin=dict(l=10, r=10, t=110, b=10),
                       height=480)
     return legend_on_top(fig)
 
@@ -182,4 +192,4 @@ def kind_name(kind: str) -> str:
     >>> kind_name("rope"), kind_name("none")
     ('RoPE', 'none')
     """
-    return {"rope": "RoPE"}.get(kind, kind)
+    return {"rope": "RoPE"}.get(kind) or _(kind)  # N_: describe.POSITIONALS

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gptviz.app.shared.tex import num, tex_text, vector
+from gptviz.app.shared.tex import between, num, tex_text, vector, words
+from gptviz.i18n import _
 
 
 def sinusoid_point(i: int, dim: int, d: int, value: float) -> str:
@@ -35,9 +36,10 @@ def x_plus_pe_formula(token: str, i: int, e_row: Sequence[float], p_row: Sequenc
     True
     """
     e, p = np.asarray(e_row, np.float64), np.asarray(p_row, np.float64)
-    name = {"learned": r"P_{i,:}\ \text{(learned)}", "sinusoidal": r"\text{sinusoidal } p_i",
-            "none": r"0\ \text{(no positions)}",
-            "rope": r"0\ \text{(RoPE turns } q \text{ and } k \text{ instead)}"}[positional]
+    name = {"learned": r"P_{i,:}\ " + words(_("(learned)")),
+            "sinusoidal": words(_("sinusoidal")) + r"\ p_i",
+            "none": r"0\ " + words(_("(no positions)")),
+            "rope": r"0\ " + words(_("(RoPE turns q and k instead)"))}[positional]
     return (r"\begin{aligned}"
             rf"x_{{{i}}} &= E[{tex_text(token, 16)}] + p_{{{i}}},\qquad p_i = {name} \\"
             rf"&= {vector(e)} + {vector(p)} \\"
@@ -61,11 +63,12 @@ def shift_identity(i: int, j: int, d: int, lhs: float, rhs: float, max_dev: floa
         rf" + \cos(\omega_k i)\cos(\omega_k j)\big){lone} \\"
         rf"&= \sum_{{k=0}}^{{{last}}} \cos\big(\omega_k (i - j)\big){lone},\qquad "
         rf"\omega_k = 10000^{{-2k/d}},\ d = {d} \\"
-        rf"PE_{{{i}}} \cdot PE_{{{j}}} &= {lhs:.6f},\qquad "
-        rf"\sum_{{k=0}}^{{{last}}} \cos\big(\omega_k \cdot ({i - j})\big) = {rhs:.6f} \\"
+        rf"PE_{{{i}}} \cdot PE_{{{j}}} &= {num(lhs, 6, sci=False)},\qquad "
+        rf"\sum_{{k=0}}^{{{last}}} \cos\big(\omega_k \cdot ({i - j})\big) = "
+        rf"{num(rhs, 6, sci=False)} \\"
         rf"\max_{{i,j}}\Big|PE_i \cdot PE_j - \sum_k \cos\big(\omega_k (i - j)\big)\Big| &= "
-        rf"{num(max_dev, 3)}\quad \text{{(float64, all pairs)}}"
-        r"\end{aligned}"
+        rf"{num(max_dev, 3)}\quad " + words(_("(float64, all pairs)"))
+        + r"\end{aligned}"
     )
 
 
@@ -91,15 +94,16 @@ def rope_pair(token: str, p: int, q: Sequence[float], q_rot: Sequence[float]) ->
     >>> "&= (0.540,\\ 0.841)" in rope_pair("a", 1, [1.0, 0.0], [0.5403, 0.8414])
     True
     """
-    c, s = float(np.cos(p)), float(np.sin(p))
+    c, s, sep = float(np.cos(p)), float(np.sin(p)), between()
     return (
         r"\begin{aligned}"
-        rf"&\text{{position {p}: }} {tex_text(token, 16)},\qquad \theta_0 = 10000^0 = 1 \\"
+        rf"&{words(_('position {p}:').format(p=p))}\ {tex_text(token, 16)},\qquad "
+        r"\theta_0 = 10000^0 = 1 \\"
         rf"(q'_{{{p},0}},\ q'_{{{p},1}}) &= (q_{{{p},0}} \cos {p}\theta_0 - q_{{{p},1}} "
         rf"\sin {p}\theta_0,\ \ q_{{{p},0}} \sin {p}\theta_0 + q_{{{p},1}} \cos {p}\theta_0) \\"
-        rf"&= ({num(q[0])} \cdot ({num(c)}) - ({num(q[1])}) \cdot ({num(s)}),\ \ "
+        rf"&= ({num(q[0])} \cdot ({num(c)}) - ({num(q[1])}) \cdot ({num(s)}){sep}\ "
         rf"{num(q[0])} \cdot ({num(s)}) + ({num(q[1])}) \cdot ({num(c)})) \\"
-        rf"&= ({num(q_rot[0])},\ {num(q_rot[1])})"
+        rf"&= ({num(q_rot[0])}{sep}{num(q_rot[1])})"
         r"\end{aligned}"
     )
 
@@ -121,10 +125,11 @@ def rope_relative(i: int, j: int, d_head: int, lhs: float, rhs: float, max_dev: 
         r"a_m &= q_{2m}k_{2m} + q_{2m+1}k_{2m+1},\qquad b_m = q_{2m}k_{2m+1} - q_{2m+1}k_{2m}"
         r" \\"
         rf"\theta_m &= 10000^{{-2m/d_k}},\qquad d_k = {d_head} \\"
-        rf"(R_{{{i}}} q)\cdot(R_{{{j}}} k) &= {lhs:.6f},\qquad \sum_m \big[a_m "
-        rf"\cos(\theta_m \cdot {i - j}) + b_m \sin(\theta_m \cdot {i - j})\big] = {rhs:.6f}"
+        rf"(R_{{{i}}} q)\cdot(R_{{{j}}} k) &= {num(lhs, 6, sci=False)},\qquad \sum_m \big[a_m "
+        rf"\cos(\theta_m \cdot {i - j}) + b_m \sin(\theta_m \cdot {i - j})\big] = "
+        rf"{num(rhs, 6, sci=False)}"
         r" \\"
         r"\max_{i,j}\big|(R_i q)\cdot(R_j k) - \textstyle\sum_m[\dots](i - j)\big| &= "
-        rf"{num(max_dev, 3)}\quad \text{{(float64, all pairs)}}"
-        r"\end{aligned}"
+        rf"{num(max_dev, 3)}\quad " + words(_("(float64, all pairs)"))
+        + r"\end{aligned}"
     )

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 import numpy as np
 import streamlit as st
 import torch
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from gptviz.analysis import attention as am
 from gptviz.analysis import core as analysis
@@ -28,7 +27,9 @@ from gptviz.app.serving.memory import then_give_back
 from gptviz.app.serving.threads import one_thread
 from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.picker import Picked
+from gptviz.app.speedups.session import in_script_run
 from gptviz.checkpoints.folder import Checkpoint, freeze, initial_model, training_seed
+from gptviz.i18n import _, number
 from gptviz.model import GPT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name
@@ -57,7 +58,7 @@ _UNATTACHED = ByteLRU(SESSION_BYTES)  # outside a session's script run (a test, 
 
 def in_session() -> bool:
     """Whether this thread runs a session's script (session-scoped caches need one)."""
-    return get_script_run_ctx(suppress_warning=True) is not None
+    return in_script_run()  # the wing asks Streamlit (speedups.session)
 
 
 def _private() -> ByteLRU:
@@ -99,9 +100,11 @@ def once_per_model(message: str | Callable[[Checkpoint], str]
 
             if key in store:
                 return store.get_or_compute(key, compute)
-            text = message(picked.checkpoint) if callable(message) else message
-            where = "this server" if picked.bundled else "this session"
-            with st.spinner(f"{text}: once for {where}, then every view reuses it…",
+            text = message(picked.checkpoint) if callable(message) else _(message)  # N_
+            said = (_("{what}: once for this server, then every view reuses it…")
+                    if picked.bundled else
+                    _("{what}: once for this session, then every view reuses it…"))
+            with st.spinner(said.format(what=text),
                             show_time=True):
                 return store.get_or_compute(key, then_give_back(compute))
 
@@ -117,7 +120,8 @@ def once(key: tuple, message: str, compute: Callable[[], R]) -> R:
     store = _wide()
     if key in store:
         return store.get_or_compute(key, compute)
-    with st.spinner(f"{message}: once for this server, then every view reuses it…",
+    with st.spinner(_("{what}: once for this server, then every view reuses it…").format(
+                        what=message),
                     show_time=True):
         return store.get_or_compute(key, then_give_back(compute))
 
@@ -234,8 +238,8 @@ def _covering(picked: Picked, ids: tuple[int, ...], names: tuple[str, ...]
 PCA_AXES = 3  # the vocabulary's PCA keeps 3 axes; its 2-D view is the first two of them
 
 
-@once_per_model(lambda ckpt: f"Finding the principal axes of all {ckpt.config.vocab_size:,} "
-                             "rows of E")
+@once_per_model(lambda ckpt: _("Finding the principal axes of all {n} rows of E").format(
+    n=number(ckpt.config.vocab_size, 0, grouping=True)))
 def _vocab_pca(ckpt: Checkpoint) -> tuple[np.ndarray, np.ndarray]:
     E = ckpt.model.embed.weight.detach().float().numpy()  # (|V|, d): the weights, not a copy
     rows = analysis.ordinary_rows(ckpt.tokenizer.special_tokens, E.shape[0])
@@ -270,7 +274,8 @@ def ablation(picked: Picked, ids: Sequence[int], heads: Sequence[tuple[int, int]
                      tuple(sorted((int(ly), int(h)) for ly, h in heads)))
 
 
-@once_per_model(lambda ckpt: f"Writing out the {ckpt.config.vocab_size:,} vocabulary entries")
+@once_per_model(lambda ckpt: _("Writing out the {n} vocabulary entries").format(
+    n=number(ckpt.config.vocab_size, 0, grouping=True)))
 def vocab_labels(ckpt: Checkpoint) -> list[str]:
     """Every vocabulary entry as visible text, by id, e.g. ['\\x00', …, '·the', …]."""
     tok = ckpt.tokenizer

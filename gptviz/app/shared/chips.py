@@ -12,6 +12,7 @@ import unicodedata
 
 import pandas as pd
 
+from gptviz.i18n import N_, _, ngettext, number
 from gptviz.tokenizers.base import TokenInfo
 
 # Pastel fills, cycled by position so that neighbouring tokens always differ.
@@ -123,9 +124,11 @@ def token_chips_html(tokens: list[TokenInfo], text: str = "", max_tokens: int = 
     parts = [CHIP_CSS, '<div class="gv-chips">']
     for pos, tok in enumerate(tokens[:max_tokens]):
         source = text[tok.span[0]:tok.span[1]]
-        tip = (f"position {pos} · id {tok.id} · bytes [{hex_bytes(tok.bytes)}] · "
-               f"token {token_label(tok) if tok.partial else repr(tok.string)}"  # never "�"
-               + (f" · from {source!r}" if source != tok.string else ""))
+        tip = (_("position {pos} · id {id} · bytes [{bytes}] · token {token}").format(
+            pos=pos, id=tok.id, bytes=hex_bytes(tok.bytes),
+            token=token_label(tok) if tok.partial else repr(tok.string))  # never "�"
+            + (_(" · from {source}").format(source=repr(source)) if source != tok.string
+               else ""))
         parts.append(token_chip(tok, pos, tip, "partial" if tok.partial else ""))
         if "\n" in tok.string and not tok.special:
             parts.append('<span class="gv-break"></span>')
@@ -137,13 +140,13 @@ def token_table(tokens: list[TokenInfo], text: str) -> pd.DataFrame:
     """One row per token: position, id, token, bytes, character span, source text."""
     return pd.DataFrame({
         "position": range(len(tokens)),
-        "id": [t.id for t in tokens],
-        "token": [token_label(t) for t in tokens],
-        "bytes": [hex_bytes(t.bytes) for t in tokens],
-        "chars": [f"{t.span[0]}–{t.span[1]}" for t in tokens],
-        "source text": [visible(text[t.span[0]:t.span[1]]) for t in tokens],
-        "kind": ["unknown" if t.unknown else "special" if t.special else
-                 "partial UTF-8" if t.partial else "" for t in tokens],
+        N_("id"): [t.id for t in tokens],
+        N_("token"): [token_label(t) for t in tokens],
+        N_("bytes"): [hex_bytes(t.bytes) for t in tokens],
+        N_("chars"): [f"{t.span[0]}–{t.span[1]}" for t in tokens],
+        N_("source text"): [visible(text[t.span[0]:t.span[1]]) for t in tokens],
+        N_("kind"): [N_("unknown") if t.unknown else N_("special") if t.special else
+                     N_("partial UTF-8") if t.partial else "" for t in tokens],
     })
 
 
@@ -165,12 +168,12 @@ def merges_table(trace, id_to_bytes) -> pd.DataFrame:
         return show_bytes(id_to_bytes(idx))
 
     return pd.DataFrame({
-        "rank": [m.rank for m in trace],
-        "pair (ids)": [f"{m.pair[0]} + {m.pair[1]}" for m in trace],
-        "pair": [f"{show(m.pair[0])} + {show(m.pair[1])}" for m in trace],
-        "count": [m.count for m in trace],
-        "new id": [m.new_id for m in trace],
-        "new token": [show(m.new_id) for m in trace],
+        N_("rank"): [m.rank for m in trace],
+        N_("pair (ids)"): [f"{m.pair[0]} + {m.pair[1]}" for m in trace],
+        N_("pair"): [f"{show(m.pair[0])} + {show(m.pair[1])}" for m in trace],
+        N_("count"): [m.count for m in trace],
+        N_("new id"): [m.new_id for m in trace],
+        N_("new token"): [show(m.new_id) for m in trace],
     })
 
 
@@ -201,11 +204,14 @@ def prompt_chips_html(tokens: list[TokenInfo], text: str, dropped: int = 0,
     cut, kept = tokens[:dropped], tokens[dropped:]
     shown_cut = cut[-max(1, max_tokens // 4):]  # the cut tokens nearest the window
     skipped = len(cut) - len(shown_cut)
-    head = (f'<div class="gv-cut">… {skipped:,} earlier tokens not drawn</div>'
-            if skipped else "")
+    head = ('<div class="gv-cut">' + html.escape(ngettext(
+        "… {n} earlier token not drawn", "… {n} earlier tokens not drawn", skipped).format(
+            n=number(skipped, 0, grouping=True))) + "</div>" if skipped else "")
+    cut_line = _("✂ cut here: the {cut} tokens above do not fit the context window; the model "
+                 "reads the {kept} below (positions 0 to {last})").format(
+        cut=number(len(cut), 0, grouping=True), kept=number(len(kept), 0, grouping=True),
+        last=len(kept) - 1)
     return (CROP_CSS + head
             + f'<div class="gv-dropped">{token_chips_html(shown_cut, text, max_tokens)}</div>'
-            + f'<div class="gv-cut">✂ cut here: the {len(cut):,} tokens above do not fit the '
-            f"context window; the model reads the {len(kept):,} below (positions 0 to "
-            f"{len(kept) - 1})</div>"
+            + f'<div class="gv-cut">{html.escape(cut_line)}</div>'
             + token_chips_html(kept, text, max_tokens=max_tokens))

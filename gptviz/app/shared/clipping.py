@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from gptviz.app.shared.heatmaps import as_float32
+from gptviz.i18n import ngettext, number, separators
 
 # A cell this many times the 99th percentile of |values| stands out: a Gaussian matrix's
 # largest cell is ~1.6× it (4σ against 2.6σ) and a Laplace one's ~2.5×; a learned position
@@ -57,12 +58,20 @@ def clip_colours(fig: go.Figure, z, what: str) -> go.Figure:
         a = as_float32(z)
         i, j = np.unravel_index(int(np.nanargmax(np.abs(a))), a.shape)
         beyond = int((np.abs(a) > r).sum())
-        many = beyond > 1
-        note = (f"The colours of {what} stop at ±{r:.3g}, the 99th percentile of its "
-                f"|values|: {beyond:,} of its {a.size:,} cells {'go' if many else 'goes'} "
-                f"beyond, up to {a[i, j]:.3g} at row {i}, column {j}, and "
-                f"show{'' if many else 's'} the end colour{'s' if many else ''}. Hover "
-                "reads every value.").replace("-", "−")
+        dec = separators()[0]
+
+        def g3(x: float) -> str:  # 3 significant digits, "−" for minus, the reader's decimal
+            return f"{x:.3g}".replace("-", "−").replace(".", dec)
+
+        note = ngettext(
+            "The colours of {what} stop at ±{r}, the 99th percentile of its |values|: {n} of "
+            "its {size} cells goes beyond, up to {top} at row {i}, column {j}, and shows the "
+            "end colour. Hover reads every value.",
+            "The colours of {what} stop at ±{r}, the 99th percentile of its |values|: {n} of "
+            "its {size} cells go beyond, up to {top} at row {i}, column {j}, and show the "
+            "end colours. Hover reads every value.", beyond).format(
+            what=what, r=g3(r), n=number(beyond, 0, grouping=True),
+            size=number(a.size, 0, grouping=True), top=g3(float(a[i, j])), i=i, j=j)
         fig.update_layout(meta={"clip": note})
     return fig
 

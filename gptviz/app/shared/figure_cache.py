@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from gptviz import i18n
 from gptviz.app.serving.lru import ByteLRU
 from gptviz.app.shared.cache import in_session
 from gptviz.app.shared.picker import Picked
@@ -40,9 +41,10 @@ def _session_figures() -> ByteLRU:
 
 
 def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], Any]) -> Any:
-    """``build()`` once per (model, name, args): for figures that cost more to build than to
-    send (a plotly figure is only read by ``st.plotly_chart``, never changed, so one object
-    can be shared). ``args`` must hold everything the figure depends on.
+    """``build()`` once per (model, name, args, the reader's language): for figures that
+    cost more to build than to send (a plotly figure is only read by ``st.plotly_chart``,
+    never changed, so one object can be shared). ``args`` must hold everything else the
+    figure depends on; its titles and numbers are written in the language it is built in.
 
     >>> from gptviz.checkpoints.folder import Checkpoint
     >>> picked, build = Picked("tiny", Checkpoint(model, tokenizer), bundled=True), dict
@@ -50,4 +52,4 @@ def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], An
     True
     """
     store = _figures() if picked.bundled else _session_figures()
-    return store.get_or_compute((name, picked.cache_key, args), build)
+    return store.get_or_compute((name, picked.cache_key, i18n.current(), args), build)

@@ -15,8 +15,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from gptviz.app.shared.chips import Shown, visible
+from gptviz.i18n import N_, _, separators
 
-MASKED = "−∞ (masked)"
+MASKED = N_("−∞ (masked)")  # shown as _(MASKED)
 # kind -> (colour scale, fixed range or None); probabilities start at white = 0.
 SCALES = {"prob": ("Blues", (0.0, 1.0)), "signed": ("RdBu_r", None), "seq": ("Viridis", None)}
 BLANK = "#d4d4d4"  # what a masked (NaN) cell shows
@@ -83,9 +84,12 @@ def hover_text(z: np.ndarray, x: list[str], y: list[str], decimals: int = 3) -> 
     'q (0) → b (1)<br>−∞ (masked)'
     """
     text = np.empty(z.shape, dtype=object)
+    masked, dec = _(MASKED), separators()[0]  # the reader's words and decimal sign
     for i, row in enumerate(z):
         for j, v in enumerate(row):
-            value = MASKED if np.isneginf(v) else f"{v:.{decimals}f}"
+            value = masked if np.isneginf(v) else f"{v:.{decimals}f}"
+            if dec != "." and value is not masked:
+                value = value.replace(".", dec)
             text[i, j] = f"{y[i]} ({i}) → {x[j]} ({j})<br>{value}"
     return text
 
@@ -101,7 +105,7 @@ def hover_recipe(z: np.ndarray, x: list[str], y: list[str], decimals: int = 3) -
     """
     if np.isnan(z).any() or np.isposinf(z).any():
         return {}
-    return {"hover": {"x": list(x), "y": list(y), "decimals": decimals, "masked": MASKED}}
+    return {"hover": {"x": list(x), "y": list(y), "decimals": decimals, "masked": _(MASKED)}}
 
 
 def heatmap(z, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | None = None,
@@ -129,7 +133,7 @@ def heatmap(z, x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | 
                      hovertemplate="%{customdata}<extra></extra>", meta=hover_recipe(raw, x, y,
                                                                                      decimals))
     else:
-        trace.update(hovertemplate="row %{y}, col %{x}: %{z:.3f}<extra></extra>")
+        trace.update(hovertemplate=_("row %{y}, col %{x}: %{z:.3f}") + "<extra></extra>")
     fig = go.Figure(trace)
     fig.update_layout(title=title, plot_bgcolor=BLANK, height=height,
                       margin=dict(l=10, r=10, t=40 if title else 10, b=10))

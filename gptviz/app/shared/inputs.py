@@ -16,11 +16,11 @@ from typing import Any
 import streamlit as st
 
 from gptviz.app.shared.chips import prompt_chips_html, token_label
-from gptviz.app.shared.notes import agree, counted
 from gptviz.app.shared.presenter import Top
 from gptviz.app.shared.widgets import cap_text, linked_text_area, problem, set_linked_text
 from gptviz.app.speedups.choice import choose
 from gptviz.checkpoints.folder import Checkpoint
+from gptviz.i18n import _, ngettext, number
 from gptviz.model import GPTConfig
 from gptviz.tokenizers import TokenizerError
 from gptviz.tokenizers.base import TokenInfo
@@ -65,6 +65,11 @@ class Prompt:
         return [token_label(t) for t in self.tokens]
 
 
+def grouped(n: int) -> str:
+    """A count with its thousands grouped as the reader's language groups them."""
+    return number(n, 0, grouping=True)
+
+
 def page_tokens(config: GPTConfig) -> int:
     """How many tokens of a prompt the pages read: the context, at most PAGE_TOKENS.
 
@@ -84,11 +89,11 @@ def example_prompt(ckpt: Checkpoint) -> str:
 def prompt_input(ckpt: Checkpoint) -> str:
     """The prompt box (``?prompt=`` in the URL), starting on the model's example prompt."""
     example = example_prompt(ckpt)
-    text = linked_text_area("Prompt", "prompt", example, height=80,
-                            help="What the model reads; it is cut to the model's context "
-                                 "window. Ctrl+Enter applies.")
+    text = linked_text_area(_("Prompt"), "prompt", example, height=80,
+                            help=_("What the model reads; it is cut to the model's context "
+                                   "window. Ctrl+Enter applies."))
     if text != example:
-        st.button("Use this model's example prompt", icon=":material/restart_alt:",
+        st.button(_("Use this model's example prompt"), icon=":material/restart_alt:",
                   on_click=set_linked_text, args=("prompt", example), type="tertiary")
     return text
 
@@ -101,21 +106,21 @@ def encode(ckpt: Checkpoint, text: str, chips_in: Any = None) -> Prompt | None:
     """
     text = cap_text(text)
     if not text:
-        st.info("The prompt is empty: type some text above (or use the example prompt) to see "
-                "the model at work.", icon=":material/edit_note:")
+        st.info(_("The prompt is empty: type some text above (or use the example prompt) to "
+                  "see the model at work."), icon=":material/edit_note:")
         return None
     try:
         tokens = ckpt.tokenizer.tokens(text)
     except TokenizerError as exc:
-        problem(f"This model's tokenizer cannot read the prompt: {exc}")
+        problem(_("This model's tokenizer cannot read the prompt: {error}").format(error=exc))
         return None
     if not tokens:  # e.g. blanks, for a tokenizer that drops them
-        st.info("The prompt gives no tokens: type some text above (or use the example "
-                "prompt) to see the model at work.", icon=":material/edit_note:")
+        st.info(_("The prompt gives no tokens: type some text above (or use the example "
+                  "prompt) to see the model at work."), icon=":material/edit_note:")
         return None
     if not text.strip():  # spaces and line breaks are tokens too, as on the Generation page
-        st.info("The prompt is only spaces and line breaks. They are tokens like any other "
-                "(shown as · and ↵), so the model reads them; type some text to see more.",
+        st.info(_("The prompt is only spaces and line breaks. They are tokens like any other "
+                  "(shown as · and ↵), so the model reads them; type some text to see more."),
                 icon=":material/space_bar:")
     prompt = Prompt(text, tokens, max(0, len(tokens) - page_tokens(ckpt.config)))
     (chips_in or st).html(prompt_chips_html(tokens, text, prompt.dropped))
@@ -128,7 +133,7 @@ def prompt_or_stop(ckpt: Checkpoint, top: Top | None = None) -> Prompt:
     In presenter mode the box and its tokens fold into a "Prompt" popover of the title row
     (``top``); a message about the prompt still shows on the page."""
     if top is not None and top.presenter:
-        with top.row.popover("Prompt", icon=":material/edit:"):
+        with top.row.popover(_("Prompt"), icon=":material/edit:"):
             text = prompt_input(ckpt)
             chips = st.container()
         prompt = encode(ckpt, text, chips_in=chips)
@@ -142,66 +147,79 @@ def prompt_or_stop(ckpt: Checkpoint, top: Top | None = None) -> Prompt:
 def _notes(prompt: Prompt, ckpt: Checkpoint) -> None:
     n_ctx, reads = ckpt.config.context_length, page_tokens(ckpt.config)
     if prompt.dropped and reads < n_ctx:
-        st.warning(f"The prompt has {len(prompt.all_tokens):,} tokens; the pages read its last "
-                   f"{reads}: the first {prompt.dropped:,} are cut (faded above). This model "
-                   f"could read {n_ctx:,} (its context window), but every page runs the model "
-                   "on the whole prompt for every visitor and keeps its attention maps, which "
-                   f"grow with the square of the length: {n_ctx:,} tokens would take "
-                   f"{(n_ctx / reads) ** 2:.0f} times the memory of {reads}. The Generation "
-                   "page reads up to the full window.",
-                   icon=":material/content_cut:")
+        st.warning(_("The prompt has {n} tokens; the pages read its last {reads}: the first "
+                     "{cut} are cut (faded above). This model could read {n_ctx} (its context "
+                     "window), but every page runs the model on the whole prompt for every "
+                     "visitor and keeps its attention maps, which grow with the square of the "
+                     "length: {n_ctx} tokens would take {times} times the memory of {reads}. "
+                     "The Generation page reads up to the full window.").format(
+            n=grouped(len(prompt.all_tokens)), reads=reads, cut=grouped(prompt.dropped),
+            n_ctx=grouped(n_ctx), times=number((n_ctx / reads) ** 2, 0)),
+            icon=":material/content_cut:")
     elif prompt.dropped:
-        how = ("generation slides its window the same way, keeping the rotated keys it "
-               "already cached" if ckpt.config.rope
-               else "as generation would cut them")
-        st.warning(f"The prompt has {len(prompt.all_tokens):,} tokens but the model reads at "
-                   f"most N = {n_ctx} (its context window): the first {prompt.dropped:,} are "
-                   f"cut, {how} (faded above).", icon=":material/content_cut:")
+        how = (_("The prompt has {n} tokens but the model reads at most N = {n_ctx} (its "
+                 "context window): the first {cut} are cut; generation slides its window the "
+                 "same way, keeping the rotated keys it already cached (faded above).")
+               if ckpt.config.rope else
+               _("The prompt has {n} tokens but the model reads at most N = {n_ctx} (its "
+                 "context window): the first {cut} are cut, as generation would cut them "
+                 "(faded above)."))
+        st.warning(how.format(n=grouped(len(prompt.all_tokens)), n_ctx=n_ctx,
+                              cut=grouped(prompt.dropped)), icon=":material/content_cut:")
     unknown = sum(t.unknown for t in prompt.tokens)
     if unknown:
-        st.warning(f"{counted(unknown, 'piece')} of the prompt {agree(unknown, 'is', 'are')} "
-                   f"not in this model's vocabulary and became {UNK} (red chips); the model "
-                   "learned little about that id. "
-                   "Try the example prompt.", icon=":material/help:")
+        st.warning(ngettext(
+            "{n} piece of the prompt is not in this model's vocabulary and became {unk} (red "
+            "chips); the model learned little about that id. Try the example prompt.",
+            "{n} pieces of the prompt are not in this model's vocabulary and became {unk} (red "
+            "chips); the model learned little about that id. Try the example prompt.",
+            unknown).format(n=grouped(unknown), unk=UNK), icon=":material/help:")
     if "<|" in prompt.text and "|>" in prompt.text:
-        specials = ", ".join(sorted(ckpt.tokenizer.special_tokens)) or "none"
-        st.info("The prompt contains text that looks like a special token (<|…|>). Typed text "
-                "is always read as ordinary characters here, so it is several tokens, not one "
-                f"special id (this model's specials: {specials}).", icon=":material/info:")
+        specials = ", ".join(sorted(ckpt.tokenizer.special_tokens)) or _("none")
+        st.info(_("The prompt contains text that looks like a special token (<|…|>). Typed "
+                  "text is always read as ordinary characters here, so it is several tokens, "
+                  "not one special id (this model's specials: {specials}).").format(
+            specials=specials), icon=":material/info:")
 
 
 PILLS_UP_TO = 8  # choices that fit half the page as pills; more get a slider (GPT-2: 12)
 
 
-def _bound_choice(label: str, key: str, n: int, help: str) -> int:
+def _bound_choice(label: str, key: str, n: int, help: str, refused: str) -> int:
     """Pills 0 .. n-1 (a slider past ``PILLS_UP_TO``, so every label stays readable) bound
-    to ``?key=``; an invalid URL value gets a message, not a crash."""
+    to ``?key=``; an invalid URL value gets the message ``refused`` (``{raw}``, ``{last}``,
+    ``{value}``), not a crash."""
     raw = st.query_params.get(key)
     common = dict(format_func=str, key=key, bind="query-params", persist_state="session",
                   help=help)
     if n <= PILLS_UP_TO:
         value = st.segmented_control(label, list(range(n)), default=0, required=True, **common)
     else:
-        value = st.select_slider(f"{label} (0 to {n - 1})", list(range(n)), value=0, **common)
+        value = st.select_slider(_("{label} (0 to {last})").format(label=label, last=n - 1),
+                                 list(range(n)), value=0, **common)
     value = 0 if value is None else int(value)
     # The bound widget writes its own value into the URL: after a switch to a model with
     # fewer layers that value is still there, and no link asked for it (say nothing then).
     own, st.session_state[f"{key}@url"] = st.session_state.get(f"{key}@url"), str(value)
     if raw is not None and raw != str(value) and raw != own:
-        st.warning(f"The link asks for {key} “{raw}”, but this model's {key}s are numbered "
-                   f"0 to {n - 1}; showing {key} {value} instead.", icon=":material/link_off:")
+        st.warning(refused.format(raw=raw, last=n - 1, value=value),
+                   icon=":material/link_off:")
     return value
 
 
 def layer_input(n_layer: int) -> int:
     """The layer pills (``?layer=``)."""
-    return _bound_choice("Layer", "layer", n_layer,
-                         "Blocks are numbered from 0 (the one that reads the embeddings).")
+    return _bound_choice(_("Layer"), "layer", n_layer,
+                         _("Blocks are numbered from 0 (the one that reads the embeddings)."),
+                         _("The link asks for layer “{raw}”, but this model's layers are "
+                           "numbered 0 to {last}; showing layer {value} instead."))
 
 
 def head_input(n_head: int) -> int:
     """The head pills (``?head=``)."""
-    return _bound_choice("Head", "head", n_head, "Each head has its own W_Q, W_K, W_V.")
+    return _bound_choice(_("Head"), "head", n_head, _("Each head has its own W_Q, W_K, W_V."),
+                         _("The link asks for head “{raw}”, but this model's heads are "
+                           "numbered 0 to {last}; showing head {value} instead."))
 
 
 def layer_and_head(n_layer: int, n_head: int) -> tuple[int, int]:
@@ -229,7 +247,7 @@ def fresh_choice(key: str, options: Sequence[Any], default: Any, made_on: Hashab
     state[stamp], state[kept] = made_on, state[key]
 
 
-def position_input(prompt: Prompt, label: str = "Token", key: str = "position",
+def position_input(prompt: Prompt, label: str | None = None, key: str = "position",
                    default_last: bool = True, container=st, upto: int | None = None) -> int:
     """A position of the (cropped) prompt, shown as 'i: token' in a ``choice`` box; not in
     the URL. Positions run to ``upto`` (default: the last token).
@@ -239,5 +257,5 @@ def position_input(prompt: Prompt, label: str = "Token", key: str = "position",
     """
     labels = prompt.labels
     n = len(labels) if upto is None else upto + 1
-    return choose(label, [f"{i}: {labels[i]}" for i in range(n)], n - 1 if default_last else 0,
-                  key, made_on=prompt.ids, container=container)
+    return choose(label or _("Token"), [f"{i}: {labels[i]}" for i in range(n)],
+                  n - 1 if default_last else 0, key, made_on=prompt.ids, container=container)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gptviz.i18n import _
+
 TRAINED_PREFIX = "trained-"  # the Training page names its models "trained-<corpus>-<tokenizer>"
 SESSION_TAG = " (this session)"  # the picker's label of a session's model, in its links too
 
@@ -37,19 +39,21 @@ def missing_model_note(wanted: str, shown: str, available: Sequence[str],
     'The link asks for the model “gpt-5”, and there is no model of that name here'
     """
     listed = ", ".join(available)
-    instead = f" Showing **{shown}** instead." if shown else ""
+    instead = " " + _("Showing **{shown}** instead.").format(shown=shown) if shown else ""
     if problem:
-        return (f"The link asks for the model “{wanted}”, which this server names but cannot "
-                f"load: {problem}{instead}")
-    upload = ("turn on *Upload a checkpoint* in the sidebar and upload its checkpoint zip "
-              "(the one the Training page's *Download … as a checkpoint zip* gave you)")
+        return _("The link asks for the model “{wanted}”, which this server names but cannot "
+                 "load: {problem}").format(wanted=wanted, problem=problem) + instead
     if wanted.startswith(TRAINED_PREFIX):
-        return (f"The link asks for the model “{wanted}”, a model trained on the Training page "
-                "in another browser session (or before the server restarted). A model you "
-                "train or upload lives only in the session that made it, so this one is not "
-                f"here. To get it back, {upload}, or train it again on the Training page."
-                f"{instead}")
-    return (f"The link asks for the model “{wanted}”, and there is no model of that name here. "
-            f"This server offers {listed}, and the models trained or uploaded in this browser "
-            f"session. If “{wanted}” is a model you trained or uploaded in another session, "
-            f"{upload}.{instead}")
+        return _("The link asks for the model “{wanted}”, a model trained on the Training page "
+                 "in another browser session (or before the server restarted). A model you "
+                 "train or upload lives only in the session that made it, so this one is not "
+                 "here. To get it back, turn on *Upload a checkpoint* in the sidebar and upload "
+                 "its checkpoint zip (the one the Training page's *Download … as a checkpoint "
+                 "zip* gave you), or train it again on the Training page.").format(
+            wanted=wanted) + instead
+    return _("The link asks for the model “{wanted}”, and there is no model of that name here. "
+             "This server offers {listed}, and the models trained or uploaded in this browser "
+             "session. If “{wanted}” is a model you trained or uploaded in another session, "
+             "turn on *Upload a checkpoint* in the sidebar and upload its checkpoint zip (the "
+             "one the Training page's *Download … as a checkpoint zip* gave you).").format(
+        wanted=wanted, listed=listed) + instead

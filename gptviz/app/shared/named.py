@@ -16,6 +16,7 @@ import streamlit as st
 from gptviz.app.serving.budget import Resident, named_model_budget
 from gptviz.checkpoints.folder import Checkpoint, CheckpointError, Limits, freeze, load_checkpoint
 from gptviz.checkpoints.model_dirs import FoundModel, find_models, hf_cache, named_dirs
+from gptviz.i18n import _, current, number
 
 
 def size_text(n_bytes: int) -> str:
@@ -24,7 +25,9 @@ def size_text(n_bytes: int) -> str:
     >>> size_text(497_759_232), size_text(1_421_000_000)
     ('498 MB', '1.42 GB')
     """
-    return f"{n_bytes / 1e9:.2f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:,.0f} MB"
+    if n_bytes >= 1e9:
+        return _("{n} GB").format(n=number(n_bytes / 1e9, 2))
+    return _("{n} MB").format(n=number(n_bytes / 1e6, 0, grouping=True))
 
 
 @st.cache_resource(show_spinner=False)
@@ -39,7 +42,8 @@ def _resident() -> Resident:
 
 @st.cache_resource(ttl=60, show_spinner=False)
 def _catalogue(dirs: tuple[tuple[str, str], ...], cache: str | None,
-               taken: tuple[str, ...]) -> dict[str, FoundModel]:
+               taken: tuple[str, ...], lang: str) -> dict[str, FoundModel]:
+    """The named models, with why each unusable one is (``problem``) said in ``lang``."""
     found = find_models([(Path(d), s) for d, s in dirs], Path(cache) if cache else None, taken)
     return {f.name: f for f in found}
 
@@ -49,10 +53,10 @@ def named_models(taken: tuple[str, ...]) -> dict[str, FoundModel]:
     named apart from ``taken`` (the bundled models)."""
     dirs = tuple((str(p), source) for p, source in named_dirs(sys.argv, os.environ))
     cache = hf_cache(os.environ)
-    return _catalogue(dirs, str(cache) if cache else None, taken)
+    return _catalogue(dirs, str(cache) if cache else None, taken, current())
 
 
-@st.cache_resource(show_spinner="Loading the model (once for the whole server)…")
+@st.cache_resource(show_spinner=False)  # load_named's spinner: in the reader's language
 def _load(path: str, max_params: int) -> Checkpoint:
     """A named model, shared by every session: never modify it."""
     ckpt = load_checkpoint(path, limits=Limits(params=max_params, bytes=8 * max_params))
@@ -65,9 +69,11 @@ def over_budget(found: FoundModel) -> str:
     budget = named_budget()
     if found.bytes <= budget:
         return ""
-    return (f"{found.name} has {found.params:,} parameters: {size_text(found.bytes)} as "
-            f"float32, more than the {size_text(budget)} this server gives the models it "
-            "names (set GPTVIZ_MODEL_MEMORY_MB to change that, if the machine has the memory).")
+    return _("{name} has {params} parameters: {size} as float32, more than the {budget} this "
+             "server gives the models it names (set GPTVIZ_MODEL_MEMORY_MB to change that, if "
+             "the machine has the memory).").format(
+        name=found.name, params=number(found.params, 0, grouping=True),
+        size=size_text(found.bytes), budget=size_text(budget))
 
 
 def load_named(found: FoundModel) -> Checkpoint:
@@ -79,7 +85,8 @@ def load_named(found: FoundModel) -> Checkpoint:
     for old in _resident().make_room(key, found.bytes):
         _load.clear(old, named_budget() // 4)
     try:
-        return _load(key, named_budget() // 4)
+        with st.spinner(_("Loading the model (once for the whole server)…")):
+            return _load(key, named_budget() // 4)
     except CheckpointError:  # the loader's one error, unreadable files included
         _resident().forget(key)
         raise
@@ -87,9 +94,12 @@ def load_named(found: FoundModel) -> Checkpoint:
 
 def label(found: FoundModel) -> str:
     """How the picker lists it, e.g. 'gpt2 · 124M params, 498 MB · --models'."""
-    head = f"{found.name} · {found.params / 1e6:,.1f}M params, {size_text(found.bytes)}"
+    head = _("{name} · {millions}M params, {size}").format(
+        name=found.name, millions=number(found.params / 1e6, 1, grouping=True),
+        size=size_text(found.bytes))
     if over_budget(found):
-        return f"{head} · too big for this server ({size_text(named_budget())})"
+        return head + " · " + _("too big for this server ({budget})").format(
+            budget=size_text(named_budget()))
     return f"{head} · {found.source}"
 
 
@@ -99,7 +109,8 @@ def named_list(named: dict[str, FoundModel]) -> None:
     if not named:
         return
     bad = sum(bool(f.problem) for f in named.values())
-    title = f"Models this server names ({len(named)}" + (f", {bad} unusable)" if bad else ")")
+    title = (_("Models this server names ({n}, {bad} unusable)") if bad
+             else _("Models this server names ({n})")).format(n=len(named), bad=bad)
     with st.sidebar.expander(title, icon=":material/warning:" if bad else ":material/folder:"):
         for f in named.values():
             if f.problem:

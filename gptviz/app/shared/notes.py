@@ -6,17 +6,23 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from gptviz.words import counted
+from gptviz.i18n import N_, _, ngettext, number
+from gptviz.words import counted  # noqa: F401 - agree's doctest, and pages' import
 
-INDEX_NOTE = (
+INDEX_NOTE = N_(
     "Positions and token ids count from 0, as in the code: the first token of the prompt is "
     "at position 0. The seeds write a prompt as $t_1 \\dots t_N$, so their $t_k$ is our "
     "position $k-1$, and their last token $t_N$ is our position $N-1$.")
 
 
+# card_facts' keys, in the catalog for the pages that show them as ``_(key)``
+CARD_FACTS = (N_("corpus"), N_("tokenizer"), N_("steps"), N_("kept step"), N_("trained in"),
+              N_("date"))
+
+
 def index_note() -> None:
     """Say once, on a page that shows positions or ids, that they count from 0."""
-    st.caption(INDEX_NOTE)
+    st.caption(_(INDEX_NOTE))
 
 
 def agree(n: int, one: str, many: str) -> str:
@@ -35,12 +41,15 @@ def duration(seconds: float) -> str:
     ('1 min 15 s', '10 s', '59 min 24 s')
     """
     seconds = round(seconds)
-    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
+    if seconds < 60:
+        return _("{s} s").format(s=seconds)
+    return _("{m} min {s} s").format(m=seconds // 60, s=f"{seconds % 60:02d}")
 
 
 def card_facts(card: dict) -> dict[str, str]:
     """How a model was made, as a reader wants it: the card's corpus, tokenizer, steps, the
     step kept, the training time in minutes and seconds and the date to the minute (UTC).
+    The keys are English (``N_``): a page shows ``_(key)``.
 
     >>> card_facts({"corpus": "a.txt", "steps": 800, "wall_time_s": 3563.8,
     ...             "date": "2026-11-23T21:31:39+00:00"})
@@ -50,10 +59,11 @@ def card_facts(card: dict) -> dict[str, str]:
     for key in ("corpus", "tokenizer", "steps", "kept_step"):
         if key in card:
             v = card[key]
-            out[key.replace("_", " ")] = f"{v:,}" if isinstance(v, int) else str(v)
+            out[key.replace("_", " ")] = number(v, 0, grouping=True) if isinstance(v, int) \
+                else str(v)
     seconds = card.get("wall_time_s")
     if isinstance(seconds, (int, float)):
-        out["trained in"] = duration(seconds)
+        out[N_("trained in")] = duration(seconds)
     date = card.get("date")
     if isinstance(date, str):
         try:
@@ -85,9 +95,15 @@ def held_out_line(card: dict) -> str:
         tokens, chars = held.get("tokens"), held.get("chars")
         if all(isinstance(v, (int, float)) for v in (per_token, per_char)):
             if isinstance(tokens, int) and isinstance(chars, int):
-                return (f"held-out loss {per_token:.3f} nats per predicted token (over "
-                        f"{counted(tokens, 'token')}) = {per_char:.3f} nats per character "
-                        f"({counted(chars, 'character')})")
-            return f"held-out loss {per_token:.3f} nats/token = {per_char:.3f} nats/char"
+                return _("held-out loss {per_token} nats per predicted token (over {tokens}) = "
+                         "{per_char} nats per character ({chars})").format(
+                    per_token=number(per_token, 3), per_char=number(per_char, 3),
+                    tokens=ngettext("{n} token", "{n} tokens", tokens).format(
+                        n=number(tokens, 0, grouping=True)),
+                    chars=ngettext("{n} character", "{n} characters", chars).format(
+                        n=number(chars, 0, grouping=True)))
+            return _("held-out loss {per_token} nats/token = {per_char} nats/char").format(
+                per_token=number(per_token, 3), per_char=number(per_char, 3))
     val = card.get("final_val_loss")
-    return f"validation loss {val:.3f}" if isinstance(val, (int, float)) else ""
+    return _("validation loss {val}").format(val=number(val, 3)) \
+        if isinstance(val, (int, float)) else ""

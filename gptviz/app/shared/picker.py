@@ -19,9 +19,9 @@ import streamlit as st
 
 from gptviz.app.serving.budget import ModelBudget, Shelf, model_bytes
 from gptviz.app.serving.memory import give_back
+from gptviz.app.shared.describe import describe, induction_line  # noqa: F401 - pages' import
 from gptviz.app.shared.missing_model import SESSION_TAG, asked_name, missing_model_note
 from gptviz.app.shared.named import label, load_named, named_list, named_models
-from gptviz.app.shared.notes import held_out_line
 from gptviz.app.shared.presenter import presenting
 from gptviz.checkpoints.folder import (
     DEFAULT_MODEL,
@@ -34,6 +34,7 @@ from gptviz.checkpoints.folder import (
     load_checkpoint,
     load_checkpoint_zip,
 )
+from gptviz.i18n import _, current, number
 from gptviz.train.plan import TrainingCaps
 
 SESSION_MODELS = "gptviz_session_models"  # st.session_state key: a Shelf, name -> Checkpoint
@@ -77,17 +78,43 @@ def _freeze(ckpt: Checkpoint) -> Checkpoint:
     return ckpt
 
 
-@st.cache_resource(show_spinner="Loading the model…")
 def load_bundled(name: str) -> Checkpoint:
     """A bundled checkpoint, shared by every session: never modify it."""
+    with st.spinner(_("Loading the model…")):
+        return _load_bundled(name)
+
+
+@st.cache_resource(show_spinner=False)  # load_bundled's spinner: in the reader's language
+def _load_bundled(name: str) -> Checkpoint:
     folder = bundled_models().get(name)
     if folder is None:
-        raise CheckpointError(f"there is no bundled model named {name!r} in {MODELS_DIR}.")
+        raise CheckpointError(_("there is no bundled model named {name} in {folder}.").format(
+            name=repr(name), folder=MODELS_DIR))
     return _freeze(load_checkpoint(folder))
 
 
-@st.cache_resource(show_spinner=False)
 def bundled_status() -> tuple[list[str], dict[str, str]]:
+    """``_bundled_status``, each broken model's message in the reader's language."""
+    good, broken = _bundled_status()
+    return good, (_broken_bundled(tuple(broken), current()) if broken else {})
+
+
+@st.cache_resource(show_spinner=False)
+def _broken_bundled(names: tuple[str, ...], lang: str) -> dict[str, str]:
+    """Why each broken bundled model does not load, said in ``lang`` (loaded again: the
+    loader writes its message in the language being served)."""
+    out = {}
+    for name in names:
+        folder = bundled_models().get(name)
+        try:
+            load_checkpoint(folder)
+        except CheckpointError as exc:
+            out[name] = f"{Path(folder).name}: {exc}"
+    return out
+
+
+@st.cache_resource(show_spinner=False)
+def _bundled_status() -> tuple[list[str], dict[str, str]]:
     """Names of the bundled models that load, default first, and a message per broken one.
     Each is loaded to find out; only the default one is kept (every page opens on it): the
     others are dropped at once, and ``load_bundled`` loads one again when it is chosen
@@ -133,9 +160,10 @@ def add_session_model(name: str, ckpt: Checkpoint, origin: str = "trained") -> s
     while name in models or name in bundled_models() or name in named_models(
             tuple(bundled_models())):
         name, k = f"{base} ({k})", k + 1
-    again = "upload it again" if origin == "uploaded" else "train it again"
-    note = (f"Your {origin} model {name!r} was unloaded to free memory for the class; "
-            f"{again}.")
+    note = (_("Your uploaded model {name} was unloaded to free memory for the class; upload "
+              "it again.") if origin == "uploaded" else
+            _("Your trained model {name} was unloaded to free memory for the class; train it "
+              "again.")).format(name=repr(name))
     server_budget().admit(models, name, _freeze(ckpt), model_bytes(ckpt.model), note)
     return name
 
@@ -143,35 +171,38 @@ def add_session_model(name: str, ckpt: Checkpoint, origin: str = "trained") -> s
 def _upload_checkpoint() -> None:
     # Behind a switch: a file uploader's code is fetched by every page that shows one, and
     # the sidebar is on every page (a bare page with one loads ~1.1x slower).
-    if not st.sidebar.toggle("Upload a checkpoint", key="upload_open",
-                             help="Use a model trained elsewhere: a .zip as the Training "
-                                  "page downloads it."):
+    if not st.sidebar.toggle(_("Upload a checkpoint"), key="upload_open",
+                             help=_("Use a model trained elsewhere: a .zip as the Training "
+                                    "page downloads it.")):
         return
     upload = st.sidebar.file_uploader(
-        "Upload a checkpoint (.zip)", type=["zip"], key="model_upload",
-        help="A zip of model.safetensors, config.json, tokenizer.json and card.json, as the "
-             "Training page downloads it. Pickled files are never loaded.")
+        _("Upload a checkpoint (.zip)"), type=["zip"], key="model_upload",
+        help=_("A zip of model.safetensors, config.json, tokenizer.json and card.json, as the "
+               "Training page downloads it. Pickled files are never loaded."))
     if upload is None or st.session_state.get("model_upload_done") == upload.file_id:
         return
     st.session_state["model_upload_done"] = upload.file_id
     try:
         data = upload.getvalue()
         if len(data) > CHECKPOINT_UPLOAD_LIMIT:
-            raise CheckpointError(f"the file is {len(data) / 1e6:.1f} MB; the limit is "
-                                  f"{CHECKPOINT_UPLOAD_LIMIT / 1e6:.0f} MB.")
+            raise CheckpointError(_("the file is {size} MB; the limit is {limit} MB.").format(
+                size=number(len(data) / 1e6, 1), limit=number(CHECKPOINT_UPLOAD_LIMIT / 1e6, 0)))
         ckpt = load_checkpoint_zip(data, UPLOAD_LIMITS)
         name = add_session_model(Path(upload.name).stem, ckpt, origin="uploaded")
         st.session_state["model"] = name
-        st.sidebar.success(f"Loaded {name!r}: it is now in the model list.")
+        st.sidebar.success(_("Loaded {name}: it is now in the model list.").format(
+            name=repr(name)))
     except CheckpointError as exc:  # the loader raises nothing else on any upload
-        st.sidebar.error(f"Cannot use {upload.name}: {exc}", icon=":material/error:")
+        st.sidebar.error(_("Cannot use {name}: {error}").format(name=upload.name, error=exc),
+                         icon=":material/error:")
 
 
 def model_picker() -> Picked | None:
     """Sidebar: choose a bundled, server-named, trained-in-this-session or uploaded model."""
     good, broken = bundled_status()
     for message in broken.values():
-        st.sidebar.warning(f"Skipped a broken bundled model — {message}", icon=":material/warning:")
+        st.sidebar.warning(_("Skipped a broken bundled model — {problem}").format(
+            problem=message), icon=":material/warning:")
     named = named_models(tuple(bundled_models()))
     listed = {n: f for n, f in named.items() if not f.problem}
     named_list(named)
@@ -182,8 +213,8 @@ def model_picker() -> Picked | None:
     mine = dict(session_models())  # one view for this run: the budget may unload any time
     options = [*good, *listed, *mine]
     if not options:
-        st.error("No model could be loaded. Train one on the Training page, or turn on "
-                 "\"Upload a checkpoint\" in the sidebar.", icon=":material/error:")
+        st.error(_("No model could be loaded. Train one on the Training page, or turn on "
+                   "\"Upload a checkpoint\" in the sidebar."), icon=":material/error:")
         return None
     fallback = st.session_state.get(IN_USE) if st.session_state.get(IN_USE) in options \
         else options[0]
@@ -202,13 +233,13 @@ def model_picker() -> Picked | None:
     # Pills, not a select box: every model in view at once, and no widget code to fetch
     # (a select box's made a bare page ~1.2x slower to open; pills share the page's bundle).
     name = box.pills(
-        "Model", options, key="model", bind="query-params", persist_state="session",
+        _("Model"), options, key="model", bind="query-params", persist_state="session",
         # a fixed default, as a select box's first option: the link names every other model
         required=True, default=options[0],
         format_func=shown_as,
         on_change=_keep_or_refuse, args=(listed, fallback),
-        help="Bundled models and those the server names are shared and read-only; models "
-             "you train or upload are visible to you only.")
+        help=_("Bundled models and those the server names are shared and read-only; models "
+               "you train or upload are visible to you only."))
     if refused := st.session_state.pop(REFUSED, None):
         st.sidebar.error(refused, icon=":material/error:")
     if name in listed:
@@ -221,7 +252,8 @@ def model_picker() -> Picked | None:
                       Picked(choice, load_named(listed[choice]), bundled=True) if choice in
                       listed else Picked(choice, load_bundled(choice), bundled=True))
         except CheckpointError as exc:  # a link's choice, or files gone since they were listed
-            st.session_state[REFUSED] = f"Cannot use {choice}: {exc}"
+            st.session_state[REFUSED] = _("Cannot use {name}: {error}").format(
+                name=choice, error=exc)
             continue
         if choice != name:  # show the model in use in the box too: run again with it chosen
             st.session_state[PENDING] = choice
@@ -245,44 +277,9 @@ def _keep_or_refuse(listed: dict, fallback: str) -> None:
     try:
         load_named(listed[wanted])
     except CheckpointError as exc:
-        st.session_state[REFUSED] = f"Cannot use {wanted}: {exc}"
+        st.session_state[REFUSED] = _("Cannot use {name}: {error}").format(
+            name=wanted, error=exc)
         st.session_state["model"] = fallback
-
-
-def describe(picked: Picked) -> str:
-    """One line about the model, e.g. '4 layers · 4 heads · d=128 · |V|=1,028 · 0.9M params'."""
-    c = picked.checkpoint.config
-    n = sum(p.numel() for p in picked.checkpoint.model.parameters())
-    quality = held_out_line(picked.checkpoint.card)
-    tail = f" · {quality}" if quality else ""
-    return (f"{c.n_layer} layers · {c.n_head} heads · d={c.d_model} · context {c.context_length}"
-            f" · |V|={c.vocab_size:,} · {n / 1e6:.2f}M params · {c.positional} positions{tail}")
-
-
-
-def induction_line(card: dict) -> str:
-    """The card's standard induction test (gptviz.analysis.induction), in one sentence.
-
-    >>> line = induction_line({"induction": {"results": [{"length": 10, "best_layer": 1,
-    ...     "best_head": 2, "score": 0.8, "copy_accuracy": 0.97}]}})
-    >>> line.split(": ")[1][:-15]
-    'at length 10 the best head, layer 1 head 2, scores 0.80 and the model copies 97 %'
-    """
-    results = (card.get("induction") or {}).get("results") if isinstance(
-        card.get("induction"), dict) else None
-    if not isinstance(results, list):
-        return ""
-    parts = []
-    for r in results:
-        try:
-            parts.append(f"at length {int(r['length'])} the best head, layer "
-                         f"{int(r['best_layer'])} head {int(r['best_head'])}, scores "
-                         f"{float(r['score']):.2f} and the model copies "
-                         f"{float(r['copy_accuracy']):.0%} of the repeat".replace("%", " %"))
-        except (KeyError, TypeError, ValueError):
-            return ""
-    return ("Standard induction test (random letter and digit tokens repeated once, no "
-            "separator): " + "; ".join(parts) + ".") if parts else ""
 
 
 def picked_or_stop() -> Picked:
@@ -291,9 +288,9 @@ def picked_or_stop() -> Picked:
     if picked is None:
         st.stop()
     if presenting():  # one line: the rest on hover
-        st.caption(f"Model **{picked.name}**", help=describe(picked))
+        st.caption(_("Model **{name}**").format(name=picked.name), help=describe(picked))
     else:
-        st.caption(f"Model **{picked.name}** — {describe(picked)}")
+        st.caption(_("Model **{name}**").format(name=picked.name) + f" — {describe(picked)}")
     if note := picked.checkpoint.card.get("note"):
         st.caption(str(note))
     return picked

@@ -22,6 +22,7 @@ import streamlit as st
 from gptviz.app.shared import language
 from gptviz.app.speedups.component import component
 from gptviz.app.speedups.history import one_entry_per_view
+from gptviz.i18n import _
 
 PRESENTER = "presenter"  # the toggle's key and URL parameter
 SPELLINGS = {"1": "true", "yes": "true", "on": "true", "0": "false", "no": "false",
@@ -62,12 +63,12 @@ PRESENTER_CSS = """<style>
 
 
 def _help_texts() -> dict[str, Any]:
-    return {"title": "Keyboard shortcuts",
-            "close": "Press ? or Esc, or click, to close.",
-            "rows": [["→ / ←", "next / previous view, or lesson step"],
-                     ["N", "Next token (Generation)"],
-                     ["R", "reveal the answer (Lesson)"],
-                     ["?", "show or hide this list"]]}
+    return {"title": _("Keyboard shortcuts"),
+            "close": _("Press ? or Esc, or click, to close."),
+            "rows": [["→ / ←", _("next / previous view, or lesson step")],
+                     ["N", _("Next token (Generation)")],
+                     ["R", _("reveal the answer (Lesson)")],
+                     ["?", _("show or hide this list")]]}
 
 
 def _keys() -> Callable[..., Any]:
@@ -91,9 +92,10 @@ def presenter_toggle() -> bool:
     The URL is written from here, not by Streamlit's binding: the binding reads true / false
     only and dropped ``presenter=1`` from the address, so a reload left presenter mode."""
     presenting()
-    on = st.toggle("Presenter mode", key=PRESENTER,
-                   help="For a projector: no sidebar, the introduction folded under ?, larger "
-                        "type. Keys: → ← views and steps, N next token, R reveal, ? all keys.")
+    on = st.toggle(_("Presenter mode"), key=PRESENTER,
+                   help=_("For a projector: no sidebar, the introduction folded under ?, "
+                          "larger type. Keys: → ← views and steps, N next token, R reveal, ? "
+                          "all keys."))
     if on:
         st.query_params[PRESENTER] = "true"
     else:

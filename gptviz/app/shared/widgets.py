@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import html
-import inspect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -17,11 +16,14 @@ import streamlit as st
 from gptviz.app.shared.chips import visible
 from gptviz.app.shared.presenter import legible, presenting
 from gptviz.app.shared.ticks import thin_ticks
+from gptviz.app.shared.views import VISIT, view_tabs  # noqa: F401 - the pages' import
 from gptviz.app.speedups import heatcanvas, svgbox, svgfigure
 from gptviz.app.speedups.download import download_text
 from gptviz.app.speedups.formula_fit import fit_formulas
+from gptviz.app.speedups.mount import numbers_by_language
 from gptviz.app.speedups.prefetch import prefetch_charts
 from gptviz.app.speedups.svgplot import SvgChart
+from gptviz.i18n import _, number, separators
 
 TEXT_LIMIT = 20_000  # characters a page analyses; longer input is cut, with a message
 LINK_LIMIT = 1_000  # characters of a text box kept in the page's link (?prompt=…)
@@ -29,7 +31,6 @@ LINK_LIMIT = 1_000  # characters of a text box kept in the page's link (?prompt=
 # pages must be two widgets: the browser keeps one widget's state across pages, and a text
 # that came from the link or from another page was lost on the way (an empty box).
 PAGE = "gptviz_page"
-VISIT = "gptviz_visit"  # counts arrivals on a page from another (set by the router)
 SHOWN_DIMS = 12  # columns of a (tokens x dimensions) table on screen; its CSV has them all
 
 
@@ -37,8 +38,10 @@ def cap_text(text: str, limit: int = TEXT_LIMIT) -> str:
     """Return at most ``limit`` characters, saying so when the text was cut."""
     if len(text) > limit:
         st.warning(
-            f"The text has {len(text):,} characters; only the first {limit:,} are used here. "
-            "Paste a shorter passage to see all of it.", icon=":material/content_cut:")
+            _("The text has {n} characters; only the first {limit} are used here. "
+              "Paste a shorter passage to see all of it.").format(
+                n=number(len(text), 0, grouping=True), limit=number(limit, 0, grouping=True)),
+            icon=":material/content_cut:")
         return text[:limit]
     return text
 
@@ -63,8 +66,9 @@ def linked_text_area(label: str, key: str, default: str, **kwargs: Any) -> str:
             st.query_params[key] = text
     else:
         st.query_params.pop(key, None)
-        st.caption(f"This text ({len(text):,} characters) is too long for the page's link, "
-                   f"which keeps up to {LINK_LIMIT:,}: to share it, send the text itself.")
+        st.caption(_("This text ({n} characters) is too long for the page's link, which keeps "
+                     "up to {limit}: to share it, send the text itself.").format(
+            n=number(len(text), 0, grouping=True), limit=number(LINK_LIMIT, 0, grouping=True)))
     return text
 
 
@@ -152,8 +156,11 @@ def number_text(v: float, decimals: int = 4) -> str:
     if v != v:
         return "NaN"
     if v != 0 and abs(v) < 0.5 * 10 ** -decimals:
-        return f"{v:.3e}"
-    return f"{v:.{decimals}f}"
+        text = f"{v:.3e}"
+    else:
+        text = f"{v:.{decimals}f}"
+    dec = separators()[0]  # the reader's decimal sign: 0,1563 in Spanish
+    return text if dec == "." else text.replace(".", dec)
 
 
 def _cell(v: Any) -> str:
@@ -170,7 +177,7 @@ def plain_table(df: pd.DataFrame, container=st, *, height: int | None = None) ->
     makes the page fetch a data grid (~1.5 MB of JavaScript). Numbers are right-aligned,
     floats shown as ``number_text`` writes them and kept exactly in ``data-v`` (what tests
     read back); ``height`` (px) scrolls a long table under a header that stays in view."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    head = "".join(f"<th>{html.escape(_(str(c)))}</th>" for c in df.columns)  # N_ headers
     rows = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>"
                    for row in df.itertuples(index=False))
     table = (f'<table class="gv-table"><thead><tr>{head}</tr></thead>'
@@ -182,9 +189,22 @@ def plain_table(df: pd.DataFrame, container=st, *, height: int | None = None) ->
     container.html(TEXT_CSS + table)
 
 
-def csv_download(df: pd.DataFrame, filename: str, label: str = "Download CSV") -> None:
-    """A button that saves the table as ``filename`` (``download.download_text``)."""
-    download_text(label, df.to_csv(index=False), filename, key=f"csv-{filename}")
+def dataframe(df: pd.DataFrame, container=st, column_config: dict | None = None,
+              **kwargs: Any) -> None:
+    """``st.dataframe`` with the column headers in the reader's language (headers marked
+    ``N_`` where the table is made; ``column_config`` keyed by the English headers). The
+    table's CSV keeps the English headers."""
+    config = {_(str(k)): v for k, v in (column_config or {}).items()}
+    container.dataframe(df.rename(columns=lambda c: _(str(c))), column_config=config or None,
+                        **kwargs)
+
+
+def csv_download(df: pd.DataFrame, filename: str, label: str | None = None) -> None:
+    """A button that saves the table as ``filename`` (``download.download_text``): the
+    file in a plain machine format (headers and numbers as the code writes them, "0.25"
+    in every language), the button's ``label`` in the reader's."""
+    download_text(label or _("Download CSV"), df.to_csv(index=False), filename,
+                  key=f"csv-{filename}")
 
 
 def chart(fig: go.Figure | SvgChart, key: str | None = None, container=st) -> None:
@@ -211,45 +231,9 @@ def plot(fig: go.Figure, key: str | None = None, container=st, **kwargs: Any) ->
         fig = legible(fig)
     if heatcanvas.drawable(fig) and not kwargs:
         heatcanvas.draw(fig, key=key, container=container)
-    else:
-        container.plotly_chart(fig, width="stretch", key=key, **kwargs)
-
-
-def view_tabs(views: Mapping[str, Callable[..., None]], inputs: Mapping[str, Any],
-              lazy: bool = True) -> None:
-    """One tab per view of a page; each view is called with the inputs its parameters name.
-
-    Lazy tabs run only the open view (its label is ``?view=`` in the URL, so a link opens
-    it); the others cost nothing. ``views`` is the page's ``VIEWS`` mapping, which the tests
-    import too, e.g. ``{"All heads": overview, ...}`` with ``overview(picked, prompt, ...)``.
-    """
-    if lazy:
-        page = "|".join(views)  # a page's views name it
-        tabs = st.tabs(list(views), key="view", bind="query-params", on_change="rerun",
-                       default=_return_view(page))
-        st.session_state[OPEN_VIEWS][page] = next(
-            (label for label, tab in zip(views, tabs, strict=True) if tab.open), None)
-    else:
-        tabs = st.tabs(list(views))
-    for tab, draw in zip(tabs, views.values(), strict=True):
-        with tab:
-            if not lazy or tab.open:
-                draw(**{name: inputs[name] for name in inspect.signature(draw).parameters})
-
-
-OPEN_VIEWS, RETURN_VIEWS = "gv-open-views", "gv-return-views"  # session keys of view_tabs
-
-
-def _return_view(page: str) -> str | None:
-    """The view open when this page was last left, for a return from another page (the
-    URL's ?view= goes with the page switch; a link's ?view= still wins). Chosen on arrival
-    and then kept while the page stays: a default that changed between reruns would make
-    the tabs a new widget and drop the reader's choice."""
-    state = st.session_state
-    defaults, visit = state.setdefault(RETURN_VIEWS, {}), state.get(VISIT, 0)
-    if page not in defaults or defaults[page][0] != visit:  # the first run of this visit
-        defaults[page] = (visit, state.setdefault(OPEN_VIEWS, {}).get(page))
-    return defaults[page][1]  # a fragment's rerun (no router run) keeps it too
+    else:  # numbers as the reader's language writes them (plotly's separators)
+        with numbers_by_language(fig):
+            container.plotly_chart(fig, width="stretch", key=key, **kwargs)
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ export default function (component) {
   const { parentElement, setStateValue, data } = component;
   const box = parentElement.querySelector(".gv-fold");
   box.querySelector(".gv-fold-what").textContent = data.what;
+  if (data.now) box.querySelector(".gv-fold-now").textContent = data.now;  // its language
   if (box.gvStop) box.gvStop();
   if (box.gvSent) return;  // drawn again while its rerun is on the way
   const root = box.closest('[data-testid="stMain"]');

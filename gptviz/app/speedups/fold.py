@@ -18,6 +18,7 @@ import streamlit as st
 
 from gptviz.app.speedups import stock
 from gptviz.app.speedups.component import component
+from gptviz.i18n import _
 
 NAME = "gptviz.fold"
 # How near (px below the visible area) the marker comes before the rest is drawn. On the
@@ -67,6 +68,7 @@ def _below(name: str, what: str, draw: Callable[[], None]) -> None:
         draw()
         return
     element = component(NAME, html=HTML, js="fold.js", css="fold.css")
-    element(key=f"gv-fold-{name}", data={"what": what, "margin": MARGIN_PX,
+    element(key=f"gv-fold-{name}", data={"what": what, "now": _("Draw it now"),
+                                         "margin": MARGIN_PX,
                                          "quietMs": QUIET_MS, "waitMs": WAIT_MS},
             default={"reached": False}, on_reached_change=lambda: None)

@@ -60,22 +60,25 @@ function niceTicks(lo, hi, most) {
     out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
   return out;
 }
-const num = v => Number.isInteger(v) ? String(v)
+let SEP = ".,";  // the figure's layout.separators: decimal, thousands (",." in Spanish)
+const loc = s => SEP === ".," ? s : s.replace(/[.,]/g, c => c === "." ? SEP[0] : SEP[1]);
+const num = v => loc(Number.isInteger(v) ? String(v)
   : Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(2)
-  : String(Number(v.toPrecision(4)));
+  : String(Number(v.toPrecision(4))));
 function fmt(v, spec) {
   if (typeof v !== "number") return v == null ? "" : String(v);
   if (Number.isNaN(v)) return "";  // a gap: plotly leaves the value out
   const m = /^\.(\d+)([fe%])$/.exec(spec || "");
   if (!m) return num(v);
   const d = Number(m[1]);
-  return m[2] === "f" ? v.toFixed(d) : m[2] === "e" ? v.toExponential(d)
-                      : (100 * v).toFixed(d) + "%";
+  return loc(m[2] === "f" ? v.toFixed(d) : m[2] === "e" ? v.toExponential(d)
+                          : (100 * v).toFixed(d) + "%");
 }
 function axisKey(ref, letter) { return letter + "axis" + String(ref || letter).slice(1); }
 
 function prepare(fig) {  // parse once: traces with their matrices, colours and axes
   const L = fig.layout || {};
+  SEP = typeof L.separators === "string" && L.separators.length >= 2 ? L.separators : ".,";
   const traces = (fig.data || []).map(t => {
     const z = grid(t.z || []);
     const ca = t.coloraxis ? (L[t.coloraxis] || {}) : null;

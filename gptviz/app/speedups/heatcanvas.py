@@ -23,7 +23,7 @@ import streamlit as st
 from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.speedups import stock
 from gptviz.app.speedups.component import component
-from gptviz.app.speedups.mount import mount, plotly_chart
+from gptviz.app.speedups.mount import mount, plotly_chart, separators
 from gptviz.i18n import _
 
 NAME = "gptviz.heatmap"
@@ -101,4 +101,6 @@ def draw(fig: go.Figure, key: str | None = None, container=st) -> None:
         return
     element = component(NAME, html=HTML, js=("heatcanvas.js", "heatcanvas_paint.js", "png.js"),
                         css=("heatcanvas.css", "png.css"))
-    mount(element, {"figure": spec(fig), "png": _("Download as PNG")}, key, container)
+    shared = spec(fig)  # the reader's separators on a copy of its top: shared by languages
+    figure = {**shared, "layout": {**shared.get("layout", {}), "separators": separators()}}
+    mount(element, {"figure": figure, "png": _("Download as PNG")}, key, container)

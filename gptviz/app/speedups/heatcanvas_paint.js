@@ -156,7 +156,7 @@ function cellOf(arr, i, j) { const row = arr[i]; return Array.isArray(row) ? row
 function hoverText(tr, i, j, v) {
   const recipe = tr.t.meta && tr.t.meta.hover;  // heatmaps.hover_text, written here
   if (recipe && !tr.custom) {
-    const value = Number.isFinite(v) ? v.toFixed(recipe.decimals) : recipe.masked;
+    const value = Number.isFinite(v) ? loc(v.toFixed(recipe.decimals)) : recipe.masked;
     return `${recipe.y[i]} (${i}) → ${recipe.x[j]} (${j})\n${value}`;
   }
   const value = k => k === "x" ? (tr.x ? tr.x[j] : j) : k === "y" ? (tr.y ? tr.y[i] : i)

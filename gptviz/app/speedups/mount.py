@@ -8,14 +8,18 @@ errors, from ``streamlit.errors`` (without them, a duplicate is refused as befor
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
+
+from gptviz import i18n
 
 try:
     from streamlit.errors import StreamlitDuplicateElementId, StreamlitDuplicateElementKey
@@ -61,8 +65,38 @@ def mount(component: Callable[..., Any], data: dict, key: str | None = None,
     unique(place, key, lambda: _sha(json.dumps(data, sort_keys=True)))
 
 
-def plotly_chart(fig: go.Figure, key: str | None = None, container=st) -> None:
-    """``st.plotly_chart(fig, width="stretch")`` in ``container``, keyed anew when unkeyed
-    and already on the page (``unique``)."""
-    unique(lambda k: container.plotly_chart(fig, width="stretch", key=k), key,
-           lambda: _sha(fig.to_json()))
+_SEPARATING = threading.RLock()  # one session at a time sets a figure's separators and sends it
+
+
+def separators() -> str:
+    """Plotly's ``layout.separators`` for the reader's language: decimal sign, then the
+    thousands sign (",." in Spanish).
+
+    >>> separators()
+    '.,'
+    """
+    dec, group = i18n.separators()
+    return dec + group
+
+
+@contextlib.contextmanager
+def numbers_by_language(fig: go.Figure) -> Iterator[go.Figure]:
+    """``fig`` with the reader's ``separators`` while the block sends it. A figure may be
+    shared through a cache by sessions in two languages: each sets its own under a lock, so
+    none sends another's."""
+    with _SEPARATING:
+        if fig.layout.separators != (wanted := separators()):
+            fig.layout.separators = wanted
+        yield fig
+
+
+def plotly_chart(fig: go.Figure, key: str | None = None, container=st, **kwargs: Any) -> None:
+    """``st.plotly_chart(fig, width="stretch")`` in ``container`` with the reader's number
+    ``separators``, keyed anew when unkeyed and already on the page (``unique``); ``kwargs``
+    go to ``st.plotly_chart``."""
+
+    def place(k: str | None) -> None:
+        with numbers_by_language(fig):
+            container.plotly_chart(fig, width="stretch", key=k, **kwargs)
+
+    unique(place, key, lambda: _sha(fig.to_json()))

@@ -1,8 +1,6 @@
-"""Axes for the SVG charts of ``svgplot``: nice tick values, tick text, value → pixel maps and
-the SVG of gridlines, tick labels and axis titles.
-
-Pure Python: numbers in, numbers or SVG strings out. Pixels are the chart's viewBox units.
-"""
+"""Axes for the SVG charts of ``svgplot``: nice tick values, tick text (the reader's decimal
+sign), value → pixel maps and the SVG of gridlines, tick labels and axis titles. Numbers in,
+numbers or SVG strings out; pixels are the chart's viewBox units."""
 
 from __future__ import annotations
 
@@ -11,6 +9,8 @@ import math
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from gptviz.i18n import separators
 
 TICK, TITLE = 12, 13  # font sizes (px) of tick labels and axis titles
 SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
@@ -70,6 +70,11 @@ def fmt(v: float) -> str:
     return "0" if s == "-0" else s
 
 
+def decimal(text: str) -> str:
+    """A number Python wrote (no grouping) with the reader's decimal sign ("0,25" in es)."""
+    return text.replace(".", separators()[0])
+
+
 def nice_step(span: float, n: int) -> float:
     """The smallest 1-2-5 step that cuts ``span`` into at most ``n`` intervals (plotly's rule).
 
@@ -101,7 +106,7 @@ def power_text(v: float) -> str:
     """
     e = math.floor(math.log10(abs(v)) + 1e-9)
     m = round(v / 10.0**e, 6)
-    head = "" if m == 1 else f"{m:g}×"
+    head = "" if m == 1 else decimal(f"{m:g}") + "×"
     return head + "10" + str(e).translate(SUPERSCRIPT)
 
 
@@ -117,7 +122,7 @@ def tick_text(v: float, step: float) -> str:
         return power_text(float(f"{v:.6g}")).replace("-", MINUS)
     decimals = max(0, -math.floor(math.log10(step) + 1e-9))
     text = f"{v:.{decimals}f}"
-    return (text.rstrip("0").rstrip(".") if "." in text else text).replace("-", MINUS)
+    return decimal(text.rstrip("0").rstrip(".") if "." in text else text).replace("-", MINUS)
 
 
 def log_ticks(lo: float, hi: float, n: int = 8) -> list[tuple[float, str]]:
@@ -139,7 +144,7 @@ def log_ticks(lo: float, hi: float, n: int = 8) -> list[tuple[float, str]]:
         values = [m * 10.0**e for e in range(first - 1, last + 1) for m in (1, 2, 5)
                   if lo - 1e-9 <= math.log10(m) + e <= hi + 1e-9]
     plain = all(1e-2 <= v <= 1e3 for v in values)
-    return [(v, f"{v:g}" if plain else power_text(v)) for v in values]
+    return [(v, decimal(f"{v:g}") if plain else power_text(v)) for v in values]
 
 
 @dataclass(frozen=True)

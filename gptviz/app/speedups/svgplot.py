@@ -21,6 +21,7 @@ from typing import Any
 from gptviz.app.shared.tex import html_subscripts
 from gptviz.app.speedups import svgaxes as ax
 from gptviz.app.speedups.svgaxes import esc, fmt
+from gptviz.i18n import _
 
 WIDTH = 1000  # viewBox width: the SVG scales to the column, this is its width at scale 1
 TITLE_PX, LEGEND_PX = 44, 28  # what the HTML title and legend row above/below the SVG take
@@ -67,7 +68,7 @@ class Series:
     def tip(self, i: int, x: str) -> str:
         """Point ``i``'s hover text, given its x as text."""
         named = f"{self.name}, " if self.name else ""
-        return self.hover[i] if self.hover else f"{named}{x}: {self.y[i]:.4g}"
+        return self.hover[i] if self.hover else f"{named}{x}: {ax.decimal(f'{self.y[i]:.4g}')}"
 
     def fill(self, i: int) -> str:  # point i's colour
         return self.colours[i] if self.colours else self.colour
@@ -104,7 +105,7 @@ def _chart(title: str, series: tuple[Series, ...], width: int, svg_h: float, leg
     if parts is None:
         parts = [f'<rect class="gv-sp-frame" x="8" y="8" width="{width - 16}" '
                  f'height="{fmt(svg_h - 16)}"/><text class="gv-sp-empty" x="{width / 2:g}" '
-                 f'y="{fmt(svg_h / 2)}" text-anchor="middle">no data</text>']
+                 f'y="{fmt(svg_h / 2)}" text-anchor="middle">{esc(_("no data"))}</text>']
     keys = [s for s in series if s.name] if legend else []
     row = "".join(f'<span class="gv-sp-key">{_swatch(s)}{esc(s.name)}</span>' for s in keys)
     row = f'<div class="gv-sp-legend">{row}</div>' if len(keys) > 1 else ""
@@ -235,7 +236,7 @@ def line_chart(series: Sequence[Series], *, title: str, x_title: str, y_title: s
                 x_text = repr(float(s.x[i]))
                 tag, cls, geometry, paint = ax.marker_shape(kind, *p)
                 points.append(_mark(tag, cls, geometry, s.fill(i), s.name, x_text, s.y[i],
-                                    s.tip(i, f"{s.x[i]:g}"), paint))
+                                    s.tip(i, ax.decimal(f"{s.x[i]:g}")), paint))
     for x, colour, label in vlines:
         if x_axis.inside(x):
             px = fmt(x_axis.px(x))

@@ -6,7 +6,8 @@ and its whitespace made visible.
 
 from __future__ import annotations
 
-from gptviz.app.shared.tex import STRUT, grouped, tex_text
+from gptviz.app.shared.tex import STRUT, grouped, tex_escape, tex_text
+from gptviz.i18n import ngettext
 from gptviz.tokenizers.base import TokenInfo
 
 
@@ -24,7 +25,8 @@ def tokenizer_map(text: str, tokens: list[TokenInfo], vocab_size: int, shown: in
         r"\begin{aligned}"
         rf"T\big({tex_text(text, 28)}\big) &= \big({boxes}\big) \\"
         rf"&= \big({ids}\big) \in \mathrm{{Seq}}(V) \\"
-        rf"N &= {len(tokens)} \text{{ tokens}},\quad |V| = {grouped(vocab_size)}"
+        rf"N &= {len(tokens)}\ \text{{{tex_escape(ngettext('token', 'tokens', len(tokens)))}}},"
+        rf"\quad |V| = {grouped(vocab_size)}"
         r"\end{aligned}"
     )
 

@@ -67,7 +67,7 @@ def test_the_pills_never_come_back_empty(how):
 def test_each_link_names_the_page_it_opens():
     """By the title the sidebar gives it (the links once said "the Tokens page", "the
     Sampling page")."""
-    titles = dict(re.findall(r'st\.Page\("app_pages/(\w+)\.py", title="([^"]+)"',
+    titles = dict(re.findall(r'st\.Page\("app_pages/(\w+)\.py", title=_\("([^"]+)"\)',
                              (ROOT / "app.py").read_text()))
     links = [(p.proto.label, p.proto.page) for p in run_page(timeout=60).get("page_link")]
     opens = [(label, page) for label, page in links if label.startswith("Open the ")]

@@ -37,6 +37,7 @@ PAGES = {
 # plotly's validator table read per entry frees memory those imports can then reuse.
 speedups.install(p.url_path for group in PAGES.values() for p in group)
 
+from gptviz.app.serving.sessions import lease  # noqa: E402
 from gptviz.app.shared.widgets import PAGE, VISIT, page_style  # noqa: E402
 
 # pyarrow's default pool keeps what the first st.dataframe allocated for the server's
@@ -52,6 +53,7 @@ page_style()
 language.style()
 with st.sidebar:
     language.picker()
+lease()  # released when the session disconnects: its memory is handed back then
 if st.session_state.get(PAGE) != page.url_path:  # arrived from another page (or first run)
     st.session_state[VISIT] = st.session_state.get(VISIT, 0) + 1
 st.session_state[PAGE] = page.url_path  # one text box per page (see widgets.PAGE)

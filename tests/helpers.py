@@ -136,6 +136,13 @@ def metric(at: AppTest, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
+def read_percent(text: str) -> float:
+    """A probability as ``tex.percent`` writes it, read back: "29.3%" is 0.293, "2.1e-5"
+    is 2.1e-5."""
+    text = text.strip()
+    return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+
+
 # ---- plotly figures -----------------------------------------------------------------------
 
 def figures(at: AppTest) -> list[dict]:

@@ -18,12 +18,13 @@ import torch
 
 from gptviz.app.generation import tree
 from gptviz.app.generation.state import History, Sampling
+from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints.folder import DEFAULT_MODEL, Checkpoint, bundled_models, load_checkpoint
 from gptviz.generation.beam import beam_search
 from gptviz.generation.sampling import generate
 from gptviz.tokenizers.char import CharTokenizer
-from tests.helpers import MODELS, figures, rerun, run_page, texts, tiny_gpt
+from tests.helpers import MODELS, figures, read_percent, rerun, run_page, texts, tiny_gpt
 from tests.test_app_external_views import assert_same_step
 
 MODEL = DEFAULT_MODEL if DEFAULT_MODEL in MODELS else MODELS[0]
@@ -103,8 +104,9 @@ def test_the_tree_shows_the_models_probabilities():
     for key, hover in zip(keys[1:], [c[1] for c in nodes["customdata"]][1:], strict=True):
         path = tuple(int(i) for i in key.split("."))
         p = direct_p(model, h.prompt_ids + list(path[:-1]))[path[-1]]
-        assert float(re.search(r"P = ([\d.]+)", hover).group(1)) == pytest.approx(float(p),
-                                                                                 abs=1e-4)
+        shown = re.search(r"P = (\S+)", hover).group(1)  # as tex.percent writes it
+        assert shown == percent(float(p), 3)
+        assert read_percent(shown) == pytest.approx(float(p), rel=5e-3)
     table = at.dataframe[0].value
     for n, leaf in enumerate(tree.leaves(h.nodes)):
         direct = sum(float(direct_p(model, h.prompt_ids + list(leaf[:k]))[leaf[k]].log())

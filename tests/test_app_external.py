@@ -97,10 +97,17 @@ def _embeddings(at) -> None:
 
 
 def _attention(at) -> None:
+    """144 heads: the chosen layer's twelve large, then every head as an overview numbered
+    along its axes (no title per thumbnail)."""
+    strip = next(f for f in figures(at) if "strip" in f["layout"].get("meta", {}))
+    assert [a["text"] for a in strip["layout"]["annotations"]] == [f"L0 H{h}" for h in
+                                                                   range(12)]
     grid = next(f for f in figures(at) if "grid" in f["layout"].get("meta", {}))
     tiling = grid["layout"]["meta"]["grid"]
     assert (tiling["layers"], tiling["heads"]) == (12, 12)  # 144 thumbnails in one trace
-    assert [a["text"] for a in grid["layout"]["annotations"]][-1] == "L11 H11"
+    assert not grid["layout"].get("annotations")
+    assert grid["layout"]["yaxis"]["ticktext"][-1] == "L11"
+    assert grid["layout"]["xaxis"]["ticktext"][-1] == "H11"
     assert "All 144 heads" in texts(at, "caption")
 
 

@@ -14,6 +14,7 @@ import torch
 from gptviz.app.learning import controls, view
 from gptviz.app.shared.chips import token_label
 from gptviz.app.shared.inputs import PAGE_TOKENS, page_tokens
+from gptviz.app.shared.tex import percent
 from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.checkpoints.gpt2_weights import save_hf_gpt2
 from gptviz.data import read_corpus
@@ -84,7 +85,7 @@ def test_the_learning_window_is_cut_and_its_numbers_are_the_full_context_s(ckpt)
     with torch.no_grad():  # the same position in the full 1,024-token window
         z = ckpt.model(torch.tensor([ids[:N_CTX]]))[0, 20]
     p = float(torch.softmax(z.double(), -1)[ids[21]])
-    assert float(metric(at, "P(y)")) == round(p, 4)
+    assert metric(at, "P(y)") == percent(p, 3)
     assert float(metric(at, "L = −ln P(y)")) == pytest.approx(-np.log(p), abs=1e-4)
     assert "equals autograd's ∂L/∂z on all |V| = 50,257 entries" in texts(at, "success")
 

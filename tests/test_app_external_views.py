@@ -167,8 +167,9 @@ def test_a_replayed_step_is_the_step_that_was_drawn(temperature, top_k):
         torch.testing.assert_close(step.logits, want)
         assert step.chosen == turn.chosen and step.top == list(turn.top)
         assert float(step.probs[turn.chosen]) == pytest.approx(turn.p_chosen, abs=1e-7)
+        # drawn through the KV cache, replayed by a whole pass: float rounding apart
         assert turn.logp == pytest.approx(float(torch.log_softmax(want.double(), -1)
-                                                [turn.chosen]), abs=1e-9)
+                                                [turn.chosen]), abs=1e-6)
 
 
 # ---- no pass makes more than LOGIT_BYTES of logits ----------------------------------------

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from gptviz.app.learning.controls import split_encode, trained_corpus
+from gptviz.app.shared.tex import percent
 from gptviz.checkpoints.folder import (
     DEFAULT_MODEL,
     Checkpoint,
@@ -24,6 +25,7 @@ from tests.helpers import (
     app_test,
     checkpoint_uploader,
     metric,
+    read_percent,
     rerun,
     run_page,
     svg_charts,
@@ -46,7 +48,7 @@ def test_the_numbers_on_the_page_are_torch_s():
     at = run_page("learning", start="500", t="20")  # the link's window and position
     assert at.number_input(key="start").value == 500 and at.number_input(key="t").value == 20
     probs, y = expected(500, 20)
-    assert float(metric(at, "P(y)")) == round(float(probs[y]), 4)
+    assert metric(at, "P(y)") == percent(float(probs[y]), 3)
     assert float(metric(at, "L = −ln P(y)")) == round(-float(torch.log(probs[y])), 4)
     assert not at.dataframe  # the table's expander is closed: no data grid on a fresh page
     at.session_state["logit_table"] = True
@@ -99,11 +101,11 @@ def test_the_charts_draw_torch_s_numbers():
 
 def test_the_eta_slider_moves_p_y_and_says_when_eta_is_zero_too_large_or_nan():
     at = run_page("learning")
-    small = float(metric(at, "P(y) after"))
+    small = read_percent(metric(at, "P(y) after"))
     assert "A small step" in texts(at, "success")
     at.select_slider(key="learn_eta").set_value(1e-3)
     rerun(at)
-    assert float(metric(at, "P(y) after")) > small > float(metric(at, "P(y)"))
+    assert read_percent(metric(at, "P(y) after")) > small > read_percent(metric(at, "P(y)"))
     at.select_slider(key="learn_eta").set_value(0.0)
     rerun(at)
     assert "η = 0: the step θ − 0 · g leaves every parameter" in texts(at, "info")
@@ -211,7 +213,7 @@ def test_an_uploaded_model_without_a_known_corpus_learns_from_pasted_text():
     assert at.pills(key="model").value == "mine"
     assert "card names no corpus this app has ('my-notes.txt')" in texts(at, "info")
     assert "A small step" in texts(at, "success") and len(svg_charts(at)) == 3
-    assert float(metric(at, "P(y)")) < 0.01  # an untrained model: about 1/|V|
+    assert read_percent(metric(at, "P(y)")) < 0.01  # an untrained model: about 1/|V|
 
 
 def test_the_training_corpus_is_found_from_the_card():
@@ -369,7 +371,7 @@ def test_no_change_badge_reads_zero():
         rerun(at)
         badges = [m.delta for m in at.metric if m.delta]
         seen += badges
-        assert not [d for d in badges if float(d) == 0], (eta, badges)
+        assert not [d for d in badges if read_percent(d) == 0], (eta, badges)  # P's in %
         assert len(metric(at, "real ΔL").lstrip("+-").replace(".", "").lstrip("0")) >= 3
     assert any("e-" in d for d in seen)  # η = 1e-6 moves the other positions' mean very little
 

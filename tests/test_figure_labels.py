@@ -12,11 +12,12 @@ the handout's step 10 wrote "0.mid", "0.post" over the numbers.
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
 
-from gptviz.analysis.core import block_stages
+from gptviz.analysis.stages import block_stages
 from gptviz.app.block.figures import FLOW_PX, block_flow
 from gptviz.app.generation import search_figures as sf
 from gptviz.app.generation import tree
@@ -47,7 +48,8 @@ def legible(fig, tokens: set[str] | None = None, top: float = 0.0
             assert len(text) - 1 >= lb.MIN_CHARS, text
             assert tokens is None or any(t.startswith(text[:-1]) for t in tokens), text
         else:
-            assert tokens is None or text in tokens or text.endswith("%"), text  # or a P
+            assert tokens is None or text in tokens or text.endswith("%") or re.fullmatch(
+                r"\d(\.\d)?e-\d+", text), text  # or a P, in percent or a power of ten
     return found
 
 
@@ -66,7 +68,9 @@ def grown(rng: np.random.Generator, steps: int, branches: int) -> dict:
 def branch_figure(nodes: dict, current: tuple, rng: np.random.Generator):
     xy = tree.layout(nodes)
     names = {p: WORDS[p[-1]] for p in nodes}
-    probs = {p: float(rng.choice([0.11, 0.004, 0.293, 0.5, 1.0])) for p in nodes}
+    # GPT-2's 50,257 tokens make most P small: "0.02%" and "2.1e-5" take more room than "29%"
+    probs = {p: float(rng.choice([0.11, 0.004, 0.293, 0.5, 1.0, 0.0002, 2.1e-5]))
+             for p in nodes}
     return branch_tree(xy, names, probs, current, {p: str(p) for p in xy})
 
 

@@ -40,7 +40,7 @@ def test_the_bars_are_the_plotly_charts_candidates():
                                                                     "1.0%"]
     assert [r["colour"] for r in got] == list(fig.data[0].marker.color) == \
         [bars.BAR, bars.BAR, bars.BAR, bars.CHOSEN]
-    assert got[0]["title"] == "·b (id 1)&#10;y = 3.500&#10;P = 0.6000"  # what hover says
+    assert got[0]["title"] == "·b (id 1)&#10;y = 3.500&#10;P = 60.00%"  # what hover says
     assert c.right == fig.layout.xaxis.range[1] == pytest.approx(0.6 * 1.25 + .02)
 
 

@@ -37,7 +37,7 @@ def infos(text: str, special: set[int] = frozenset(), unknown: set[int] = frozen
 def test_top_ids_and_percent():
     assert figs.top_ids([0.1, 0.6, 0.3], 5).tolist() == [1, 2, 0]
     assert figs.top_ids([0.5, 0.5], 1).tolist() == [0]  # ties by id
-    assert [figs.percent(p) for p in (0.2931, 0.0049, 0.0, 1.0)] == ["29.3%", "<1%", "0%",
+    assert [figs.percent(p) for p in (0.2931, 0.0049, 0.0, 1.0)] == ["29.3%", "0.49%", "0%",
                                                                      "100.0%"]
 
 
@@ -117,7 +117,7 @@ def test_mapsto_line_is_the_seeds_display():
                            [(" closed", 0.29), (" spaces", 0.24), ("#", 0.004)], False)
     assert line.startswith(r"\text{The}\underline{")  # the text before the window, plainly
     assert r"\mapsto \begin{cases}" in line and line.count(" & ") == 3
-    assert r"29.0\%" in line and r"{<}1\%" in line and r"\#" in line
+    assert r"29.0\%" in line and r"0.4\%" in line and r"\#" in line and "{<}" not in line
     assert balanced(line)
     nxt = tex.mapsto_line(["The", " Steenrod", " for", " closed"], 1, True, [(" x", 1.0)], True)
     assert nxt.startswith(r"\implies") and r"\fbox{$" not in nxt and r"\fbox{" in nxt

@@ -16,6 +16,8 @@ from gptviz.app.generation.state import History, Sampling
 from gptviz.app.serving.threads import is_small, one_thread
 from gptviz.generation import sampling as gen
 from gptviz.generation.beam import next_logits
+from gptviz.model import GPT
+from gptviz.model.decode import Decoder
 from tests.helpers import tiny_gpt
 
 
@@ -26,13 +28,25 @@ def tiny():
 
 @contextlib.contextmanager
 def passes(model) -> Iterator[list]:
-    """The forward passes ``model`` runs inside the block, one entry each."""
+    """The forward passes ``model`` runs inside the block, one entry each: through its
+    modules (``GPT._forward``, which ``model(ids)`` calls too) or by the decoding step."""
     calls: list = []
-    handle = model.register_forward_pre_hook(lambda *_: calls.append(1))
+    forward, decode = GPT._forward, Decoder.step
+
+    def modules(self, *args, **kwargs):
+        if self is model:
+            calls.append("modules")
+        return forward(self, *args, **kwargs)
+
+    def decoder(self, *args, **kwargs):
+        calls.append("decoder")
+        return decode(self, *args, **kwargs)
+
+    GPT._forward, Decoder.step = modules, decoder
     try:
         yield calls
     finally:
-        handle.remove()
+        GPT._forward, Decoder.step = forward, decode
 
 
 def test_a_click_costs_one_forward_pass(tiny):

@@ -8,14 +8,8 @@ import numpy as np
 import pytest
 
 from gptviz.app.attention.figures import attention_grid, grid_tile
-from gptviz.app.shared.heatmaps import (
-    COLORBAR_PX,
-    fit_margins,
-    heatmap,
-    label_px,
-    thin_ticks,
-    title_room,
-)
+from gptviz.app.shared.heatmaps import COLORBAR_PX, fit_margins, heatmap, label_px, title_room
+from gptviz.app.shared.ticks import thin_ticks
 
 # The default prompt's tokens on the Attention page (mathematics-bpe), whitespace made visible,
 # and what Chromium measured with Streamlit's theme: automargin widened the large pattern's
@@ -67,7 +61,7 @@ def test_grid_title_and_edge_are_plain_plotly_json():
     fig = attention_grid(np.full((1, 2, 2, 2), 0.5, dtype=np.float32), ["a", "b"])
     layout = fig.to_plotly_json()["layout"]
     gap = fig.layout.meta["grid"]["col_gap"]
-    assert layout["annotations"][1] == {"font": {"size": 10}, "showarrow": False, "text": "L0 H1",
+    assert layout["annotations"][1] == {"font": {"size": 12}, "showarrow": False, "text": "L0 H1",
                                         "x": 2 + gap + 0.5, "y": -0.5, "yanchor": "bottom"}
     assert layout["shapes"][1] == {"line": {"color": "#c8c8c8", "width": 1}, "type": "rect",
                                    "x0": 1.5 + gap, "x1": 3.5 + gap, "y0": -0.5, "y1": 1.5}

@@ -49,7 +49,7 @@ def waterfall_label_extents(fig) -> list[tuple[str, float, float]]:
     lo, hi = fig.layout.yaxis.range or (min(0.0, ends.min()), max(0.0, ends.max()))
     plot_px = pf._plot_px(list(trace.x), len(y) - 1 > 12)
     unit = (hi - lo) / plot_px
-    pad, text = pf.PAD_PX * unit, pf.TEXT_PX * unit
+    pad, text = pf.PAD_PX * unit, fig.layout.meta["label_px"] * unit  # level or upright
     places = trace.textposition
     places = [places] * len(y) if isinstance(places, str) else list(places)
     out = []

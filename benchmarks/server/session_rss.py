@@ -2,6 +2,7 @@
 
     python -m benchmarks.server.session_rss [--timeout 60] [--top 12] [--views] [--out rss.json]
                                      [--pages "" learning] [--gpt2]
+    python -m benchmarks.server.session_rss --shaped gpt2 [--sessions 3] [--linger 180]
 
 Starts ``streamlit run app.py`` (headless, loopback, a free port, the sources unwatched),
 reads its RSS idle, then has ONE session (a websocket session, ``streamlit_client.py``: what
@@ -24,7 +25,17 @@ server names with GPTVIZ_MODELS) on a server of its own: one session opens the p
 the default model and scrolls to "The similarity depends only on i − j" (the fold's
 marker reached), then the same on the GPT-2-shaped model; the RSS after each step and
 its peak during it (sampled every 100 ms). That view once took the server from 0.85 GB
-to 7.3 GB (issue 37)."""
+to 7.3 GB (issue 37).
+
+``--shaped SHAPE`` (distilgpt2, gpt2, gpt2-medium) measures a server that names a model of that
+shape (random weights, written to a temporary folder given as ``GPTVIZ_MODELS``): its RSS
+idle, after Home opened on the model (the model loaded: "model", the floor of the figures
+below), the peak (sampled every 100 ms) and the end of ONE session's walk of every view
+(``views.every_view``: each lazy tab, each Lesson step, each fold reached) on a 23-token
+prompt, then after each of ``--sessions`` − 1 more sessions walking it on prompts of their
+own (all still connected), then every ``--every`` s for ``--linger`` s after the last
+disconnects (Streamlit keeps a disconnected session ``server.disconnectedSessionTTL``,
+120 s by default, for a reconnect). Each figure is also given as "model + X"."""
 
 from __future__ import annotations
 
@@ -43,6 +54,7 @@ from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[2]
 
+from benchmarks.common import Rss, machine  # noqa: E402
 from benchmarks.server import streamlit_client as sc  # noqa: E402
 
 FIELDS = ("RssAnon", "RssFile", "RssShmem")
@@ -271,6 +283,122 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+async def _walk_views(server: sc.Server, model: str, prompt: str, timeout_s: float
+                      ) -> tuple[list[tuple[str, float, str]], sc.ProtocolSession]:
+    """One session walks every view on ``prompt``: (view, RSS after it, problems) each, and
+    the session, still connected."""
+    from benchmarks.server.views import every_view, open_view
+
+    s, rows = sc.ProtocolSession(server.ws, timeout_s), []
+    await s.connect()
+    for view in every_view():
+        opened = await open_view(s, view, model, prompt)
+        rows.append((view.label, rss(server.proc.pid)["total"], opened.problems))
+    return rows, s
+
+
+def measure_shaped(args) -> dict:
+    """The ``--shaped`` measure (module doc)."""
+    import tempfile
+
+    from benchmarks.server.gpt2_shape import write_shaped
+    from benchmarks.server.views import gpt2_prompts
+
+    os.environ.setdefault("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")
+    start = time.monotonic()
+    out: dict = {"shape": args.shaped, "rows": [], "sessions": [], "after": []}
+    prompts = gpt2_prompts(23, args.sessions)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = write_shaped(Path(tmp) / f"{args.shaped}-shaped", args.shaped)
+        out["weights_mb"] = sum(f.stat().st_size for f in folder.iterdir()) / 2**20
+        model = folder.name
+        os.environ.update(GPTVIZ_MODELS=tmp, GPTVIZ_HF_CACHE="0")
+        bare = sc.Server(BARE)
+        try:
+            time.sleep(2)
+            asyncio.run(_one_visit(bare.ws, args.timeout))
+            out["bare"] = rss(bare.proc.pid)["total"]
+        finally:
+            bare.stop()
+        server = sc.Server()
+        sampler = Rss(server.proc.pid)
+        try:
+            time.sleep(2)
+            out["idle"] = rss(server.proc.pid)["total"]
+            asyncio.run(_home(server.ws, model, prompts[0], args.timeout))
+            time.sleep(2)
+            out["model"] = rss(server.proc.pid)["total"]
+
+            async def walks() -> None:
+                sessions = []
+                try:
+                    for i, prompt in enumerate(prompts):
+                        sampler.peak = 0.0
+                        rows, s = await _walk_views(server, model, prompt, args.timeout)
+                        sessions.append(s)
+                        if i == 0:
+                            out["rows"] = rows
+                        out["sessions"].append({"peak": sampler.peak,
+                                                "after": rss(server.proc.pid)["total"],
+                                                "problems": [r for r in rows if r[2]]})
+                finally:
+                    for s in sessions:
+                        await s.close()
+
+            asyncio.run(walks())
+            closed = time.monotonic()
+            while time.monotonic() - closed < args.linger:
+                time.sleep(args.every)
+                out["after"].append((time.monotonic() - closed, rss(server.proc.pid)["total"]))
+            out["top"] = top_mappings(server.proc.pid, args.top) if args.top else []
+        finally:
+            sampler.stop()
+            server.stop()
+    out["wall_s"] = time.monotonic() - start
+    return out
+
+
+async def _home(ws: str, model: str, prompt: str, timeout_s: float) -> None:
+    """Home opened on ``model`` in a session of its own: the model loads."""
+    s = sc.ProtocolSession(ws, timeout_s)
+    await s.connect()
+    try:
+        await s.open("", urlencode({"model": model, "prompt": prompt}))
+    finally:
+        await s.close()
+
+
+def shaped_table(r: dict) -> str:
+    """The ``--shaped`` figures, each also as model + X."""
+    m = r["model"]
+
+    def plus(v: float) -> str:
+        return f"{v:,.0f} MB (model + {v - m:,.0f})"
+
+    lines = [f"Random {r['shape']}-shaped weights: {r['weights_mb']:,.0f} MB of safetensors. "
+             f"\"Model\" = the app server idle after Home opened on it.", "",
+             "| process, moment | RSS |", "|---|---|",
+             f"| bare one-line page's server after one visit (reference) | {r['bare']:,.0f} MB |",
+             f"| app server idle, no model loaded | {r['idle']:,.0f} MB |",
+             f"| app server, Home opened on the model (\"model\") | {m:,.0f} MB "
+             f"(weights {r['weights_mb']:,.0f} + {m - r['weights_mb']:,.0f}) |"]
+    for i, sess in enumerate(r["sessions"], start=1):
+        lines.append(f"| session {i}'s walk of every view: peak | {plus(sess['peak'])} |")
+        lines.append(f"| after session {i}'s walk ({i} connected) | {plus(sess['after'])} |")
+    for i in range(1, len(r["sessions"])):
+        grew = r["sessions"][i]["after"] - r["sessions"][i - 1]["after"]
+        lines.append(f"| session {i + 1} added | {grew:+,.0f} MB |")
+    for t, v in r["after"]:
+        lines.append(f"| {t:.0f} s after the last session disconnected | {plus(v)} |")
+    lines += ["", "| view (session 1) | RSS after (MB) | problems |", "|---|---|---|"]
+    lines += [f"| {label} | {v:,.0f} | {wrong} |" for label, v, wrong in r["rows"]]
+    if r.get("top"):
+        lines += ["", "| largest mappings at the end | RSS (MB) |", "|---|---|"]
+        lines += [f"| {Path(n).name if n.startswith('/') else n} | {mb:.1f} |"
+                  for n, mb in r["top"]]
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--timeout", type=float, default=60, help="seconds per script run")
@@ -281,7 +409,22 @@ def main() -> None:
     p.add_argument("--out", type=Path, help="also write the figures to this JSON file")
     p.add_argument("--gpt2", action="store_true", help="also the Positional page's i − j "
                    "identity with a GPT-2-shaped model, on a server of its own")
+    p.add_argument("--shaped", choices=["distilgpt2", "gpt2", "gpt2-medium"],
+                   help="walk every view with a model of this shape (module doc)")
+    p.add_argument("--sessions", type=int, default=2, help="with --shaped: sessions walking")
+    p.add_argument("--linger", type=float, default=180,
+                   help="with --shaped: seconds to watch RSS after the last session leaves")
+    p.add_argument("--every", type=float, default=30, help="with --shaped: seconds between reads")
     args = p.parse_args()
+    if args.shaped:
+        args.timeout = max(args.timeout, 600)
+        result = measure_shaped(args)
+        print(f"\n# {args.shaped}-shaped model, every view: {machine()}, "
+              f"{result['wall_s']:.0f} s\n")
+        print(shaped_table(result))
+        if args.out:
+            args.out.write_text(json.dumps(result))
+        return
     result = measure(args)
     print(f"\n# One session, every page: {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}, {result['wall_s']:.0f} s\n")

@@ -467,8 +467,8 @@ def load_child(path: str) -> None:
     import resource
 
     import torch
-    from gptviz.app.serving.memory import give_back
 
+    from gptviz.app.serving.memory import give_back
     from gptviz.app.shared.picker import UPLOAD_LIMITS
     from gptviz.checkpoints.folder import CheckpointError, load_checkpoint_zip
 

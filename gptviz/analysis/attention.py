@@ -138,8 +138,12 @@ def probs_with_heads_off(model: GPT, ids: Sequence[int] | Tensor, heads: Heads |
     """
     # hooks(model, []) puts even "no ablation" on the explicit path, so that the
     # only difference between before and after is the ablation itself.
-    with hooks(model, []), ablate_heads(model, heads or {}):
-        logits = model(ids)[0, position]  # (|V|,)
+    def one_row(x: Tensor, name: str) -> Tensor:  # W_U on that position's row only
+        return x[:, position].unsqueeze(1)  # (B, 1, d)
+
+    with hooks(model, [(act_name("normalized", ln="ln_final"), one_row)]), \
+            ablate_heads(model, heads or {}):
+        logits = model(ids)[0, 0]  # (|V|,)
     return to_numpy(torch.softmax(logits.float(), dim=-1))  # (|V|,)
 
 

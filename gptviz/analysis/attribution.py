@@ -78,10 +78,10 @@ def residual_parts(model: GPT, cache: ActivationCache, position: int
     dk = c.d_head
     for layer, block in enumerate(model.blocks):
         z = cache[act_name("z", layer)][0, :, position].double()  # (n_head, d_k)
-        w_o = block.attn.W_O.weight.detach().double()  # (d, d): nn.Linear keeps (out, in)
+        w_o = block.attn.W_O.weight.detach()  # (d, d): nn.Linear keeps (out, in)
         for h in range(c.n_head):
             comps.append(Component(f"L{layer} H{h}", "head", layer, h))
-            parts.append(z[h] @ w_o[:, h * dk:(h + 1) * dk].T)  # (d,) = z^h W_O^h
+            parts.append(z[h] @ w_o[:, h * dk:(h + 1) * dk].double().T)  # (d,) = z^h W_O^h
         if block.attn.W_O.bias is not None:
             comps.append(Component(f"L{layer} b_O", "b_O", layer))
             parts.append(block.attn.W_O.bias.detach().double())  # (d,)
@@ -115,7 +115,7 @@ def logit_attribution(model: GPT, cache: ActivationCache, position: int, token: 
     x = cache[act_name("resid_post", model.config.n_layer - 1)][0, position]  # (d,)
     sigma = final_sigma(model, x)
     lam = model.ln_final.lam.detach().double()  # (d,)
-    w_u = model.unembed.weight.detach().double()[token]  # (d,) = W_U[:, t]
+    w_u = model.unembed.weight.detach()[token].double()  # (d,) = W_U[:, t], that row only
     centred = parts - parts.mean(dim=-1, keepdim=True)  # (C, d): c − mean(c)
     contributions = centred @ (lam / sigma * w_u)  # (C,)
     b_f = model.ln_final.b
@@ -191,7 +191,9 @@ def commitment_layers(model: GPT, cache: ActivationCache) -> Commitment:
     n_layer = model.config.n_layer
     states = [layernorm_input(cache, 0)]  # (T, d): X + PE, what block 0 reads
     states += [cache[act_name("resid_post", layer)][0] for layer in range(n_layer)]
-    x = torch.stack(states).to(model.device)  # (S, T, d)
-    top1 = model.unembed(model.ln_final(x)).argmax(dim=-1).cpu()  # (S, T)
+    # a stage at a time: all at once, the logits of GPT-2 at 128 tokens are 13 × 128 ×
+    # 50,257 floats (334 MB); one stage's are 26 MB
+    top1 = torch.stack([model.unembed(model.ln_final(x.to(model.device))).argmax(dim=-1).cpu()
+                        for x in states])  # (S, T)
     stages = ("embeddings", *(f"after block {layer}" for layer in range(n_layer)))
     return Commitment(stages, top1, *settling(top1))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
 from gptviz.model import GPT
@@ -56,12 +57,13 @@ def head_weights(model: GPT, layer: int, head: int) -> HeadWeights:
     attn = model.blocks[layer].attn
     d, dk = model.config.d_model, model.config.d_head
     heads = slice(head * dk, (head + 1) * dk)
-    w = attn.W_QKV.weight.detach().double()  # (3d, d): nn.Linear stores (out, in)
-    q, k, v = (w[i * d:(i + 1) * d][heads].T for i in range(3))  # (d, d_k) each
+    w = attn.W_QKV.weight.detach()  # (3d, d): nn.Linear stores (out, in)
+    # each head's rows first, then float64: 3·d_k·d numbers, not the whole 3d × d
+    q, k, v = (w[i * d:(i + 1) * d][heads].double().T for i in range(3))  # (d, d_k) each
     b = attn.W_QKV.bias
     bq, bk, bv = (None,) * 3 if b is None else (
-        b.detach().double()[i * d:(i + 1) * d][heads] for i in range(3))  # (d_k,) each
-    o = attn.W_O.weight.detach().double().T[heads]  # (d_k, d)
+        b.detach()[i * d:(i + 1) * d][heads].double() for i in range(3))  # (d_k,) each
+    o = attn.W_O.weight.detach()[:, heads].double().T  # (d_k, d)
     bo = None if attn.W_O.bias is None else attn.W_O.bias.detach().double()  # (d,)
     return HeadWeights(q, k, v, o, bq, bk, bv, bo)
 
@@ -176,8 +178,24 @@ def ov_token_logits(model: GPT, layer: int, head: int, source: int) -> Tensor:
     >>> tuple(ov_token_logits(model, 0, 1, 3).shape)
     (10,)
     """
-    e = model.embed.weight.detach().double()[source]  # (d,)
-    return e @ ov_circuit(head_weights(model, layer, head)) @ unembedding(model)  # (|V|,)
+    e = model.embed.weight.detach()[source].double()  # (d,)
+    return unembed_rows(model, e @ ov_circuit(head_weights(model, layer, head)))  # (|V|,)
+
+
+UNEMBED_ROWS = 4096  # rows of W_Uᵀ taken to float64 at a time (12 MB for d = 768)
+
+
+def unembed_rows(model: GPT, x: Tensor) -> Tensor:
+    """x W_U (|V|,) in float64 for one vector x (d,) in float64: W_U's columns are taken to
+    float64 a block at a time, never the whole matrix (309 MB for GPT-2).
+
+    >>> x = torch.ones(16, dtype=torch.float64)
+    >>> bool(torch.allclose(unembed_rows(model, x), x @ unembedding(model)))
+    True
+    """
+    w = model.unembed.weight.detach()  # (|V|, d) = W_Uᵀ
+    return torch.cat([w[i:i + UNEMBED_ROWS].double() @ x
+                      for i in range(0, w.shape[0], UNEMBED_ROWS)])  # (|V|,)
 
 
 # ---- a taxonomy of heads -------------------------------------------------------------------

@@ -2,20 +2,19 @@
 
 Everything here takes tensors (a model, its weights or an ``ActivationCache``)
 and returns float32 numpy arrays or plain numbers, ready for the figure builders of ``gptviz.app``.
-The attention maths lives in ``gptviz.analysis.attention``.
+The attention maths lives in ``gptviz.analysis.attention``, a block's twelve stages in
+``gptviz.analysis.stages``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from gptviz.model import GPT, GPT_CONFIG_124M, GPTConfig, gelu, parameter_counts, relu
-from gptviz.model.config import ACTIVATION_TEXT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.layers import sinusoidal_table
 from gptviz.model.names import act_name
@@ -44,8 +43,11 @@ def one_hot_embed(ids: Sequence[int], E: ArrayLike) -> tuple[np.ndarray, np.ndar
     ([[0.0, 1.0, 0.0]], [[0.0, 1.0, 0.0]])
     """
     E = torch.as_tensor(to_numpy(E))  # (|V|, d)
-    oh = torch.nn.functional.one_hot(torch.as_tensor(list(ids)), E.shape[0]).float()  # (T, |V|)
-    return to_numpy(oh), to_numpy(oh @ E)  # (T, |V|), (T, d)
+    ids = torch.as_tensor(list(ids))
+    oh = torch.nn.functional.one_hot(ids, E.shape[0]).float()  # (T, |V|)
+    # OH @ E picks rows: each entry is 1·e plus zeros, so E[ids] is the same numbers exactly,
+    # without T·|V|·d multiplications (10 GFLOP for 128 GPT-2 tokens)
+    return to_numpy(oh), to_numpy(E[ids])  # (T, |V|), (T, d)
 
 
 def ordinary_rows(special_tokens: Mapping[str, int], n: int) -> np.ndarray:
@@ -61,17 +63,40 @@ def ordinary_rows(special_tokens: Mapping[str, int], n: int) -> np.ndarray:
     return np.array([i for i in range(n) if i not in unused], dtype=np.int64)
 
 
+PCA_ROWS = 4096  # rows centred in float64 at a time (GPT-2's E whole would be 309 MB)
+
+
 def pca_basis(X: ArrayLike, n_components: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``pca``'s fit of the rows of X (n, d): their mean (d,), the top axes (d, k), largest
-    loading positive (reproducible pictures), and each axis's explained-variance ratio (k,)."""
-    fit = np.asarray(X, dtype=np.float64)  # (n, d)
-    mean = fit.mean(axis=0)  # (d,)
-    eigvals, eigvecs = np.linalg.eigh((fit - mean).T @ (fit - mean))  # ascending, (d,), (d, d)
+    loading positive (reproducible pictures), and each axis's explained-variance ratio (k,).
+    Computed in float64, ``PCA_ROWS`` rows at a time: beside X it holds one block and the
+    d × d scatter matrix, never a float64 copy of X."""
+    x = X.detach().cpu().numpy() if isinstance(X, Tensor) else np.asarray(X)  # (n, d)
+    n, d = x.shape
+    mean = np.zeros(d)  # (d,)
+    for start in range(0, n, PCA_ROWS):
+        mean += x[start:start + PCA_ROWS].sum(axis=0, dtype=np.float64)
+    mean /= n
+    scatter = np.zeros((d, d))  # (d, d): Σ (x − mean)ᵀ (x − mean)
+    for start in range(0, n, PCA_ROWS):
+        block = x[start:start + PCA_ROWS].astype(np.float64) - mean  # (≤ PCA_ROWS, d)
+        scatter += block.T @ block
+    eigvals, eigvecs = np.linalg.eigh(scatter)  # ascending, (d,), (d, d)
     order = np.argsort(eigvals)[::-1][:n_components]
     axes = eigvecs[:, order]  # (d, k)
     axes *= np.sign(axes[np.abs(axes).argmax(axis=0), range(axes.shape[1])])
     total = max(float(eigvals.clip(min=0).sum()), 1e-30)
     return mean, axes, eigvals[order].clip(min=0) / total
+
+
+def project(X: ArrayLike, mean: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """The rows of X (n, d) on ``pca_basis``' axes: (X − mean) @ axes, float32 (n, k),
+    ``PCA_ROWS`` rows at a time in float64."""
+    x = X.detach().cpu().numpy() if isinstance(X, Tensor) else np.asarray(X)  # (n, d)
+    out = np.empty((x.shape[0], axes.shape[1]), dtype=np.float32)  # (n, k)
+    for start in range(0, x.shape[0], PCA_ROWS):
+        out[start:start + PCA_ROWS] = (x[start:start + PCA_ROWS].astype(np.float64) - mean) @ axes
+    return out
 
 
 def pca(X: ArrayLike, n_components: int = 2, fit_rows: ArrayLike | None = None
@@ -85,21 +110,32 @@ def pca(X: ArrayLike, n_components: int = 2, fit_rows: ArrayLike | None = None
     >>> (coords.ravel() ** 2).round(3).tolist()   # the last row, unfitted, is still projected
     [2.0, 0.0, 2.0, 2.0]
     """
-    x = np.asarray(X, dtype=np.float64)  # (n, d)
-    fit = x if fit_rows is None else x[np.asarray(fit_rows)]
+    x = X.detach().cpu().numpy() if isinstance(X, Tensor) else np.asarray(X)  # (n, d)
+    if not np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float64)
+    fit = x if fit_rows is None else _rows_view(x, np.asarray(fit_rows))
     mean, axes, ratio = pca_basis(fit, n_components)
-    return ((x - mean) @ axes).astype(np.float32), ratio.astype(np.float32)  # (n, k), (k,)
+    return project(x, mean, axes), ratio.astype(np.float32)  # (n, k), (k,)
+
+
+def _rows_view(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """x[rows], without a copy when ``rows`` are all the rows but a few at either end
+    (every id but the special tokens, which a vocabulary puts first or last)."""
+    if len(rows) and np.array_equal(rows, np.arange(rows[0], rows[0] + len(rows))):
+        return x[rows[0]:rows[0] + len(rows)]
+    return x[rows]
 
 
 def nearest_neighbours(E: ArrayLike, token_id: int, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
     """The k rows of E (|V|, d) most cosine-similar to row ``token_id``, itself excluded.
+    E · E_t over the rows' norms: no normalised copy of E (154 MB for GPT-2).
 
     >>> nearest_neighbours(torch.tensor([[1., 0], [0, 1], [1, 0.1]]), 0, k=1)[0].tolist()
     [2]
     """
-    E = torch.as_tensor(to_numpy(E))  # (|V|, d)
-    unit = E / E.norm(dim=1, keepdim=True).clamp_min(1e-12)  # (|V|, d)
-    sims = unit @ unit[token_id]  # (|V|,)
+    E = torch.as_tensor(to_numpy(E))  # (|V|, d), the same storage
+    norms = torch.linalg.vector_norm(E, dim=1).clamp_min(1e-12)  # (|V|,)
+    sims = (E @ E[token_id]) / (norms * norms[token_id])  # (|V|,)
     sims[token_id] = -float("inf")
     top = torch.topk(sims, min(k, E.shape[0] - 1))
     return top.indices.numpy(), to_numpy(top.values)  # (k,), (k,)
@@ -250,51 +286,3 @@ def seeds_124m_counts(tied: bool = True) -> dict[str, int]:
     """
     config = GPTConfig(**{**GPT_CONFIG_124M, "bias": True, "tie_embeddings": tied})
     return parameter_table(config, qkv_bias=False)
-
-
-@dataclass(frozen=True)
-class Stage:
-    name: str  # e.g. "LN₁(X)"
-    shape: str  # e.g. "N×d = 64×128"
-    values: np.ndarray  # (rows, cols) float32, tokens down
-    columns: str = "dimension"  # what the columns are: "dimension" or "key"
-
-
-def block_stages(cache: ActivationCache, layer: int, head: int = 0,
-                 activation: str = "gelu", bias: bool = True) -> list[Stage]:
-    """The twelve stages of block ``layer`` (batch 0), in forward order, two halves of six.
-
-    One letter per quantity: A = LN₂(Y) W₁ + b₁ enters the activation, H = GELU(A) leaves
-    it. ``bias`` is the model's: without it the ``+ b`` terms leave the names.
-
-    >>> [s.name for s in block_stages(cache, 0)][:3]
-    ['X', 'LN₁(X)', 'W_attn (head 0)']
-    >>> [s.name for s in block_stages(cache, 0, bias=False)][8:11]
-    ['A = LN₂(Y) W₁', 'H = GELU(A)', 'FFN(Y) = H W₂']
-    """
-    def get(kind: str, ln: str | None = None) -> np.ndarray:  # batch 0 of this layer
-        return to_numpy(cache[act_name(kind, layer, ln)][0])
-
-    x = to_numpy(layernorm_input(cache, layer))  # (T, d)
-    t, d = x.shape
-    z = cache[act_name("z", layer)][0]  # (h, T, d_k)
-    h, _, d_k = z.shape
-    pre, mid = get("pre"), get("resid_mid")  # (T, d_ff), (T, d)
-    act = ACTIVATION_TEXT[activation]
-    b_o, b_1, b_2 = (" + b_O", " + b₁", " + b₂") if bias else ("", "", "")
-    td, tf = f"N×d = {t}×{d}", f"N×d_ff = {t}×{pre.shape[1]}"
-    return [
-        Stage("X", td, x),
-        Stage("LN₁(X)", td, get("normalized", "ln1")),
-        Stage(f"W_attn (head {head})", f"N×N = {t}×{t}", get("pattern")[head], "key"),
-        Stage("Z, heads side by side", f"N×(h·d_k) = {t}×{h * d_k}",
-              to_numpy(z.transpose(0, 1).reshape(t, h * d_k))),
-        Stage(f"attention out Z W_O{b_o}", td, get("attn_out")),
-        Stage(f"Y = X + Z W_O{b_o}", td, mid),
-        Stage("Y", td, mid),
-        Stage("LN₂(Y)", td, get("normalized", "ln2")),
-        Stage(f"A = LN₂(Y) W₁{b_1}", tf, pre),
-        Stage(f"H = {act}(A)", tf, get("post")),
-        Stage(f"FFN(Y) = H W₂{b_2}", td, get("mlp_out")),
-        Stage("X' = Y + FFN(Y)", td, get("resid_post")),
-    ]

@@ -164,9 +164,10 @@ def gradient_check(model: GPT, window: Window, position: int, labels: Sequence[s
                for lab in labels for n, _ in by_label[lab].parts}
     leaf = {id(named[n]): t for n, t in checked.items()}
     made: dict[int, tuple[weakref.ref, Tensor]] = {}
-    # The finite differences keep nothing: their conversions go in one reused buffer.
-    scratch = torch.empty(max(sum(p.numel() for p in u.parameters()) for u in units(twin)),
-                          dtype=torch.float64)
+    # The finite differences keep nothing: their conversions go in one reused buffer, made
+    # after the gradient's pass (GPT-2's largest part, E, is 309 MB in float64: the two
+    # at once would double the peak).
+    scratch: list[Tensor] = []
 
     def f64(ps: list[Tensor]) -> list[Tensor]:
         out, at = [leaf.get(id(p)) for p in ps], 0
@@ -177,7 +178,10 @@ def gradient_check(model: GPT, window: Window, position: int, labels: Sequence[s
                 out[i] = p.detach().double()
                 made[out[i].untyped_storage().data_ptr()] = (weakref.ref(out[i]), p.detach())
             else:
-                out[i] = scratch[at:at + p.numel()].view_as(p).copy_(p)
+                if not scratch:
+                    scratch.append(torch.empty(max(sum(q.numel() for q in u.parameters())
+                                                   for u in units(twin)), dtype=torch.float64))
+                out[i] = scratch[0][at:at + p.numel()].view_as(p).copy_(p)
                 at += p.numel()
         return out
 

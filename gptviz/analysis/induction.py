@@ -19,12 +19,14 @@ Scores are averaged over ``n`` sequences from a fixed seed, for each length
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from gptviz.model import GPT
+from gptviz.model.hooks import hooks
 from gptviz.model.names import act_name
 from gptviz.tokenizers.base import Tokenizer
 
@@ -87,8 +89,12 @@ class InductionResult:
 
 @torch.no_grad()
 def induction_test(model: GPT, tokenizer: Tokenizer, length: int,
-                   n: int = STANDARD_SEQUENCES, seed: int = STANDARD_SEED) -> InductionResult:
-    """Run the standard test at one ``length`` (needs ``2 * length`` ≤ the context)."""
+                   n: int = STANDARD_SEQUENCES, seed: int = STANDARD_SEED,
+                   copy: bool = True) -> InductionResult:
+    """Run the standard test at one ``length`` (needs ``2 * length`` ≤ the context).
+    ``copy=False`` measures the heads' scores only (copy accuracy NaN): the model's output
+    is then never computed, the final LayerNorm's rows being cut to none, so W_U (a third
+    of GPT-2 small's work here, and (n, 2L, |V|) logits: 257 MB) multiplies nothing."""
     if 2 * length > model.config.context_length:
         raise ValueError(f"2 × {length} tokens do not fit the context of "
                          f"{model.config.context_length}.")
@@ -96,17 +102,32 @@ def induction_test(model: GPT, tokenizer: Tokenizer, length: int,
     names = [act_name("pattern", layer) for layer in range(model.config.n_layer)]
     was_training = model.training
     model.eval()
-    logits, cache = model.run_with_cache(ids, names_filter=names)  # (n, 2L, |V|)
+    if copy:
+        logits, cache = model.run_with_cache(ids, names_filter=names)  # (n, 2L, |V|)
+    else:
+        cache = {}
+
+        def keep(x: Tensor, name: str) -> None:
+            cache[name] = x.detach()
+
+        def no_rows(x: Tensor, name: str) -> Tensor:
+            return x[:, :0]  # (n, 0, d): nothing left to unembed
+
+        with hooks(model, [(names, keep), (act_name("normalized", ln="ln_final"), no_rows)]):
+            model._forward(model.check_ids(ids))
     model.train(was_training)
     rows = torch.arange(length, 2 * length)  # the repeat
     cols = rows - length + 1  # the token after each one's first copy
     scores = torch.stack([cache[name][:, :, rows, cols].mean(dim=(0, 2)) for name in names])
+    if not copy:
+        return InductionResult(length, scores.float(), math.nan)
     guess = logits[:, length:2 * length - 1].argmax(-1)  # predictions of r_1 .. r_{L-1}
-    copy = (guess == ids[:, length + 1:]).float().mean().item()
-    return InductionResult(length, scores.float(), copy)
+    accuracy = (guess == ids[:, length + 1:]).float().mean().item()
+    return InductionResult(length, scores.float(), accuracy)
 
 
-def standard_induction(model: GPT, tokenizer: Tokenizer) -> list[InductionResult]:
+def standard_induction(model: GPT, tokenizer: Tokenizer, copy: bool = True
+                       ) -> list[InductionResult]:
     """The test at each of ``STANDARD_LENGTHS`` that fits the model's context."""
-    return [induction_test(model, tokenizer, length) for length in STANDARD_LENGTHS
+    return [induction_test(model, tokenizer, length, copy=copy) for length in STANDARD_LENGTHS
             if 2 * length <= model.config.context_length]

@@ -150,8 +150,15 @@ def last_logits(model: GPT, ids: Sequence[int], positions: bool = True, causal: 
 
         fns += [([act_name("scores", layer) for layer in layers], keep),
                 ([act_name("pattern", layer) for layer in layers], unmask)]
+    fns.append((act_name("normalized", ln="ln_final"), _last_row))  # W_U on y_N's row only
     with torch.no_grad(), hooks(model, fns):
         return model(list(ids))[0, -1].double()  # (|V|,)
+
+
+def _last_row(x: Tensor, name: str) -> Tensor:
+    """A hook on the final LayerNorm's output (B, T, d): its last row (B, 1, d), so that the
+    unembedding makes one row of logits, not T (GPT-2: 50,257 × 768 per row)."""
+    return x[:, -1:]
 
 
 @dataclass(frozen=True)

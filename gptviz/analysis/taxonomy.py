@@ -63,7 +63,7 @@ def induction_scores(model: GPT, tokenizer: Tokenizer) -> Tensor | None:
     """Each head's induction score on the standard test (``gptviz.analysis.induction``),
     averaged over the lengths that fit the context; None when none fits or nothing can be drawn."""
     try:
-        results = standard_induction(model, tokenizer)
+        results = standard_induction(model, tokenizer, copy=False)  # the scores only
     except ValueError:  # no letter-or-digit token to draw the random sequences from
         return None
     if not results:

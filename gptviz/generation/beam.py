@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from gptviz.generation.sampling import _context
+from gptviz.generation.textcache import crop
 from gptviz.model import GPT, KVCache
 
 MAX_WIDTH = 8  # the widest search the app offers (any width up to |V| works here)
@@ -118,7 +118,7 @@ def beam_search(model: GPT, ids: Sequence[int], max_new_tokens: int, width: int)
     check_width(width, model.config.vocab_size)
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}.")
-    context, _ = _context(model, ids)
+    context, _ = crop(model, ids)
     model.check_ids(context)
     prompt = tuple(int(i) for i in ids)
     rope, n_ctx = model.config.rope, model.config.context_length
@@ -238,7 +238,7 @@ def prefix_rows(model: GPT, prompt: Sequence[int], tokens: Sequence[int]
     """``prefix_logits`` in order, as blocks (r, |V|) float32 of at most ~LOGIT_BYTES."""
     seq = [int(i) for i in prompt] + [int(t) for t in tokens]
     n_p, n_ctx = len(prompt), model.config.context_length
-    _context(model, prompt)  # an empty prompt is an error
+    crop(model, prompt)  # an empty prompt is an error
     vocab = model.config.vocab_size
     if bad := [t for t in seq if not 0 <= t < vocab]:
         raise ValueError(f"token id {bad[0]} is outside the vocabulary: valid ids are 0 to "
@@ -275,7 +275,7 @@ def next_logits(model: GPT, ids: Sequence[int]) -> Tensor:
     >>> torch.allclose(next_logits(model, [1, 2]), model([1, 2])[0, -1], atol=1e-6)
     True
     """
-    context, _ = _context(model, ids)
+    context, _ = crop(model, ids)
     with torch.no_grad():
         return model(context, last_only=True)[0, -1].float().cpu()
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import torch
 
 from gptviz.generation.beam import KV_BYTES, LOGIT_BYTES
-from gptviz.generation.sampling import _context
+from gptviz.generation.textcache import crop
 from gptviz.model import GPT, KVCache
 
 MAX_NODES = 20_000  # prefixes the search may keep above the bound before it gives up
@@ -87,7 +87,7 @@ def most_probable(model: GPT, ids: Sequence[int], n: int, known: Sequence[int],
         raise ValueError(f"the text needs at least 1 token, got n = {n}.")
     if len(known) != n:
         raise ValueError(f"the known text has {len(known)} tokens, not n = {n}.")
-    context, _ = _context(model, ids)
+    context, _ = crop(model, ids)
     model.check_ids(context)
     runner = _Runner(model, ids, n)
     if runner.refused:
@@ -153,7 +153,7 @@ class _Runner:
     def __init__(self, model: GPT, ids: Sequence[int], n: int) -> None:
         c = model.config
         self.model, self.ids = model, [int(i) for i in ids]
-        context, _ = _context(model, ids)
+        context, _ = crop(model, ids)
         self.length, self.n_ctx = len(context), c.context_length
         self.slides = self.length + n - 1 > self.n_ctx
         self.refused = None

@@ -3,6 +3,8 @@
 ``step`` shows the work of one step as data (cropped context, logits,
 probabilities, top candidates, chosen id, entropy); ``generate`` runs many
 steps, with a KV cache by default, and gives the same tokens as without one.
+``textcache.TextCache`` gives ``step`` that cache for a text that grows, shrinks and
+branches (the Generation page's Next token, Undo and branches, the Lesson's continuation).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from gptviz.generation.textcache import TextCache, crop
 from gptviz.model import GPT, KVCache
 from gptviz.model.decode import Decoder
 from gptviz.tokenizers.base import Tokenizer
@@ -164,24 +167,18 @@ def encode_prompt(tokenizer: Tokenizer, text: str) -> list[int]:
     return [tokenizer.special_tokens[BOS]]
 
 
-def _context(model: GPT, ids: Sequence[int]) -> tuple[list[int], int]:
-    ids = [int(i) for i in ids]
-    if not ids:
-        raise ValueError(f"the prompt is empty: give at least one token (e.g. the {BOS} id, "
-                         "which encode_prompt uses for an empty text).")
-    n_ctx = model.config.context_length
-    cropped = max(0, len(ids) - n_ctx)
-    return ids[cropped:], cropped
-
-
 @torch.no_grad()
 def step(model: GPT, ids: Sequence[int], temperature: float = 1.0, top_k: int | None = None,
          top_p: float | None = None, generator: torch.Generator | None = None,
-         n_top: int = 10, min_p: float | None = None) -> Step:
-    """One step: crop to the context window, run the model, build P_T, choose."""
+         n_top: int = 10, min_p: float | None = None, cache: TextCache | None = None) -> Step:
+    """One step: crop to the context window, run the model (through ``cache``'s keys and
+    values if given), build P_T, choose."""
     check_sampling(temperature, top_k, top_p, min_p)
-    context, cropped = _context(model, ids)
-    logits = model(context, last_only=True)[0, -1].float().cpu()  # (|V|,)
+    context, cropped = crop(model, ids)
+    if cache is not None:
+        logits = cache.logits(ids)  # (|V|,)
+    else:
+        logits = model(context, last_only=True)[0, -1].float().cpu()  # (|V|,)
     probs = next_token_probs(logits, temperature, top_k, top_p, min_p)  # (|V|,)
     best = torch.topk(probs, min(n_top, probs.numel()))
     top = [(int(i), float(p)) for p, i in zip(best.values, best.indices, strict=True)]
@@ -191,16 +188,19 @@ def step(model: GPT, ids: Sequence[int], temperature: float = 1.0, top_k: int | 
 
 def step_through(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: float = 1.0,
                  top_k: int | None = None, top_p: float | None = None,
-                 seed: int | None = None, min_p: float | None = None) -> Iterator[Step]:
+                 seed: int | None = None, min_p: float | None = None,
+                 use_cache: bool = True) -> Iterator[Step]:
     """Yield a Step per new token (each chosen id is appended before the next step).
 
     With a seed, step i draws as ``Sampling.generator(i)`` says; without, from torch's RNG.
+    With ``use_cache`` each step reads only the new id (``TextCache``).
     """
     rule = Sampling(temperature, top_k, top_p, seed or 0)
     ids = list(ids)
+    cache = TextCache(model) if use_cache else None
     for i in range(max_new_tokens):
         s = step(model, ids, temperature, top_k, top_p, rule.generator(i) if seed is not None
-                 else None, min_p=min_p)
+                 else None, min_p=min_p, cache=cache)
         ids.append(s.chosen)
         yield s
 
@@ -226,7 +226,7 @@ def generate(model: GPT, ids: Sequence[int], max_new_tokens: int, temperature: f
     check_sampling(temperature, top_k, top_p, min_p)
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}.")
-    context, _ = _context(model, ids)
+    context, _ = crop(model, ids)
     model.check_ids(context)
     rule = Sampling(temperature, top_k, top_p, seed or 0)  # step i's generator, when seeded
     out = [int(i) for i in ids]

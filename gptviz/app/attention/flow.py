@@ -13,7 +13,7 @@ from gptviz.analysis import flow as F
 from gptviz.analysis.core import to_numpy
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import circuit_formulas as cm
-from gptviz.app.shared.cache import cached_figure
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import shown_label
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked

@@ -11,12 +11,14 @@ from gptviz.analysis import circuits as C
 from gptviz.analysis.core import to_numpy
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import circuit_formulas as cm
-from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
+from gptviz.app.shared.cache import cached_result, per_model, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import shown_label
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import csv_download, plot, problem
 from gptviz.checkpoints.folder import Checkpoint
+from gptviz.model import GPT
 from gptviz.model.hooks import ActivationCache
 from gptviz.model.names import act_name
 from gptviz.tokenizers import TokenizerError
@@ -29,13 +31,8 @@ ROPE_TITLES = {"xWx": "x̂ᵢ W_Q R₍ⱼ₋ᵢ₎ W_Kᵀ x̂ⱼᵀ / √d_k", "
                "sum": "sum = s_ij"}
 
 
-@per_model
-def _identity_deltas(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[float, float, float]:
-    model, c = ckpt.model, ckpt.config
-    rope = c.rope
-    names = [act_name(k, ly, "ln1" if k == "normalized" else None)
-             for ly in range(c.n_layer) for k in ("normalized", "scores")]
-    _, cache = model.run_with_cache(list(ids), names_filter=names)
+def _identity_deltas(model: GPT, cache: ActivationCache) -> tuple[float, float, float]:
+    c = model.config
     exact = page = 0.0
     tol = C.TOLERANCE
     for layer in range(c.n_layer):
@@ -44,32 +41,33 @@ def _identity_deltas(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[float, flo
         tol = max(tol, C.tolerance(scores))
         for head in range(c.n_head):
             w = C.head_weights(model, layer, head)
-            total = C.score_terms(x, w, rope)["sum"]  # (T, T)
-            exact = max(exact, float((C.direct_scores(x, w, rope) - total).abs().max()))
+            total = C.score_terms(x, w, c.rope)["sum"]  # (T, T)
+            exact = max(exact, float((C.direct_scores(x, w, c.rope) - total).abs().max()))
             page = max(page, float((scores[head] - total).abs().max()))
     return exact, page, tol
 
 
-@per_model
-def _score_terms(ckpt: Checkpoint, ids: tuple[int, ...], layer: int, head: int
-                 ) -> dict[str, np.ndarray]:
-    name = act_name("normalized", layer, "ln1")
-    _, cache = ckpt.model.run_with_cache(list(ids), names_filter=[name])
-    terms = C.score_terms(cache[name][0], C.head_weights(ckpt.model, layer, head),
-                          rope=ckpt.config.rope)
-    return {k: v.numpy() for k, v in terms.items()}  # float64, each (T, T)
+def score_terms(picked: Picked, ids: tuple[int, ...], cache: ActivationCache, layer: int,
+                head: int) -> dict[str, np.ndarray]:
+    """``circuits.score_terms`` of one head on the prompt ``ids`` (float64 (T, T) each), from
+    the page's forward pass ``cache`` of ``ids``."""
+    def compute() -> dict[str, np.ndarray]:
+        x = cache[act_name("normalized", layer, "ln1")][0]  # (T, d)
+        terms = C.score_terms(x, C.head_weights(picked.checkpoint.model, layer, head),
+                              rope=picked.checkpoint.config.rope)
+        return {k: v.numpy() for k, v in terms.items()}
+
+    return cached_result(picked, "score-terms", (tuple(ids), layer, head), compute)
 
 
-def score_terms(picked: Picked, ids: tuple[int, ...], layer: int, head: int
-                ) -> dict[str, np.ndarray]:
-    """``circuits.score_terms`` of one head on the prompt ``ids`` (float64 (T, T) each)."""
-    return _score_terms(picked, tuple(ids), layer, head)
-
-
-def identity_deltas(picked: Picked, ids: tuple[int, ...]) -> tuple[float, float, float]:
+def identity_deltas(picked: Picked, ids: tuple[int, ...], cache: ActivationCache
+                    ) -> tuple[float, float, float]:
     """Over every head of every layer: max |Δ| of the identity in float64, max |Δ| against
-    the model's float32 scores, and the tolerance for the latter (``circuits.tolerance``)."""
-    return _identity_deltas(picked, tuple(ids))
+    the model's float32 scores, and the tolerance for the latter (``circuits.tolerance``);
+    from the page's forward pass ``cache`` of ``ids`` (every layer's LN₁ output and
+    scores)."""
+    return cached_result(picked, "identity-deltas", (tuple(ids),),
+                         lambda: _identity_deltas(picked.checkpoint.model, cache))
 
 
 def circuits_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
@@ -113,7 +111,7 @@ def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
     st.markdown(f"**The scores through W_QK.** With $\\hat x = \\mathrm{{LN}}_1(X)$, the "
                 f"input of layer {layer}'s heads, every score of this head is")
     st.latex(cm.score_identity(c.bias, rope))
-    terms = score_terms(picked, prompt.ids, layer, head)  # each (T, T)
+    terms = score_terms(picked, prompt.ids, cache, layer, head)  # each (T, T)
     scores = cache[act_name("scores", layer)][0, head]  # (T, T), the page's, before the mask
     labels = prompt.labels
     left, right = st.columns(2)
@@ -126,7 +124,7 @@ def _score_identity(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
     fig = cached_figure(picked, "score-terms", (prompt.ids, layer, head), lambda: (
         cf.score_term_panels(shown, ROPE_TITLES if rope else TERM_TITLES, labels)))
     plot(fig)
-    exact, page, tol = identity_deltas(picked, prompt.ids)
+    exact, page, tol = identity_deltas(picked, prompt.ids, cache)
     st.latex(cm.identity_check(exact, page, tol, c.bias, rope))
     ok = page <= tol
     (st.success if ok else st.error)(

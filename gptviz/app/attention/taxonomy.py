@@ -14,7 +14,8 @@ from gptviz.analysis.core import to_numpy
 from gptviz.analysis.induction import PROTOCOL, STANDARD_LENGTHS
 from gptviz.app.attention import circuit_figures as cf
 from gptviz.app.attention import figures as va
-from gptviz.app.shared.cache import cached_figure, per_model
+from gptviz.app.shared.cache import once_per_model
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.notes import counted
 from gptviz.app.shared.picker import Picked
@@ -26,7 +27,8 @@ SHORT = {"previous-token": "previous", "induction": "induction", "first token": 
          "self": "self", "mixed": "mixed", "none": "none"}  # labels on the thumbnails
 
 
-@per_model
+@once_per_model(lambda ckpt: f"Running the standard induction test on all "
+                             f"{ckpt.config.n_layer * ckpt.config.n_head:,} heads")
 def _induction(ckpt: Checkpoint) -> np.ndarray | None:
     scores = TX.induction_scores(ckpt.model, ckpt.tokenizer)
     return None if scores is None else to_numpy(scores)  # (L, H)

@@ -11,10 +11,12 @@ from gptviz.analysis import core as analysis
 from gptviz.app.attention import figures as va
 from gptviz.app.attention import flow, head_circuits, taxonomy
 from gptviz.app.attention import formulas as mp
-from gptviz.app.shared.cache import ablation, activations, cached_figure, vocab_labels
-from gptviz.app.shared.heatmaps import fit_margins, thin_ticks, title_room
+from gptviz.app.shared.cache import ablation, activations, cached_result, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
+from gptviz.app.shared.heatmaps import fit_margins, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
 from gptviz.app.speedups import fold
 from gptviz.model.hooks import ActivationCache
@@ -60,20 +62,65 @@ def pattern_table(pattern: np.ndarray, labels: list[str]) -> pd.DataFrame:
 
 def overview(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
              head: int) -> None:
-    """Every head of every layer as thumbnails, the chosen one large, one row worked out."""
+    """Every head of every layer as thumbnails, the chosen one large, one row worked out.
+    A model with more heads than one grid shows readably (``va.one_grid``: GPT-2 small has
+    144) gets the chosen layer's heads large first, then every head as an overview."""
     c = picked.checkpoint.config
     labels = prompt.labels
     key = (prompt.ids, layer, head)
-    grid = cached_figure(picked, "attention-grid", key, lambda: va.attention_grid(
-        am.all_patterns(cache, c.n_layer), labels, selected=(layer, head),
-        cell_px=grid_cell_px(c.n_head)))
+    if va.one_grid(c.n_layer, c.n_head):
+        grid = cached_figure(picked, "attention-grid", key, lambda: va.attention_grid(
+            am.all_patterns(cache, c.n_layer), labels, selected=(layer, head),
+            cell_px=grid_cell_px(c.n_head)))
+        plot(grid)
+        st.caption(f"All {c.n_layer * c.n_head} heads: layers down, heads across; row i of a "
+                   "thumbnail is how token i spreads its attention over tokens 0..i. The "
+                   "framed head is shown large below. Choose another with Layer and Head "
+                   "above.")
+        fold.below("attention", f"Next: layer {layer}, head {head} large, with one of its "
+                   "rows worked out (drawn as you scroll here).",
+                   lambda: chosen_head(picked, prompt, cache, layer, head))
+        return
+    strip = cached_figure(picked, "attention-strip", key, lambda: va.layer_strip(
+        am.all_patterns(cache, c.n_layer)[layer], labels, layer, head))
+    plot(strip)
+    st.caption(f"Layer {layer}'s {c.n_head} heads (choose the layer with Layer above): row i "
+               "of a thumbnail is how token i spreads its attention over tokens 0..i. The "
+               f"framed head is shown large below, after all {c.n_layer * c.n_head} heads "
+               "at a glance.")
+    fold.below("attention", f"Next: all {c.n_layer * c.n_head} heads at a glance, then "
+               f"layer {layer}, head {head} large with one of its rows worked out (drawn as "
+               "you scroll here).",
+               lambda: (all_heads(picked, prompt, cache, layer, head),
+                        chosen_head(picked, prompt, cache, layer, head)))
+
+
+def all_heads(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
+              head: int) -> None:
+    """Every head as a small thumbnail, numbered once along each axis (no title per head)."""
+    c = picked.checkpoint.config
+    grid = cached_figure(picked, "attention-overview", (prompt.ids, layer, head),
+                         lambda: va.attention_grid(
+                             am.all_patterns(cache, c.n_layer), prompt.labels,
+                             selected=(layer, head), cell_px=overview_cell_px(c.n_head),
+                             axis_names=True))
     plot(grid)
-    st.caption(f"All {c.n_layer * c.n_head} heads: layers down, heads across; row i of a "
-               "thumbnail is how token i spreads its attention over tokens 0..i. The framed "
-               "head is shown large below. Choose another with Layer and Head above.")
-    fold.below("attention", f"Next: layer {layer}, head {head} large, with one of its rows "
-               "worked out (drawn as you scroll here).",
-               lambda: chosen_head(picked, prompt, cache, layer, head))
+    st.caption(f"All {c.n_layer * c.n_head} heads: layers down (L0 … L{c.n_layer - 1}), "
+               f"heads across (H0 … H{c.n_head - 1}); the framed one is layer {layer}, "
+               f"head {head}. Hover a thumbnail for its query, key and weight.")
+
+
+COLUMN_PX = 820  # the page's column in a 1280 px window, beside the sidebar
+
+
+def overview_cell_px(n_head: int) -> int:
+    """Thumbnail height of the all-heads overview: about its width in the page's column
+    (less the layer numbers and the colour bar), from 40 to 110 px.
+
+    >>> overview_cell_px(12), overview_cell_px(25)
+    (56, 40)
+    """
+    return max(40, min(110, (COLUMN_PX - 142) // n_head))
 
 
 def chosen_head(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int,
@@ -172,7 +219,8 @@ def masks_and_check(picked: Picked, prompt: Prompt, cache: ActivationCache, laye
                 "computes attention step by step here (so that every step can be shown) and "
                 "with `torch.nn.functional.scaled_dot_product_attention` when it trains. From "
                 "the captured Q, K, V of every layer and head:")
-    check = am.sdpa_max_delta(cache, range(picked.checkpoint.config.n_layer))
+    check = cached_result(picked, "sdpa-check", (prompt.ids,), lambda: am.sdpa_max_delta(
+        cache, range(picked.checkpoint.config.n_layer)))  # every layer: once per prompt
     st.latex(mp.sdpa_check(check, picked.checkpoint.config.n_layer))
     ok = max(check.values()) < 1e-4
     (st.success if ok else st.error)(

@@ -9,9 +9,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from gptviz.analysis.core import Stage
+from gptviz.analysis.stages import Stage
 from gptviz.app.shared import labels as lb
-from gptviz.app.shared.heatmaps import as_float32, axis_labels, thin_ticks
+from gptviz.app.shared.heatmaps import as_float32, axis_labels
+from gptviz.app.shared.ticks import thin_ticks
 
 STAGE_COLOURS = {"before": "#9aa3b5", "standardised": "#4c78a8", "after": "#f58518"}
 ROW_LABELS = 12  # token labels under each LayerNorm panel at most: ~20 px each in the lesson

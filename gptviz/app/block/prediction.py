@@ -12,7 +12,7 @@ from gptviz.analysis import attribution as A
 from gptviz.analysis.core import to_numpy
 from gptviz.app.block import formulas as mb
 from gptviz.app.block import prediction_figures as pf
-from gptviz.app.shared.cache import per_model, vocab_labels
+from gptviz.app.shared.cache import cached_result, per_model, vocab_labels
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download, problem
@@ -29,9 +29,11 @@ KIND_SUMS = (("token", ("token",)), ("position", ("position",)), ("heads", ("hea
 
 @per_model
 def _logits(ckpt: Checkpoint, ids: tuple[int, ...]) -> np.ndarray:
-    """The model's own logits (T, |V|), from its ordinary forward pass."""
+    """The model's own logits after the last of ``ids`` (|V|,), from its ordinary forward
+    pass over them (a position's logits read only the tokens up to it): one row kept, not
+    the prompt's (T, |V|) (26 MB for 128 GPT-2 tokens)."""
     with torch.no_grad():
-        return to_numpy(ckpt.model(list(ids))[0])
+        return to_numpy(ckpt.model(list(ids), last_only=True)[0, -1])
 
 
 def _typed_token(picked: Picked, typed: str, vocab: list[str]) -> int | None:
@@ -103,13 +105,14 @@ def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> 
         "final LayerNorm and the column $W_U[:,t]$ of the unembedding, so it can be split into "
         "one share per component: how much that component, on its own, pushed $t$ up or down.")
     pos = position_input(prompt, "At position", key="dla_position")
-    logits = _logits(picked, prompt.ids)[pos]  # (|V|,)
+    logits = _logits(picked, tuple(prompt.ids[:pos + 1]))  # (|V|,)
     token = _chosen_token(picked, pos, logits, vocab)
     heads = st.segmented_control(
         "Heads", ["each", "per layer"], required=True, key="dla_heads", bind="query-params",
         default="each" if c.n_layer * c.n_head <= EACH_HEAD_UP_TO else "per layer",
         format_func={"each": "one bar per head", "per layer": "one bar per layer"}.get)
-    a = A.logit_attribution(model, cache, pos, token)
+    a = cached_result(picked, "attribution", (prompt.ids, pos, token),
+                      lambda: A.logit_attribution(model, cache, pos, token))
     shown = A.heads_per_layer(a) if heads == "per layer" else a
     real, total = float(logits[token]), a.total
     st.latex(mb.dla_formula(pos, vocab[token], _kind_sums(a), a.sigma, total, real, c.n_layer,
@@ -157,7 +160,8 @@ def commitment_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> N
     """The commitment layer of every position, as a strip over the prompt."""
     c, model = picked.checkpoint.config, picked.checkpoint.model
     vocab = vocab_labels(picked)
-    com = A.commitment_layers(model, cache)
+    com = cached_result(picked, "commitment", (prompt.ids,),
+                        lambda: A.commitment_layers(model, cache))
     layers = com.layer.tolist()  # (T,) −1 = the embeddings
     final = com.top1[-1].tolist()  # (T,) the model's prediction at each position
     st.markdown(

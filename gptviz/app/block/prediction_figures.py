@@ -15,6 +15,10 @@ MAX_BAR_TEXT = 40  # bars up to this many carry their value as text; more: hover
 HEIGHT, TOP, BOTTOM = 460, 70, 10  # the figure's height and margins (px)
 TEXT_PX, PAD_PX = 15, 3  # a value label's height and its distance from the bar (plotly's)
 LINE_PX = 2  # room kept clear around the dashed line (px)
+# Value labels are 12 px and never shrunk to their bar (plotly's default scaled GPT-2's 40
+# bars' labels down to ~7 px). A bar narrower than its label at 12 px gets it turned
+# upright (a bar of a PLOT_W_PX wide plot takes BAR_SHARE of its slot).
+BAR_TEXT_PX, PLOT_W_PX, BAR_SHARE = 12, 760, 0.8
 
 
 def _plot_px(labels: Sequence[str], rotated: bool) -> float:
@@ -24,23 +28,38 @@ def _plot_px(labels: Sequence[str], rotated: bool) -> float:
     return HEIGHT - TOP - BOTTOM - ticks
 
 
-def _label_boxes(start: float, end: float, unit: float) -> dict[str, tuple[float, float]]:
+def label_extent_px(texts: Sequence[str], n_bars: int) -> tuple[float, bool]:
+    """How far (px, along y) a value label reaches, and whether the labels stand upright:
+    level, a line of 12 px text (TEXT_PX); upright where the widest label would not fit its
+    bar's width, its length.
+
+    >>> label_extent_px(["+0.12"], 5), label_extent_px(["+0.12"], 41)
+    ((15, False), (34.1, True))
+    """
+    wide = label_px(texts, BAR_TEXT_PX) + 4
+    if PLOT_W_PX / max(n_bars, 1) * BAR_SHARE >= wide:
+        return TEXT_PX, False
+    return round(wide, 1), True
+
+
+def _label_boxes(start: float, end: float, unit: float, text_px: float = TEXT_PX
+                 ) -> dict[str, tuple[float, float]]:
     """The y extent (data units) of a bar's value label in each place it can go, for a bar
     from ``start`` to ``end`` and ``unit`` data units per pixel: beyond its end
     ("outside", plotly's place), inside its end ("inside", only when the bar is tall
     enough), or beyond its start ("base", drawn as an annotation)."""
     up = end >= start
     s = 1.0 if up else -1.0
-    pad, text = PAD_PX * unit, TEXT_PX * unit
+    pad, text = PAD_PX * unit, text_px * unit
     boxes = {"outside": (end + s * pad, end + s * (pad + text)),
              "base": (start - s * pad, start - s * (pad + text))}
-    if abs(end - start) >= (2 * PAD_PX + TEXT_PX) * unit:
+    if abs(end - start) >= (2 * PAD_PX + text_px) * unit:
         boxes["inside"] = (end - s * pad, end - s * (pad + text))
     return {k: (min(a, b), max(a, b)) for k, (a, b) in boxes.items()}
 
 
 def label_places(starts: Sequence[float], ends: Sequence[float], line: float,
-                 unit: float) -> list[str]:
+                 unit: float, text_px: float = TEXT_PX) -> list[str]:
     """Where each bar's value label goes so that the dashed line at ``line`` does not cross
     it: "outside" (beyond the bar's end) unless the line passes there, then "inside" the bar
     when it is tall enough, else "base" (beyond its start, which the line then cannot reach:
@@ -54,7 +73,7 @@ def label_places(starts: Sequence[float], ends: Sequence[float], line: float,
     clear = LINE_PX * unit
     out = []
     for a, b in zip(starts, ends, strict=True):
-        boxes = _label_boxes(a, b, unit)
+        boxes = _label_boxes(a, b, unit, text_px)
         out.append(next((k for k in ("outside", "inside", "base") if k in boxes and not (
             boxes[k][0] - clear < line < boxes[k][1] + clear)), "outside"))
     return out
@@ -85,15 +104,17 @@ def logit_waterfall(labels: Sequence[str], values: Sequence[float], real: float,
     lo = min(0.0, float(ends.min()), real)
     hi = max(0.0, float(ends.max()), real)
     span = max(hi - lo, 1e-9)
-    room = PAD_PX + TEXT_PX + LINE_PX  # px kept at either end for a label beyond a bar
+    text = [f"{v:+.2f}" for v in y] + [f"{total:.2f}"] if n <= MAX_BAR_TEXT else None
+    text_px, upright = label_extent_px(text, n + 1) if text else (TEXT_PX, False)
+    room = PAD_PX + text_px + LINE_PX  # px kept at either end for a label beyond a bar
     span_all = span / (1 - 2 * room / plot_px)
     unit = span_all / plot_px  # data units per px (at least: the plot may be taller)
-    text = [f"{v:+.2f}" for v in y] + [f"{total:.2f}"] if n <= MAX_BAR_TEXT else None
-    places = label_places(starts, ends, real, unit) if text else ["outside"] * (n + 1)
+    places = label_places(starts, ends, real, unit, text_px) if text else ["outside"] * (n + 1)
     fig = go.Figure(go.Waterfall(
         x=names, y=np.append(y, 0.0), measure=["relative"] * n + ["total"],
         text=text, textposition=[p if p != "base" else "none" for p in places],
-        textangle=0, cliponaxis=False, increasing=dict(marker_color=UP),
+        textangle=-90 if upright else 0, textfont=dict(size=BAR_TEXT_PX),
+        constraintext="none", cliponaxis=False, increasing=dict(marker_color=UP),
         decreasing=dict(marker_color=DOWN),
         totals=dict(marker_color=TOTAL), connector=dict(line=dict(color="#999", width=1)),
         hovertemplate="%{x}: %{y:+.4f}<extra></extra>"))
@@ -102,7 +123,8 @@ def logit_waterfall(labels: Sequence[str], values: Sequence[float], real: float,
             up = ends[i] >= starts[i]
             fig.add_annotation(x=names[i], y=float(starts[i]), text=text[i], showarrow=False,
                                yanchor="top" if up else "bottom", yshift=-PAD_PX if up else
-                               PAD_PX, font=dict(size=12), name="value label")
+                               PAD_PX, font=dict(size=BAR_TEXT_PX), name="value label",
+                               textangle=-90 if upright else 0)
     fig.add_hline(y=real, line_dash="dash", line_color="#333")
     fig.add_annotation(xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom",
                        yshift=2, showarrow=False, name="logit key",
@@ -110,7 +132,8 @@ def logit_waterfall(labels: Sequence[str], values: Sequence[float], real: float,
     fig.update_xaxes(type="category", tickangle=-45 if rotated else 0)
     fig.update_yaxes(range=[lo - room * unit, hi + room * unit])
     fig.update_layout(title=title, yaxis_title="added to the logit", showlegend=False,
-                      margin=dict(l=10, r=10, t=TOP, b=BOTTOM), height=HEIGHT)
+                      margin=dict(l=10, r=10, t=TOP, b=BOTTOM), height=HEIGHT,
+                      meta={"label_px": text_px})  # how far a value label reaches (y, px)
     return fig
 
 

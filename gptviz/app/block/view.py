@@ -7,12 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from gptviz.analysis import core as analysis
-from gptviz.analysis.core import block_stages
+from gptviz.analysis.stages import block_stages
 from gptviz.app.block import figures as vb
 from gptviz.app.block import formulas as mb
 from gptviz.app.block.figures import block_flow, stage_table
 from gptviz.app.block.prediction import attribution_view, commitment_view
-from gptviz.app.shared.cache import activations, cached_figure, vocab_labels
+from gptviz.app.shared.cache import activations, cached_result, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
@@ -152,7 +153,8 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
             csv_download(df, "residual-norms.csv")
     st.markdown("#### Logit lens")
     pos = position_input(prompt, "Read the guesses at token", key="lens_position")
-    rows, ids, probs = analysis.logit_lens(model, cache, LENS_TOP, pos, include_input=True)
+    rows, ids, probs = cached_result(picked, "logit-lens", (prompt.ids, pos), lambda: (
+        analysis.logit_lens(model, cache, LENS_TOP, pos, include_input=True)))
     vocab = vocab_labels(picked)
     guesses = [[vocab[i] for i in row] for row in ids]
     st.latex(mb.logit_lens_formula(pos, prompt.labels[pos],

@@ -17,10 +17,11 @@ from gptviz.app.embeddings import figures as ve
 from gptviz.app.embeddings.untrained import (
     FreshEmbedding,
     fresh_embedding,
-    fresh_neighbours,
+    fresh_neighbours_of,
     fresh_rows,
 )
-from gptviz.app.shared.cache import vocab_labels, vocab_pca
+from gptviz.app.shared.cache import once, shared_result, vocab_labels, vocab_pca
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import legend_on_top
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
@@ -31,31 +32,63 @@ from gptviz.model import GPTConfig
 NEIGHBOURS = 8
 
 
-@st.cache_resource(max_entries=4, show_spinner="Drawing the untrained embedding matrix…")
 def _located(config_json: str, seed: int) -> FreshEmbedding:
-    """Where E starts in the seeded stream (a few KB; no user data, so shared)."""
-    return fresh_embedding(GPTConfig.from_dict(json.loads(config_json)), seed)
+    """Where E starts in the seeded stream, and a mark before each piece of it (a few KB per
+    piece; no user data, so shared by every model of that shape and seed)."""
+    config = GPTConfig.from_dict(json.loads(config_json))
+    return once(("untrained-E", config_json, seed),
+                f"Finding the untrained E's {config.vocab_size:,} rows in the random stream",
+                lambda: fresh_embedding(config, seed))
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+def _sample(config_json: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows every untrained scatter draws (``ve.drawn_rows``): their ids (n,) and the
+    rows (n, d). For GPT-2 small, 5,000 rows: 15 MB, against 154 MB for the whole E."""
+    fe = _located(config_json, seed)
+
+    def draw() -> tuple[np.ndarray, np.ndarray]:
+        ids = ve.drawn_rows(fe.rows)
+        return ids, fresh_rows(fe, ids)
+
+    return once(("untrained-sample", config_json, seed),
+                f"Drawing the {min(fe.rows, ve.MAX_POINTS):,} untrained rows the scatter shows",
+                draw)
+
+
 def _fresh_pca(config_json: str, seed: int, ids: tuple[int, ...], k: int
                ) -> tuple[np.ndarray, np.ndarray]:
-    fe = _located(config_json, seed)
-    return untrained_pca(fe, ids, k)
+    sample = _sample(config_json, seed)
+    return shared_result(("untrained-pca", config_json, seed, ids, k), lambda: untrained_pca(
+        _located(config_json, seed), ids, k, sample))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _fresh_neighbours(config_json: str, seed: int, token_id: int, k: int
+def _fresh_neighbours(config_json: str, seed: int, ids: tuple[int, ...], k: int
                       ) -> tuple[np.ndarray, np.ndarray]:
-    return fresh_neighbours(_located(config_json, seed), token_id, k)
+    """The untrained neighbours of every token of the prompt, in one pass: (T, k) each."""
+    fe = _located(config_json, seed)
+    return shared_result(("untrained-neighbours", config_json, seed, ids, k),
+                         lambda: fresh_neighbours_of(fe, ids, k),
+                         f"Searching the {fe.rows:,} untrained rows for neighbours")
 
 
-def untrained_pca(fe: FreshEmbedding, ids, k: int) -> tuple[np.ndarray, np.ndarray]:
+def untrained_pca(fe: FreshEmbedding, ids, k: int,
+                  sample: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """PCA of the untrained rows a scatter shows (``drawn_rows`` and ``ids``): coordinates
     (|V|, k), NaN for rows not drawn, and the explained-variance ratios (k,). A vocabulary of
-    at most ``ve.MAX_POINTS`` rows is drawn whole, so this is the PCA of the whole matrix."""
-    shown = np.union1d(ve.drawn_rows(fe.rows), np.asarray(ids, dtype=np.int64))  # sorted
-    coords, ratio = analysis.pca(fresh_rows(fe, shown), k)  # (n, k), (k,)
+    at most ``ve.MAX_POINTS`` rows is drawn whole, so this is the PCA of the whole matrix.
+    ``sample``: ``drawn_rows``' ids and rows, when already drawn; only the prompt's other
+    rows are drawn then."""
+    drawn, rows = sample if sample is not None else (ve.drawn_rows(fe.rows), None)
+    shown = np.union1d(drawn, np.asarray(ids, dtype=np.int64))  # sorted
+    if rows is None:
+        X = fresh_rows(fe, shown)  # (n, d)
+    else:
+        X = np.empty((len(shown), fe.cols), dtype=np.float32)  # (n, d)
+        known = np.isin(shown, drawn)
+        X[known] = rows[np.searchsorted(drawn, shown[known])]
+        X[~known] = fresh_rows(fe, shown[~known])
+    coords, ratio = analysis.pca(X, k)  # (n, k), (k,)
     full = np.full((fe.rows, k), np.nan, dtype=np.float32)  # (|V|, k)
     full[shown] = coords
     return full, ratio
@@ -71,7 +104,7 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
     config = picked.checkpoint.config
     key = _key(picked)
     try:
-        _located(*key)
+        _sample(*key)
     except NotImplementedError as e:
         st.info(f"The untrained matrix of this model cannot be drawn on its own ({e}).")
         return
@@ -94,13 +127,16 @@ def trained_vs_fresh(picked: Picked, prompt: Prompt, pos: int) -> None:
             (left, right), [("trained", vocab_pca(picked, 2)),
                             ("freshly initialised", _fresh_pca(*key, tuple(prompt.ids), 2))],
             strict=True):
-        plot(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio, title=f"E {name}")),
+        plot(cached_figure(picked, f"pca-{name}", (prompt.ids,), lambda c=coords, r=ratio,
+                           n=name: legend_on_top(ve.pca_scatter(c, labels, prompt.ids, r,
+                                                                title=f"E {n}"))),
              key=f"pca-{name}", container=col)
     token_id, label = prompt.ids[pos], prompt.labels[pos]
     E = analysis.to_numpy(picked.checkpoint.model.embed.weight)  # (|V|, d)
+    fresh_ids, fresh_sims = _fresh_neighbours(*key, tuple(prompt.ids), NEIGHBOURS)  # (T, k)
     rows = {}
     for name, (ids, sims) in [("trained", analysis.nearest_neighbours(E, token_id, NEIGHBOURS)),
-                              ("fresh", _fresh_neighbours(*key, token_id, NEIGHBOURS))]:
+                              ("fresh", (fresh_ids[pos], fresh_sims[pos]))]:
         rows[f"{name}: token"] = [labels[i] for i in ids]
         rows[f"{name}: cosine"] = sims
     df = pd.DataFrame(rows)

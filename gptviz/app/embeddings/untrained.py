@@ -40,7 +40,10 @@ class Fill:
 
 @dataclass(frozen=True)
 class FreshEmbedding:
-    """Where E's initial values start in a seeded stream: enough to draw any of its rows."""
+    """Where E's initial values start in a seeded stream: enough to draw any of its rows.
+    ``marks`` hold the generator's state before each piece of E's draw (``_draw`` with
+    ``chunk``), so that a row is drawn from its own piece, not from the start (GPT-2's E is
+    37 pieces of 4 MB; a state is 5 KB)."""
 
     state: torch.Tensor  # the generator's state just before E's last fill
     rows: int  # |V|
@@ -48,6 +51,12 @@ class FreshEmbedding:
     mean: float
     std: float
     dtype: torch.dtype
+    chunk: int = CHUNK  # elements per piece of the draw
+    marks: tuple[torch.Tensor, ...] = ()  # the state before each piece (empty: not indexed)
+
+    @property
+    def fill(self) -> Fill:
+        return Fill("normal_", self.rows * self.cols, self.dtype, (self.mean, self.std))
 
 
 class _Recorder(TorchDispatchMode):
@@ -73,13 +82,16 @@ class _Recorder(TorchDispatchMode):
 
 
 def fresh_embedding(config: GPTConfig, seed: int, chunk: int = CHUNK) -> FreshEmbedding:
-    """Where ``initial_model(config, seed).embed.weight`` starts in the stream seeded ``seed``.
+    """Where ``initial_model(config, seed).embed.weight`` starts in the stream seeded ``seed``,
+    with the state before each ``chunk``-element piece of its draw (one pass over E).
 
     >>> fe = fresh_embedding(GPTConfig(vocab_size=10, context_length=8, d_model=16,
     ...                                n_layer=1, n_head=2), seed=0)
-    >>> fe.rows, fe.cols, fe.std
-    (10, 16, 0.02)
+    >>> fe.rows, fe.cols, fe.std, len(fe.marks)
+    (10, 16, 0.02, 1)
     """
+    if chunk % 16:
+        raise ValueError(f"chunk must be a multiple of 16, got {chunk}")
     recorder = _Recorder()
     with torch.device("meta"), recorder:
         model = GPT(config)
@@ -92,27 +104,42 @@ def fresh_embedding(config: GPTConfig, seed: int, chunk: int = CHUNK) -> FreshEm
     for f in recorder.fills[:last]:
         for _ in _draw(f, gen, chunk):
             pass
-    return FreshEmbedding(gen.get_state(), E.shape[0], E.shape[1], fill.args[0], fill.args[1],
-                          fill.dtype)
+    state, marks = gen.get_state(), [gen.get_state()]
+    for _ in _draw(fill, gen, chunk):
+        marks.append(gen.get_state())  # the state before the next piece
+    return FreshEmbedding(state, E.shape[0], E.shape[1], fill.args[0], fill.args[1],
+                          fill.dtype, chunk, tuple(marks[:-1]))
 
 
-def _draw(f: Fill, gen: torch.Generator, chunk: int) -> Iterator[torch.Tensor]:
-    """The values ``f`` writes, as consecutive pieces of the flat tensor (each ≤ ~chunk)."""
+def _plan(f: Fill, chunk: int) -> tuple[int, int, int]:
+    """How ``_draw`` cuts ``f``: (whole pieces of ``chunk``, then the last piece's part drawn
+    as one, and its tail of fewer than 16 elements); one piece when it fits in ``chunk``."""
     if f.numel <= chunk:
-        yield _fill(torch.empty(f.numel, dtype=f.dtype), f, gen)
-        return
+        return 0, f.numel, 0
     if chunk % 16:
         raise ValueError(f"chunk must be a multiple of 16, got {chunk}")
     if f.op == "uniform_":  # one draw per element, in order
-        for start in range(0, f.numel, chunk):
-            yield _fill(torch.empty(min(chunk, f.numel - start), dtype=f.dtype), f, gen)
-        return
+        pieces, rest = divmod(f.numel, chunk)
+        return (pieces - 1, chunk, 0) if not rest else (pieces, rest, 0)
     whole, tail = divmod(f.numel, 16)
     whole *= 16  # elements in whole blocks of 16
     pieces, rest = divmod(whole, chunk)
     if not rest:  # the last whole piece joins the tail
         pieces, rest = pieces - 1, chunk
-    for _ in range(pieces):
+    return pieces, rest, tail
+
+
+def _draw(f: Fill, gen: torch.Generator, chunk: int, first: int = 0
+          ) -> Iterator[torch.Tensor]:
+    """The values ``f`` writes, as consecutive pieces of the flat tensor (each ≤ ~chunk),
+    from piece ``first`` on (``gen`` then holds the state before that piece)."""
+    pieces, rest, tail = _plan(f, chunk)
+    if f.numel <= chunk or f.op == "uniform_":
+        for _ in range(first, pieces):
+            yield _fill(torch.empty(chunk, dtype=f.dtype), f, gen)
+        yield _fill(torch.empty(rest, dtype=f.dtype), f, gen)
+        return
+    for _ in range(first, pieces):
         yield _fill(torch.empty(chunk, dtype=f.dtype), f, gen)
     last = torch.empty(rest + tail, dtype=f.dtype)  # rest ≥ 16
     _fill(last[:rest], f, gen)
@@ -126,13 +153,12 @@ def _fill(t: torch.Tensor, f: Fill, gen: torch.Generator) -> torch.Tensor:
     return getattr(t, f.op)(*f.args, generator=gen)
 
 
-def _row_blocks(fe: FreshEmbedding, chunk: int) -> Iterator[tuple[int, np.ndarray]]:
-    """E's rows in order, as (first row, block (r, d)), drawn ``chunk`` elements at a time."""
+def _row_blocks(fe: FreshEmbedding) -> Iterator[tuple[int, np.ndarray]]:
+    """E's rows in order, as (first row, block (r, d)), drawn a piece at a time."""
     gen = torch.Generator()
     gen.set_state(fe.state)
-    fill = Fill("normal_", fe.rows * fe.cols, fe.dtype, (fe.mean, fe.std))
     carry, row = np.empty(0, dtype=np.float32), 0
-    for piece in _draw(fill, gen, chunk):
+    for piece in _draw(fe.fill, gen, fe.chunk):
         flat = np.concatenate([carry, piece.numpy()])
         n = len(flat) // fe.cols
         if n:
@@ -141,38 +167,76 @@ def _row_blocks(fe: FreshEmbedding, chunk: int) -> Iterator[tuple[int, np.ndarra
         carry = flat[n * fe.cols:]
 
 
-def fresh_rows(fe: FreshEmbedding, ids: Sequence[int], chunk: int = CHUNK) -> np.ndarray:
-    """Rows ``ids`` of the untrained E, (len(ids), d); the draw stops after the last one.
+def _piece(fe: FreshEmbedding, index: int) -> np.ndarray:
+    """Piece ``index`` of E's flat draw, from the state before it."""
+    gen = torch.Generator()
+    gen.set_state(fe.marks[index])
+    return next(_draw(fe.fill, gen, fe.chunk, first=index)).numpy()
+
+
+def fresh_rows(fe: FreshEmbedding, ids: Sequence[int], chunk: int | None = None) -> np.ndarray:
+    """Rows ``ids`` of the untrained E, (len(ids), d), each drawn from the pieces of the
+    stream that hold it (``fe.marks``), not from E's start. ``chunk``, if given, must be
+    the one ``fe`` was made with.
 
     >>> fe = fresh_embedding(GPTConfig(vocab_size=10, context_length=8, d_model=16,
     ...                                n_layer=1, n_head=2), seed=0)
     >>> fresh_rows(fe, [3, 1]).shape
     (2, 16)
     """
+    if chunk is not None and chunk != fe.chunk:
+        raise ValueError(f"these marks were made with chunk {fe.chunk}, not {chunk}")
     ids = np.asarray(ids, dtype=np.int64)
     out = np.empty((len(ids), fe.cols), dtype=np.float32)  # (n, d)
     if not len(ids):
         return out
     if ids.min() < 0 or ids.max() >= fe.rows:
         raise IndexError(f"row ids must lie in [0, {fe.rows}), got {ids.min()}…{ids.max()}")
-    for row, block in _row_blocks(fe, chunk):
-        inside = (ids >= row) & (ids < row + len(block))
-        out[inside] = block[ids[inside] - row]
-        if row + len(block) > ids.max():
-            break
+    pieces, _, _ = _plan(fe.fill, fe.chunk)
+    starts = np.arange(pieces + 1, dtype=np.int64) * fe.chunk  # each piece's first element
+    drawn: dict[int, np.ndarray] = {}
+    for k, row in enumerate(ids):
+        lo, hi = int(row) * fe.cols, (int(row) + 1) * fe.cols  # the row's elements
+        first, last = (int(np.searchsorted(starts, e, side="right")) - 1 for e in (lo, hi - 1))
+        parts = []
+        for p in range(first, last + 1):
+            if p not in drawn:
+                drawn[p] = _piece(fe, p)
+            a, b = max(lo, int(starts[p])), min(hi, int(starts[p]) + len(drawn[p]))
+            parts.append(drawn[p][a - int(starts[p]):b - int(starts[p])])
+        out[k] = np.concatenate(parts)
     return out
 
 
-def fresh_neighbours(fe: FreshEmbedding, token_id: int, k: int, chunk: int = CHUNK
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """``analysis.nearest_neighbours`` on the untrained E, one block of rows at a time:
-    the k rows most cosine-similar to row ``token_id``, itself excluded; ids (k,), cos (k,)."""
-    q = torch.from_numpy(fresh_rows(fe, [token_id], chunk)[0])  # (d,)
-    q = q / q.norm().clamp_min(1e-12)
-    sims = torch.empty(fe.rows)  # (|V|,)
-    for row, block in _row_blocks(fe, chunk):
+def fresh_neighbours_of(fe: FreshEmbedding, token_ids: Sequence[int], k: int
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """``analysis.nearest_neighbours`` on the untrained E for several tokens in one pass
+    over its rows: for each token the k rows most cosine-similar to its own, itself
+    excluded; ids (n, k), cos (n, k). Holds one piece of rows at a time."""
+    queries = torch.from_numpy(fresh_rows(fe, token_ids))  # (n, d)
+    q_norms = torch.linalg.vector_norm(queries, dim=1).clamp_min(1e-12)  # (n,)
+    tokens = torch.as_tensor(np.asarray(token_ids, dtype=np.int64))  # (n,)
+    k = min(k, fe.rows - 1)
+    best = torch.full((len(tokens), 0), -float("inf"))  # (n, ≤k) the best cosines so far
+    best_ids = torch.empty((len(tokens), 0), dtype=torch.long)  # (n, ≤k)
+    for row, block in _row_blocks(fe):
         E = torch.from_numpy(block)  # (r, d)
-        sims[row: row + len(block)] = (E / E.norm(dim=1, keepdim=True).clamp_min(1e-12)) @ q
-    sims[token_id] = -float("inf")
-    top = torch.topk(sims, min(k, fe.rows - 1))
-    return top.indices.numpy(), top.values.numpy()  # (k,), (k,)
+        norms = torch.linalg.vector_norm(E, dim=1).clamp_min(1e-12)  # (r,)
+        sims = (queries @ E.T) / (q_norms[:, None] * norms[None, :])  # (n, r)
+        ids = torch.arange(row, row + len(block))  # (r,)
+        sims[ids[None, :] == tokens[:, None]] = -float("inf")  # not itself
+        both, both_ids = torch.cat([best, sims], 1), torch.cat([best_ids, ids.expand(
+            len(tokens), -1)], 1)
+        top = torch.topk(both, min(k, both.shape[1]), dim=1)  # ties: the lower position
+        best, best_ids = top.values, both_ids.gather(1, top.indices)
+    return best_ids.numpy(), best.numpy()  # (n, k), (n, k)
+
+
+def fresh_neighbours(fe: FreshEmbedding, token_id: int, k: int, chunk: int | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``analysis.nearest_neighbours`` on the untrained E, one piece of rows at a time:
+    the k rows most cosine-similar to row ``token_id``, itself excluded; ids (k,), cos (k,)."""
+    if chunk is not None and chunk != fe.chunk:
+        raise ValueError(f"these marks were made with chunk {fe.chunk}, not {chunk}")
+    ids, sims = fresh_neighbours_of(fe, [token_id], k)
+    return ids[0], sims[0]

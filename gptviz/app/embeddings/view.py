@@ -11,10 +11,12 @@ from gptviz.app.embeddings import figures as ve
 from gptviz.app.embeddings import formulas as emb_tex
 from gptviz.app.embeddings.fresh import trained_vs_fresh
 from gptviz.app.shared import tex as tx
-from gptviz.app.shared.cache import cached_figure, vocab_labels, vocab_pca
-from gptviz.app.shared.heatmaps import legend_on_top, thin_ticks, title_room
+from gptviz.app.shared.cache import vocab_labels, vocab_pca
+from gptviz.app.shared.figure_cache import cached_figure
+from gptviz.app.shared.heatmaps import legend_on_top, title_room
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.widgets import SHOWN_DIMS, csv_download, plain_table, plot
 from gptviz.app.speedups import fold
 
@@ -86,10 +88,10 @@ def vocabulary(picked: Picked, prompt: Prompt, pos: int) -> None:
     labels = vocab_labels(picked)
     left_out = int(np.isnan(coords[:, 0]).sum())  # the special tokens training never feeds
     fitted = "all" if not left_out else f"{len(labels) - left_out:,} of the {len(labels):,}"
-    plot(legend_on_top(ve.pca_scatter(coords, labels, prompt.ids, ratio,
-                                      title=f"{fitted} rows of E, PCA"
-                                      + (f" ({ve.MAX_POINTS:,} drawn)" if
-                                         sampled_note(len(labels)) else ""))))
+    plot(cached_figure(picked, "vocabulary-pca", (k, prompt.ids), lambda: legend_on_top(
+        ve.pca_scatter(coords, labels, prompt.ids, ratio, title=f"{fitted} rows of E, PCA"
+                       + (f" ({ve.MAX_POINTS:,} drawn)" if sampled_note(len(labels))
+                          else "")))))  # 50,257 labels sampled: once per prompt
     st.caption(f"The top {k} principal axes keep {100 * float(ratio.sum()):.1f} % of the "
                f"variance of E's {coords.shape[0] - left_out:,} rows in "
                f"{picked.checkpoint.config.d_model} dimensions: the picture is a shadow, and "

@@ -146,7 +146,7 @@ def topk_html(c: Candidates, chosen: int | None = None, title: str = "") -> str:
         logit = "" if math.isnan(y) else f"&#10;y = {y:.3f}"
         rows.append(
             f'<div class="gv-topk-row" data-id="{i}" data-p="{p!r}" '
-            f'title="{escape(name)} (id {i}){logit}&#10;P = {p:.4f}">'
+            f'title="{escape(name)} (id {i}){logit}&#10;P = {percent(p, 3)}">'
             f'<div class="gv-topk-label">{escape(tick)}</div><div class="gv-topk-scale">'
             f'<div class="gv-topk-bar" style="width:{100 * p / c.right:.3f}%;background:'
             f'{CHOSEN if i == chosen else BAR}"></div>'

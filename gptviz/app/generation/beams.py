@@ -12,7 +12,8 @@ from gptviz.app.generation import formulas as tex
 from gptviz.app.generation.controls import token_info
 from gptviz.app.generation.figures import sequence_chips_html
 from gptviz.app.generation.search_figures import beam_tree
-from gptviz.app.generation.state import History, sampling_caption
+from gptviz.app.generation.state import History
+from gptviz.app.generation.turn import sampling_caption
 from gptviz.app.shared.cache import per_model, vocab_labels
 from gptviz.app.shared.chips import visible
 from gptviz.app.shared.picker import Picked

@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from gptviz.app.shared import labels as lb
+from gptviz.app.shared.tex import percent
 
 CURRENT, KEPT, PRUNED = "#f58518", "#4c78a8", "#c7c7c7"
 LABELS_UP_TO = 90  # nodes drawn with their labels (more: on hover only)
@@ -41,12 +42,13 @@ def edges_trace(pairs, color: str, width: float, name: str) -> go.Scatter:
 
 
 def edge_label(p: float) -> str:
-    """An edge's P in whole percents (the hover has it to four decimals).
+    """An edge's P in ``percent``'s compact form, so that a small one still says how small
+    (the hover has three digits).
 
-    >>> edge_label(0.2931), edge_label(0.004), edge_label(1.0)
-    ('29%', '<1%', '100%')
+    >>> edge_label(0.2931), edge_label(0.004), edge_label(2.1e-5), edge_label(1.0)
+    ('29%', '0.4%', '2e-5', '100%')
     """
-    return "<1%" if 0 < p < 0.005 else f"{100 * p:.0f}%"
+    return percent(p, 1)
 
 
 def plot_height(rows: int) -> float:
@@ -141,7 +143,7 @@ def branch_tree(xy: Mapping[Path, tuple[int, int]], labels: Mapping[Path, str],
             textfont=dict(family=lb.FONT, size=size, color=color), hoverinfo="skip",
             showlegend=False, name=name))
     hover = ["the prompt (step 0)" if not p else
-             f"step {len(p)} · {labels[p]} · P = {probs[p]:.4f}" for p in nodes]
+             f"step {len(p)} · {labels[p]} · P = {percent(probs[p], 3)}" for p in nodes]
     traces.append(go.Scatter(
         x=[xy[p][0] for p in nodes], y=[xy[p][1] for p in nodes], mode="markers",
         marker=dict(size=[15 if p == current else 10 for p in nodes],

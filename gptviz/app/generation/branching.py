@@ -15,11 +15,12 @@ import streamlit as st
 from gptviz.app.generation import tree
 from gptviz.app.generation.branch_figure import branch_tree
 from gptviz.app.generation.controls import STEP
-from gptviz.app.generation.figures import share
-from gptviz.app.generation.state import History, Path, Viewed
+from gptviz.app.generation.state import History, Path
+from gptviz.app.generation.turn import Viewed
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.inputs import fresh_choice
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.generation.sampling import Sampling
 from gptviz.model import GPT
@@ -105,7 +106,7 @@ def branch_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) ->
     # label, not an id, and the first Branch failed with "invalid literal for int()")
     fresh_choice(TOKEN, options, options[0] if options else None, (i, tuple(options)))
     a.selectbox("Token", options, key=TOKEN,
-                format_func=lambda j: f"{labels[j]}   ·  P = {share(probs[j])}  (id {j})",
+                format_func=lambda j: f"{labels[j]}   ·  P = {percent(probs[j])}  (id {j})",
                 help="P is the model's own probability of the token at this step "
                      "(T = 1, no filter), the number on the tree's edges.")
     args = (hist, i, hist.path[:i], picked.checkpoint.model, sampling, labels)

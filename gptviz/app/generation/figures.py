@@ -50,15 +50,6 @@ def tick_margin(ticks: Sequence[str]) -> int:
     return math.ceil(MONO_PX * max(map(mono_columns, ticks), default=0)) + 19
 
 
-def share(p: float) -> str:
-    """A probability in percent, with the digits a tiny one needs.
-
-    >>> share(0.2931), share(3.4e-05), share(0.0)
-    ('29.3%', '0.0034%', '0.0%')
-    """
-    return f"{p:.1%}" if p >= 0.001 or p == 0 else f"{100 * p:.2g}%"
-
-
 def percent_ticks(right: float) -> str:
     """A tick format for a probability axis from 0 to ``right``: whole percents repeat
     (0%, 1%, 1%, 2%) on an axis that ends below 10 %.
@@ -90,7 +81,7 @@ def topk_bars(labels: Sequence[str], probs, chosen: int | None = None, logits=No
         customdata=np.stack([np.array(c.ids, dtype=object), c.y.astype(object),
                              np.array(c.names, dtype=object)], axis=1),
         hovertemplate="%{customdata[2]} (id %{customdata[0]})<br>y = %{customdata[1]:.3f}"
-                      "<br>P = %{x:.4f}<extra></extra>")], layout=dict(
+                      "<br>P = %{text}<extra></extra>")], layout=dict(
         yaxis=dict(tickmode="array", tickvals=pos, ticktext=c.ticks, autorange="reversed",
                    tickfont=dict(family="monospace", size=13)),
         xaxis=dict(title=dict(text="probability"), range=[0, c.right],
@@ -130,7 +121,7 @@ def temperature_panels(labels: Sequence[str], panels: Sequence[tuple[float, np.n
         fig.add_trace(go.Bar(x=p, y=pos, orientation="h", marker_color=BAR, showlegend=False,
                              text=[percent(float(v)) for v in p], textposition="auto",
                              customdata=np.array(names, dtype=object),
-                             hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"),
+                             hovertemplate="%{customdata}: %{text}<extra></extra>"),
                       row=1, col=col)
         fig.update_xaxes(range=[0, min(1.0, 1.15 * top)],
                          tickformat=percent_ticks(min(1.0, 1.15 * top)), row=1, col=col,
@@ -177,18 +168,23 @@ def sample_histogram(labels: Sequence[str], counts, probs, k: int = 10,
     freq = np.asarray(shown_c, np.float64) / max(n, 1)
     fig = go.Figure([
         go.Bar(x=pos, y=np.asarray(shown_p), name=f"{symbol}(i)", marker_color=BAR,
-               hovertemplate=f"{symbol} = %{{y:.4f}}<extra></extra>"),
+               text=[percent(v) for v in shown_p], textposition="auto", cliponaxis=False,
+               textfont=dict(size=12), hovertemplate=f"{symbol} = %{{text}}<extra></extra>"),
         go.Bar(x=pos, y=freq, name=f"c_i / N (N = {n:,})", marker_color=SAMPLED,
-               customdata=np.asarray(shown_c),
-               hovertemplate="%{customdata:,} draws = %{y:.4f}<extra></extra>"),
+               customdata=np.asarray(shown_c), text=[percent(v) for v in freq.tolist()],
+               textposition="auto", cliponaxis=False, textfont=dict(size=12),
+               hovertemplate="%{customdata:,} draws = %{text}<extra></extra>"),
     ])
-    fig.update_xaxes(tickmode="array", tickvals=pos, ticktext=names,
+    # labels turned up to the left end at their bar, so the last ("all others", the
+    # tallest bar at |V| = 50,257) stays inside the figure: turned the other way it ran
+    # past the right edge and was cut off
+    fig.update_xaxes(tickmode="array", tickvals=pos, ticktext=names, tickangle=-30,
                      tickfont=dict(family="monospace", size=13))
     fig.update_layout(barmode="group", yaxis=dict(title="probability", tickformat=".0%"),
                       title=f"{n:,} draws from {symbol} against {symbol}",
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
                                   yanchor="bottom"),
-                      height=380, margin=dict(l=10, r=10, t=60, b=10))
+                      height=400, margin=dict(l=10, r=10, t=60, b=10))
     return fig
 
 

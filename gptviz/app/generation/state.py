@@ -61,6 +61,7 @@ class History:
     model: GPT | None = field(default=None, repr=False, compare=False)  # set by ``preview``
     recent: OrderedDict = field(default_factory=OrderedDict, repr=False, compare=False)
     ahead: tuple | None = field(default=None, repr=False, compare=False)  # see ``preview``
+    reader: gen.TextCache | None = field(default=None, repr=False, compare=False)  # its KV cache
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @property
@@ -258,41 +259,20 @@ class History:
 
     def preview(self, model: GPT, sampling: Sampling) -> gen.Step:
         """The step "Next token" would take now (same seed, so the same choice). The last
-        one is kept: the page shows it, then the click that takes it reuses it."""
-        self.model, ids = model, tuple(self.ids)
-        if (hit := self.ahead) is not None and hit[:3] == (model, ids, sampling):
-            return hit[3]
-        with one_thread(model):
-            s = gen.step(model, ids, sampling.temperature, sampling.top_k, sampling.top_p,
-                         sampling.generator(len(self.turns)), n_top=N_TOP,
-                         min_p=sampling.min_p)
-        self.ahead = (model, ids, sampling, s)
-        return s
+        one is kept: the page shows it, then the click that takes it reuses it.
 
-
-@dataclass(frozen=True)
-class Viewed:
-    """The step the views show: a taken step (``index`` from 1) or the next one (0)."""
-
-    step: gen.Step
-    sampling: Sampling
-    index: int
-    origin: str = "drawn"  # the Turn's origin (a branch picked by hand, a rebuilt link)
-
-    @property
-    def taken(self) -> bool:
-        return self.index > 0
-
-
-def sampling_caption(s: Sampling) -> str:
-    """'T = 0.8 · top-k 40 · top-p 0.9 · min-p 0.05 · seed 1', or 'greedy (T = 0)'.
-
-    >>> sampling_caption(Sampling(0.8, top_k=40, min_p=0.05, seed=1))
-    'T = 0.8 · top-k 40 · min-p 0.05 · seed 1'
-    """
-    if s.greedy:
-        return "greedy (T = 0)"
-    parts = [f"T = {s.temperature:g}"] + ([f"top-k {s.top_k}"] if s.top_k else []) + (
-        [f"top-p {s.top_p:g}"] if s.top_p else []) + (
-        [f"min-p {s.min_p:g}"] if s.min_p else []) + [f"seed {s.seed}"]
-    return " · ".join(parts)
+        Its logits come through the text's KV cache (``gen.TextCache``), as ``generate``
+        decodes: a step reads only the new token, Undo and a branch cut the cache back to
+        the prefix they keep, and past the context window the window is recomputed."""
+        with self.lock:
+            self.model, ids = model, tuple(self.ids)
+            if (hit := self.ahead) is not None and hit[:3] == (model, ids, sampling):
+                return hit[3]
+            if self.reader is None or self.reader.model is not model:
+                self.reader = gen.TextCache(model)
+            with one_thread(model):
+                s = gen.step(model, ids, sampling.temperature, sampling.top_k, sampling.top_p,
+                             sampling.generator(len(self.turns)), n_top=N_TOP,
+                             min_p=sampling.min_p, cache=self.reader)
+            self.ahead = (model, ids, sampling, s)
+            return s

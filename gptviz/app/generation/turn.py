@@ -1,5 +1,6 @@
 """What the Generation page keeps of one generated token: a few numbers, never an array of
-size |V| (a step's logits are recomputed from its ids when it is replayed)."""
+size |V| (a step's logits are recomputed from its ids when it is replayed); and the step
+its views show, with the caption of the sampling that drew it."""
 
 from __future__ import annotations
 
@@ -46,3 +47,31 @@ class Turn:
                    float(probs[chosen]), logp,
                    tuple((int(j), float(p)) for p, j in zip(best.values, best.indices,
                                                              strict=True)), origin)
+
+
+@dataclass(frozen=True)
+class Viewed:
+    """The step the views show: a taken step (``index`` from 1) or the next one (0)."""
+
+    step: gen.Step
+    sampling: Sampling
+    index: int
+    origin: str = "drawn"  # the Turn's origin (a branch picked by hand, a rebuilt link)
+
+    @property
+    def taken(self) -> bool:
+        return self.index > 0
+
+
+def sampling_caption(s: Sampling) -> str:
+    """'T = 0.8 · top-k 40 · top-p 0.9 · min-p 0.05 · seed 1', or 'greedy (T = 0)'.
+
+    >>> sampling_caption(Sampling(0.8, top_k=40, min_p=0.05, seed=1))
+    'T = 0.8 · top-k 40 · min-p 0.05 · seed 1'
+    """
+    if s.greedy:
+        return "greedy (T = 0)"
+    parts = [f"T = {s.temperature:g}"] + ([f"top-k {s.top_k}"] if s.top_k else []) + (
+        [f"top-p {s.top_p:g}"] if s.top_p else []) + (
+        [f"min-p {s.min_p:g}"] if s.min_p else []) + [f"seed {s.seed}"]
+    return " · ".join(parts)

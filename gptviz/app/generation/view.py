@@ -15,12 +15,14 @@ from gptviz.app.generation import formulas as tex
 from gptviz.app.generation.beams import beam_view
 from gptviz.app.generation.branching import branch_view
 from gptviz.app.generation.controls import STEP, token_info
-from gptviz.app.generation.state import History, Viewed, sampling_caption
+from gptviz.app.generation.state import History
+from gptviz.app.generation.turn import Viewed, sampling_caption
 from gptviz.app.shared.cache import activations, vocab_labels
 from gptviz.app.shared.chips import Shown, token_label
 from gptviz.app.shared.heatmaps import heatmap
 from gptviz.app.shared.inputs import layer_and_head
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.generation import sampling as gen
 from gptviz.generation.sampling import Sampling
@@ -66,7 +68,7 @@ def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> N
     if v.taken:
         st.markdown(f"**Step {v.index}** ({sampling_caption(v.sampling)}): the model read "
                     f"{counted(len(step.context), 'token')} " + how.format(
-                        c=chosen, p=figs.share(float(step.probs[step.chosen]))) + ".")
+                        c=chosen, p=percent(float(step.probs[step.chosen]))) + ".")
     else:
         st.markdown(f"**The next step** ({sampling_caption(v.sampling)}): press *Next token* to "
                     + (f"append the most probable token, **`{chosen}`**." if v.sampling.greedy

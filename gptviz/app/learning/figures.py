@@ -21,7 +21,12 @@ TARGET, OTHER, FADED = "#d62728", "#1f77b4", "#9aa3b2"
 COMPONENTS = ("E", "P", "LN₁", "W_Q", "W_K", "W_V", "W_O", "LN₂", "W₁", "W₂", "biases",
               "LN_f", "W_U")
 LAYER_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
-                 "#17becf", "#bcbd22")
+                 "#17becf", "#bcbd22")  # a block each, while the blocks are at most this many
+# More blocks than colours (GPT-2 small has 12, GPT-2 XL 48): the blocks go along the axis,
+# each labelled, and the colours name the components of a block (at most 10 of them).
+OUTSIDE = "#7f7f7f"
+COMPONENT_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                     "#e377c2", "#17becf", "#bcbd22", "#393b79")
 
 WINDOW_CSS = """
 <style>
@@ -88,20 +93,26 @@ def logit_gradient_figure(ids: Sequence[int], labels: Sequence[str], grad: np.nd
 
 def gradient_norms_figure(components: Sequence[str], layers: Sequence[int | None],
                           norms: np.ndarray) -> SvgChart:
-    """‖∂L/∂θ‖ per component (x) and block (one colour each), on a log axis.
+    """‖∂L/∂θ‖ per component and block, on a log axis. Up to ``len(LAYER_COLOURS)`` blocks:
+    the components along the axis, a colour per block. More blocks (GPT-2 small has 12):
+    the blocks along the axis, each labelled "block k", a colour per component of a block
+    (``blocks_by_component``), so that no two blocks ever share a colour.
 
     >>> fig = gradient_norms_figure(["E", "W_Q", "W_Q"], [None, 0, 1], np.array([1., .1, .2]))
     >>> [s.name for s in fig.series]
     ['outside the blocks', 'block 0', 'block 1']
     """
+    blocks = sorted({ly for ly in layers if ly is not None})
+    if len(blocks) > len(LAYER_COLOURS):
+        return blocks_by_component(components, layers, norms)
     order = [c for c in COMPONENTS if c in components]
     order += [c for c in dict.fromkeys(components) if c not in order]
     series = []
-    for layer in [None, *sorted({ly for ly in layers if ly is not None})]:
+    for layer in [None, *blocks]:
         rows = [k for k, ly in enumerate(layers) if ly == layer]
         rows.sort(key=lambda k: order.index(components[k]))
         name = "outside the blocks" if layer is None else f"block {layer}"
-        colour = "#7f7f7f" if layer is None else LAYER_COLOURS[layer % len(LAYER_COLOURS)]
+        colour = OUTSIDE if layer is None else LAYER_COLOURS[blocks.index(layer)]
         values = [float(v) for v in as_float32(norms[rows])]
         series.append(Series(name, "bar", tuple(components[k] for k in rows), tuple(values),
                              colour=colour, hover=tuple(
@@ -109,6 +120,48 @@ def gradient_norms_figure(components: Sequence[str], layers: Sequence[int | None
                                  for k, v in zip(rows, values, strict=True))))
     return bar_chart(order, series, title="‖∂L/∂θ‖ per block and component",
                      y_title="gradient norm (log scale)", log_y=True, height=380)
+
+
+def blocks_by_component(components: Sequence[str], layers: Sequence[int | None],
+                        norms: np.ndarray) -> SvgChart:
+    """The gradient norms of a deep model: the categories are the parts outside the blocks
+    (E and P first, LN_f and W_U last, in grey) and the blocks, "block 0" … "block L−1";
+    each component of a block (W_Q, W₁, …) is a series with its own colour, the same in
+    every block.
+
+    >>> fig = blocks_by_component(["E", "W_Q", "W_1", "W_Q", "W_1"], [None, 0, 0, 1, 1],
+    ...                           np.array([1., .1, .2, .3, .4]))
+    >>> [s.name for s in fig.series], fig.series[1].x
+    (['outside the blocks', 'W_Q', 'W_1'], ('block 0', 'block 1'))
+    """
+    order = [c for c in COMPONENTS if c in components]
+    order += [c for c in dict.fromkeys(components) if c not in order]
+    outside = sorted((k for k, ly in enumerate(layers) if ly is None),
+                     key=lambda k: order.index(components[k]))
+    first = [components[k] for k in outside if order.index(components[k]) < order.index(
+        "LN₁")] if "LN₁" in order else [components[k] for k in outside]
+    last = [components[k] for k in outside if components[k] not in first]
+    blocks = sorted({ly for ly in layers if ly is not None})
+    inside = [c for c in order if any(components[k] == c and layers[k] is not None
+                                      for k in range(len(components)))]
+    if len(inside) > len(COMPONENT_COLOURS):
+        raise ValueError(f"{len(inside)} components in a block; at most "
+                         f"{len(COMPONENT_COLOURS)} have a colour of their own.")
+
+    def bars(name: str, rows: list[int], xs: list[str], colour: str) -> Series:
+        values = tuple(float(v) for v in as_float32(norms[rows]))
+        return Series(name, "bar", tuple(xs), values, colour=colour, hover=tuple(
+            f"{x}, {components[k]}\n‖g‖ = {v:.3g}" for k, x, v in zip(rows, xs, values,
+                                                                     strict=True)))
+
+    series = [bars("outside the blocks", outside, [components[k] for k in outside], OUTSIDE)]
+    for colour, part in zip(COMPONENT_COLOURS, inside, strict=False):
+        rows = sorted((k for k, c in enumerate(components)
+                       if c == part and layers[k] is not None), key=lambda k: layers[k])
+        series.append(bars(part, rows, [f"block {layers[k]}" for k in rows], colour))
+    return bar_chart([*first, *(f"block {b}" for b in blocks), *last], series,
+                     title="‖∂L/∂θ‖ per block (along the axis) and component (colour)",
+                     y_title="gradient norm (log scale)", log_y=True, height=420)
 
 
 def step_profile_figure(etas: Sequence[float], after: Sequence[float], rest: Sequence[float],

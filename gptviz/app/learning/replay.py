@@ -20,9 +20,10 @@ from gptviz.analysis import replay
 from gptviz.analysis.learning import Window
 from gptviz.app.attention.figures import attention_grid
 from gptviz.app.embeddings.figures import WEBGL_ABOVE, place_labels
-from gptviz.app.shared.cache import cached_figure, per_model, vocab_labels
-from gptviz.app.shared.heatmaps import thin_ticks
+from gptviz.app.shared.cache import per_model, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.widgets import plot, text_block
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.generation.sampling import generate

@@ -15,6 +15,7 @@ from gptviz.analysis.learning import Microscope, Step
 from gptviz.app.learning import figures as fg
 from gptviz.app.learning import formulas as tex
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import chart, problem
 
 # The slider's learning rates: 0, the range where steps behave, then absurd ones that
@@ -82,6 +83,18 @@ def change(x: float, decimals: int = 4) -> str | None:
     return f"{x:+.{decimals}f}" if round(x, decimals) != 0 and abs(x) < BIG else f"{x:+.1e}"
 
 
+def p_change(d: float) -> str | None:
+    """A change of a probability as a metric's badge: its sign, then ``percent`` of its size
+    (percentage points); None (no badge) when nothing changed.
+
+    >>> p_change(0.0123), p_change(-1.9e-5), p_change(0.0)
+    ('+1.23%', '-1.90e-5', None)
+    """
+    if d == 0:
+        return None
+    return ("+" if d > 0 else "-") + percent(abs(d), 3)
+
+
 def loss_text(x: float) -> str:
     """A loss as a metric shows it: four places, or scientific beyond ``BIG``.
 
@@ -93,7 +106,7 @@ def loss_text(x: float) -> str:
 
 def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
     cols = st.columns(5)
-    cols[0].metric("P(y) after", f"{s.p_target:.4f}", change(s.p_target - m.p_target))
+    cols[0].metric("P(y) after", percent(s.p_target, 3), p_change(s.p_target - m.p_target))
     # max: float32 gives a certain P(y) a loss of −0.0 or −1e-7, which would read "-0.0000"
     cols[1].metric("L after", f"{max(0.0, s.loss):.4f}", change(s.change),
                    delta_color="inverse")
@@ -108,8 +121,8 @@ def _before_after(m: Microscope, s: Step, vocab: list[str]) -> None:
         cols[4].metric("other positions: mean L", loss_text(s.rest_loss),
                        change(s.rest_loss - m.rest_loss), delta_color="inverse")
     top = vocab[s.top] if s.top >= 0 else "?"
-    st.caption(f"Before the step P(y) = {m.p_target:.4f}; after it {s.p_target:.4f}. The most "
-               f"probable next token is now “{top}”"
+    st.caption(f"Before the step P(y) = {percent(m.p_target, 3)}; after it "
+               f"{percent(s.p_target, 3)}. The most probable next token is now “{top}”"
                + (" — the target." if s.top == m.target else "."))
 
 

@@ -27,10 +27,9 @@ from gptviz.app.learning import formulas as tex
 from gptviz.app.learning.controls import BIG_MODEL, median_position
 from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, step_section
-from gptviz.app.serving.memory import then_give_back
-from gptviz.app.serving.threads import one_thread
-from gptviz.app.shared.cache import vocab_labels
+from gptviz.app.shared.cache import vocab_labels, wide_result
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import chart, csv_download, on_demand
 from gptviz.app.speedups import fold
 from gptviz.model import GPT
@@ -40,23 +39,12 @@ CHECK_TOLERANCE = 1e-5  # relative error of the finite-difference check that pas
 EPSILONS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 
 
-@st.cache_data(max_entries=32, show_spinner="Back-propagating through one prediction…")
-def _shared(what: str, model_key: str, args: tuple, _compute: Callable[[], Any]) -> Any:
-    return _compute()
-
-
-@st.cache_data(max_entries=4, show_spinner="Back-propagating through one prediction…",
-               scope="session")
-def _private(what: str, model_key: str, args: tuple, _compute: Callable[[], Any]) -> Any:
-    return _compute()
-
-
 def cached(picked: Picked, what: str, args: tuple, compute: Callable[[], Any]) -> Any:
-    """``compute()`` once per (model, what, args): for everyone when the model is bundled,
-    for this session alone when it was trained or uploaded here."""
-    store = _shared if picked.bundled else _private
-    with one_thread(picked.checkpoint.model):  # what back-propagation freed leaves RSS too
-        return store(what, picked.cache_key, args, then_give_back(compute))
+    """``compute()`` once per (model, what, args): for everyone when the model is bundled or
+    named by the server, for this session alone when it was trained or uploaded here; kept
+    with the other whole-model results (bounded in bytes), under a spinner the first time."""
+    return wide_result(picked, f"learning-{what}", args, compute,
+                       "Back-propagating through one prediction (once for this input)…")
 
 
 def typical_position(picked: Picked, window: Window) -> int:
@@ -93,7 +81,7 @@ def loss_section(picked: Picked, m: Microscope, vocab: list[str]) -> None:
     st.latex(tex.loss_latex(m.position, vocab[m.target], m.p_target, m.loss))
     rank = int((m.probs > m.p_target).sum()) + 1
     cols = st.columns(4)
-    cols[0].metric("P(y)", f"{m.p_target:.4f}")
+    cols[0].metric("P(y)", percent(m.p_target, 3))
     cols[1].metric("L = −ln P(y)", f"{m.loss:.4f}")
     cols[2].metric(f"rank of y among {len(m.probs):,}", f"{rank:,}")
     cols[3].metric("a uniform guess: ln |V|", f"{math.log(len(m.probs)):.4f}")

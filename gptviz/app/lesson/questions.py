@@ -6,7 +6,6 @@ token, one head, or what ``fairness`` turns down: coin flips, choices that read 
 Pure functions, no Streamlit: the tests rebuild every answer with torch and compare.
 """
 
-
 from __future__ import annotations
 
 import hashlib
@@ -20,6 +19,7 @@ import torch
 from gptviz.analysis.taxonomy import kind_scores
 from gptviz.app.lesson.fairness import fair, leads
 from gptviz.app.shared.chips import token_label
+from gptviz.app.shared.tex import percent
 from gptviz.tokenizers.base import TokenInfo
 from gptviz.tokenizers.specials import UNK
 
@@ -277,7 +277,7 @@ def next_token(logits: np.ndarray, vocab: Sequence[str], label: str) -> Question
     choices = tuple(vocab[i] for i in shown)
     if not fair(choices):
         return None
-    ranks = ", ".join(f"{md(vocab[i])} {100 * p[i]:.1f} %" for i in picked)
+    ranks = ", ".join(f"{md(vocab[i])} {percent(p[i])}" for i in picked)
     return Question(f"After **“{md(label)}”**, which of these is the model's most likely next "
                     "token?", choices, shown.index(best),
                     f"P(next) at T = 1 for these candidates: {ranks}.")

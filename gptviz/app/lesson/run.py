@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gptviz.app.shared.cache import activations, cached_figure, per_model, vocab_labels
+from gptviz.app.shared.cache import activations, cached_result, per_model, vocab_labels
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.widgets import LINK_LIMIT
@@ -133,6 +134,16 @@ class Lesson:
             self._memo[key] = fn.__wrapped__(self.ckpt, ids, t, key[1], seed)
         drawn, first = self._memo[key]
         return drawn[:n], first
+
+    def result(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per (model, prompt, settings), e.g. P_T over the whole vocabulary
+        at three temperatures: shared, never change what it returns."""
+        if self.offline:
+            if ("result", name) not in self._memo:
+                self._memo[("result", name)] = compute()
+            return self._memo[("result", name)]
+        args = (self.prompt.ids, self.layer, self.head, self.temperature)
+        return cached_result(self.picked, f"lesson-{name}", args, compute)
 
     def figure(self, name: str, build: Callable[[], Any]) -> Any:
         """``build()`` (a figure or a list of them) once per (model, prompt, settings), with

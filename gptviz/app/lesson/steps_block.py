@@ -7,6 +7,7 @@ import numpy as np
 
 from gptviz.analysis import attention as am
 from gptviz.analysis import core as analysis
+from gptviz.analysis.stages import block_stages
 from gptviz.app.attention import figures as va
 from gptviz.app.attention import formulas as mp
 from gptviz.app.attention.view import grid_cell_px, narrow
@@ -113,7 +114,7 @@ def all_heads(ls: Lesson) -> StepView:
 
 def ffn(ls: Lesson) -> StepView:
     c, layer, last = ls.config, ls.layer, ls.n - 1
-    stages = analysis.block_stages(ls.cache, layer, ls.head, c.activation, c.bias)
+    stages = block_stages(ls.cache, layer, ls.head, c.activation, c.bias)
     fig = ls.figure("ffn", lambda: vb.block_flow(stages[6:], ls.labels, height=320,
                                                  plot_px=FIGURE_PX))
     y = analysis.to_numpy(ls.cache[act_name("resid_mid", layer)][0, last])  # (d,)

@@ -19,8 +19,9 @@ from gptviz.app.lesson.run import Lesson, Link, StepView
 from gptviz.app.positional import figures as vp
 from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.shared.chips import prompt_chips_html, token_table
-from gptviz.app.shared.heatmaps import thin_ticks, title_room
+from gptviz.app.shared.heatmaps import title_room
 from gptviz.app.shared.notes import agree, counted
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.widgets import LINK_LIMIT
 from gptviz.app.tokenizers import formulas as tok_tex
 from gptviz.app.tokenizers.controls import MODEL_LABEL

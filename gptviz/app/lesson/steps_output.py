@@ -14,6 +14,7 @@ from gptviz.app.generation.controls import token_info
 from gptviz.app.lesson import formulas as lt
 from gptviz.app.lesson import questions as q
 from gptviz.app.lesson.run import FLAT_T, SHARP_T, TOP_P, Lesson, StepView
+from gptviz.app.shared.tex import percent
 from gptviz.generation import sampling as gen
 
 TOP = 10  # candidates in the bar charts
@@ -54,12 +55,15 @@ def logits(ls: Lesson) -> StepView:
 
 
 def _panels(ls: Lesson) -> list[tuple[float, np.ndarray, float]]:
-    y = _logits(ls)
-    out = []
-    for t in sorted({SHARP_T, float(ls.temperature), FLAT_T}):
-        p = gen.next_token_probs(y, t)  # (|V|,)
-        out.append((t, p.numpy(), gen.entropy(p)))
-    return out
+    def compute() -> list[tuple[float, np.ndarray, float]]:
+        y = _logits(ls)
+        out = []
+        for t in sorted({SHARP_T, float(ls.temperature), FLAT_T}):
+            p = gen.next_token_probs(y, t)  # (|V|,)
+            out.append((t, p.numpy(), gen.entropy(p)))
+        return out
+
+    return ls.result("temperature-panels", compute)  # 3 × |V| softmaxes: once per prompt
 
 
 def _temperatures(T: float, shown: list[float]) -> str:
@@ -135,8 +139,8 @@ def draw(ls: Lesson) -> StepView:
                "new seed and so, often, another token.")
     narrative = (
         f"Now one token is chosen. {how} Here the model chose **“{q.md(ls.vocab[chosen])}”**: "
-        f"probability {100 * prob:.1f} % under $P_T$, rank {rank} of {len(p_t):,}"
-        + (f" ({100 * float(kept_p[chosen]):.1f} % among the {kept:,} kept)."
+        f"probability {percent(prob)} under $P_T$, rank {rank} of {len(p_t):,}"
+        + (f" ({percent(float(kept_p[chosen]))} among the {kept:,} kept)."
            if cut else "."))
     return StepView(narrative, [fig], [lt.draw_formula(T, ls.vocab[chosen], chosen, prob,
                                                        ls.seed, rank, float(kept_p[chosen]),

@@ -54,6 +54,34 @@ def pe_curves(P, dims: Sequence[int], title: str = "chosen dimensions along the 
                       height=380)
 
 
+PLOT_PX = 900  # the curves' plot width in a page column (a 1280 px window)
+PX_PER_CROSSING = 20  # the curves are drawn over as many positions as keep this much room
+
+
+def readable_positions(P, dims: Sequence[int], plot_px: int = PLOT_PX,
+                       px_per_crossing: int = PX_PER_CROSSING) -> int:
+    """How many positions (from 0) the curves of ``dims`` are drawn over: the most for which
+    each curve crosses its column's mean at most ``plot_px / px_per_crossing`` times (once
+    every 20 px of a 900 px plot: 45), all N when that fits, at least 16. At N = 1,024 the
+    sinusoid of dimension 0 (period 2π) crosses its mean 326 times: drawn whole it is a
+    solid band; drawn over positions 0 … 141 it is 45 readable half-waves.
+
+    >>> P = np.sin(np.arange(1024)[:, None] / np.array([1.0, 10000.0]))  # fast and slow
+    >>> readable_positions(P, [0]), readable_positions(P, [1]), readable_positions(P, [0, 1])
+    (142, 1024, 142)
+    """
+    p = as_float32(P)  # (N, d)
+    n = p.shape[0]
+    most = plot_px // px_per_crossing  # crossings the plot can hold
+    best = n
+    for d in dims:
+        centred = p[:, d].astype(np.float64) - float(p[:, d].mean())  # (N,)
+        flips = np.flatnonzero(np.signbit(centred[1:]) != np.signbit(centred[:-1])) + 1
+        if len(flips) > most:
+            best = min(best, int(flips[most]))  # the position of the crossing past the limit
+    return max(min(16, n), best)
+
+
 def pe_similarity_heatmap(S, title: str = "position similarity PE · PEᵀ") -> go.Figure:
     """S (N, N): S[i, j] = PE_i · PE_j; for sinusoids it depends only on |i − j|
     (``gptviz.analysis.positions.sinusoidal_shift_check``). Red above 0, blue below (learned

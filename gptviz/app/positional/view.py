@@ -15,8 +15,9 @@ from gptviz.app.positional import formulas as pos_tex
 from gptviz.app.positional.compare import compare_view
 from gptviz.app.positional.order import order_view
 from gptviz.app.positional.rope import rope_positions, rope_sum
-from gptviz.app.shared.cache import activations, cached_figure
+from gptviz.app.shared.cache import activations
 from gptviz.app.shared.clipping import clip_note
+from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import title_room
 from gptviz.app.shared.inputs import Prompt, encode, position_input, prompt_input
 from gptviz.app.shared.picker import Picked
@@ -55,7 +56,7 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
         dims = st.multiselect("Dimensions to plot as curves", list(range(d)),
                               default=default_dims(d), key=f"dims-{key}", max_selections=8)
         if dims:
-            chart(vp.pe_curves(P, dims, title=f"{name}: chosen dimensions along i"))
+            curves(P, dims, key, name)
         if formula:
             st.caption(formula)
         table(P, key, name)
@@ -64,6 +65,26 @@ def three_views(picked: Picked, P: np.ndarray, key: str, name: str,
     more = f", the table itself{then_what}" if then_what else " and the table itself"
     fold.below("positional", f"Next: chosen dimensions of {name} as curves{more} (drawn as "
                "you scroll here).", rest)
+
+
+def curves(P: np.ndarray, dims: list[int], key: str, name: str) -> None:
+    """The chosen columns as curves, over as many positions as keep the fastest readable
+    (``vp.readable_positions``); a slider draws more, up to N."""
+    n = P.shape[0]
+    readable = vp.readable_positions(P, dims)
+    shown = n
+    if readable < n:
+        shown = st.slider("Positions drawn: 0 … i", min(16, n), n, readable,
+                          key=f"span-{key}-{'.'.join(map(str, sorted(dims)))}",
+                          help="Over all positions a fast dimension turns so often that its "
+                               "curve fills the chart; slide right to draw more of them.")
+    chart(vp.pe_curves(P[:shown], dims, title=f"{name}: chosen dimensions along i"
+                       + (f" (positions 0 … {shown - 1} of {n:,})" if shown < n else "")))
+    if readable < n:
+        st.caption(f"Drawn over positions 0 … {readable - 1} at first: the most for which "
+                   f"each curve crosses its mean at most {vp.PLOT_PX // vp.PX_PER_CROSSING} "
+                   f"times, once every {vp.PX_PER_CROSSING} px of the chart. Over all "
+                   f"{n:,} positions the fastest would be a solid band.")
 
 
 def table(P: np.ndarray, key: str, name: str) -> None:
@@ -179,7 +200,8 @@ def sum_with_tokens(picked: Picked, prompt: Prompt, pos: int) -> None:
     X = analysis.to_numpy(cache[act_name("embed")][0])  # (T, d)
     PE = analysis.to_numpy(cache[act_name("pos_embed")])  # (T, d)
     st.latex(pos_tex.x_plus_pe_formula(prompt.labels[pos], pos, X[pos], PE[pos], c.positional))
-    chart(vp.x_plus_pe_figure(X, PE, prompt.labels))
+    chart(cached_figure(picked, "x-plus-pe", (prompt.ids,),
+                        lambda: vp.x_plus_pe_figure(X, PE, prompt.labels)))  # 3 × T × d
     e_norm, p_norm = np.linalg.norm(X, axis=1).mean(), np.linalg.norm(PE, axis=1).mean()
     st.caption("The same token at two positions enters the block as two different vectors: "
                "the sum is the only place where position enters a GPT. The three panels share "

@@ -5,7 +5,8 @@ Bundled models are shared by every session, so their results go in one global
 session goes in a session-scoped cache keyed on ``Picked.cache_key``, so no other
 user ever sees it (or collides with a model of the same name). ``per_model`` is
 the one decorator that makes that choice; each cached computation below is a
-plain function of a ``Checkpoint`` under it.
+plain function of a ``Checkpoint`` under it. Figures have their own store
+(``figure_cache``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 import streamlit as st
 import torch
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from gptviz.analysis import attention as am
 from gptviz.analysis import core as analysis
@@ -36,7 +38,6 @@ R = TypeVar("R")
 
 SHARED_BYTES = 64 * 2**20  # results for bundled models, kept for every session
 SESSION_BYTES = 16 * 2**20  # results for one session's own models
-SESSION_RESULTS = "gptviz_results"  # st.session_state key of that session's ByteLRU
 
 
 @st.cache_resource(show_spinner=False)
@@ -46,13 +47,120 @@ def _shared() -> ByteLRU:
     return ByteLRU(SHARED_BYTES)
 
 
+@st.cache_resource(show_spinner=False, scope="session")
+def _session_results() -> ByteLRU:
+    return ByteLRU(SESSION_BYTES)
+
+
+_UNATTACHED = ByteLRU(SESSION_BYTES)  # outside a session's script run (a test, a script)
+
+
+def in_session() -> bool:
+    """Whether this thread runs a session's script (session-scoped caches need one)."""
+    return get_script_run_ctx(suppress_warning=True) is not None
+
+
 def _private() -> ByteLRU:
-    """This session's store: freed with the session."""
-    return st.session_state.setdefault(SESSION_RESULTS, ByteLRU(SESSION_BYTES))
+    """This session's store: released when it disconnects (``serving.sessions``); outside a
+    session's run, one store of its own."""
+    return _session_results() if in_session() else _UNATTACHED
 
 
 def _store(picked: Picked) -> ByteLRU:
     return _shared() if picked.bundled else _private()
+
+
+WIDE_BYTES = 48 * 2**20  # results that read a whole model, every model of the server together
+
+
+@st.cache_resource(show_spinner=False)
+def _wide() -> ByteLRU:
+    """Results that read a whole model (its vocabulary's PCA, every head on the induction
+    test): one store per server, apart from the prompts' results so that a class's prompts
+    never push them out, and bounded in bytes like them (a few MB per model)."""
+    return ByteLRU(WIDE_BYTES)
+
+
+def once_per_model(message: str | Callable[[Checkpoint], str]
+                   ) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """``fn(checkpoint, *args)`` becomes ``cached(picked, *args)``, computed once per server
+    and model (a session's own model: once in that session), when a page first needs it,
+    under a spinner that says ``message`` (or ``message(checkpoint)``) and the seconds it
+    has taken. Sessions that ask meanwhile wait for that one computation."""
+    def wrap(fn: Callable[..., R]) -> Callable[..., R]:
+        @functools.wraps(fn)
+        def cached(picked: Picked, *args: Any) -> R:
+            store = _wide() if picked.bundled else _private()
+            key = (fn.__qualname__, picked.cache_key, args)
+
+            def compute() -> R:
+                with one_thread(picked.checkpoint.model):
+                    return fn(picked.checkpoint, *args)
+
+            if key in store:
+                return store.get_or_compute(key, compute)
+            text = message(picked.checkpoint) if callable(message) else message
+            where = "this server" if picked.bundled else "this session"
+            with st.spinner(f"{text}: once for {where}, then every view reuses it…",
+                            show_time=True):
+                return store.get_or_compute(key, then_give_back(compute))
+
+        return cached
+
+    return wrap
+
+
+def once(key: tuple, message: str, compute: Callable[[], R]) -> R:
+    """``compute()`` once per server for ``key``, in the store of whole-model results, under
+    a spinner saying ``message`` the first time: for what depends on no session's data (a
+    model's shapes and seed). ``key`` must hold everything the result depends on."""
+    store = _wide()
+    if key in store:
+        return store.get_or_compute(key, compute)
+    with st.spinner(f"{message}: once for this server, then every view reuses it…",
+                    show_time=True):
+        return store.get_or_compute(key, then_give_back(compute))
+
+
+def shared_result(key: tuple, compute: Callable[[], R], message: str | None = None) -> R:
+    """``compute()`` once per ``key`` among the prompts' results every session shares (what
+    depends on a model's shapes and a prompt, not on a session's own model), under a spinner
+    saying ``message`` while it is computed, if given."""
+    store = _shared()
+    if message is None or key in store:
+        return store.get_or_compute(key, then_give_back(compute))
+    with st.spinner(message):
+        return store.get_or_compute(key, then_give_back(compute))
+
+
+def wide_result(picked: Picked, name: str, args: tuple, compute: Callable[[], R],
+                message: str) -> R:
+    """``compute()`` once per (model, ``name``, ``args``) in the store of whole-model results
+    (a session's own model: in that session's store), under a spinner saying ``message``
+    while it is computed: for what reads the whole model for one input (the Learning page's
+    gradient of every parameter), which a class's prompts must not push out."""
+    store = _wide() if picked.bundled else _private()
+    key = (name, picked.cache_key, args)
+
+    def run() -> R:
+        with one_thread(picked.checkpoint.model):
+            return compute()
+
+    if key in store:
+        return store.get_or_compute(key, run)
+    with st.spinner(message, show_time=True):
+        return store.get_or_compute(key, then_give_back(run))
+
+
+def cached_result(picked: Picked, name: str, args: tuple, compute: Callable[[], R]) -> R:
+    """``compute()`` once per (model, ``name``, ``args``), kept like ``per_model``'s results:
+    for a computation that reads more than the checkpoint (a stored forward pass, the
+    prompt's tokens). ``args`` must hold everything the result depends on."""
+    def run() -> R:
+        with one_thread(picked.checkpoint.model):
+            return compute()
+
+    return _store(picked).get_or_compute((name, picked.cache_key, args), then_give_back(run))
 
 
 def per_model(fn: Callable[..., R]) -> Callable[..., R]:
@@ -120,11 +228,15 @@ def _covering(picked: Picked, ids: tuple[int, ...], names: tuple[str, ...]
     return None
 
 
-@per_model
-def _vocab_pca(ckpt: Checkpoint, k: int) -> tuple[np.ndarray, np.ndarray]:
-    E = ckpt.model.embed.weight.detach().float().numpy()
+PCA_AXES = 3  # the vocabulary's PCA keeps 3 axes; its 2-D view is the first two of them
+
+
+@once_per_model(lambda ckpt: f"Finding the principal axes of all {ckpt.config.vocab_size:,} "
+                             "rows of E")
+def _vocab_pca(ckpt: Checkpoint) -> tuple[np.ndarray, np.ndarray]:
+    E = ckpt.model.embed.weight.detach().float().numpy()  # (|V|, d): the weights, not a copy
     rows = analysis.ordinary_rows(ckpt.tokenizer.special_tokens, E.shape[0])
-    coords, ratio = analysis.pca(E, k, fit_rows=rows)  # (|V|, k), (k,)
+    coords, ratio = analysis.pca(E, min(PCA_AXES, E.shape[1]), fit_rows=rows)  # (|V|, 3), (3,)
     left_out = np.setdiff1d(np.arange(E.shape[0]), rows)
     coords[left_out] = np.nan  # not drawn
     return coords, ratio
@@ -133,8 +245,10 @@ def _vocab_pca(ckpt: Checkpoint, k: int) -> tuple[np.ndarray, np.ndarray]:
 def vocab_pca(picked: Picked, k: int) -> tuple[np.ndarray, np.ndarray]:
     """PCA of the embedding matrix E on its ordinary rows (``analysis.ordinary_rows``):
     coordinates (|V|, k), NaN for the special tokens left out, and explained-variance
-    ratios (k,)."""
-    return _vocab_pca(picked, int(k))
+    ratios (k,). Computed once per model for k = 3 (the axes are eigenvectors in order,
+    each signed on its own, so the 2-D view is the 3-D one's first two columns)."""
+    coords, ratio = _vocab_pca(picked)
+    return coords[:, :k], ratio[:k]
 
 
 @per_model
@@ -153,34 +267,11 @@ def ablation(picked: Picked, ids: Sequence[int], heads: Sequence[tuple[int, int]
                      tuple(sorted((int(ly), int(h)) for ly, h in heads)))
 
 
-@per_model
+@once_per_model(lambda ckpt: f"Writing out the {ckpt.config.vocab_size:,} vocabulary entries")
 def vocab_labels(ckpt: Checkpoint) -> list[str]:
     """Every vocabulary entry as visible text, by id, e.g. ['\\x00', …, '·the', …]."""
     tok = ckpt.tokenizer
     return [show_bytes(tok.id_to_bytes(i)) for i in range(tok.vocab_size)]
-
-
-@st.cache_resource(max_entries=24, show_spinner=False)
-def _shared_figure(name: str, model_key: str, args: tuple, _build: Callable[[], Any]) -> Any:
-    return _build()
-
-
-@st.cache_resource(max_entries=8, show_spinner=False, scope="session")
-def _private_figure(name: str, model_key: str, args: tuple, _build: Callable[[], Any]) -> Any:
-    return _build()
-
-
-def cached_figure(picked: Picked, name: str, args: tuple, build: Callable[[], Any]) -> Any:
-    """``build()`` once per (model, name, args): for figures that cost more to build than to
-    send (a plotly figure is only read by ``st.plotly_chart``, never changed, so one object
-    can be shared). ``args`` must hold everything the figure depends on.
-
-    >>> picked, build = Picked("tiny", Checkpoint(model, tokenizer), bundled=True), dict
-    >>> cached_figure(picked, "grid", (1, 0), build) is cached_figure(picked, "grid", (1, 0), build)
-    True
-    """
-    store = _shared_figure if picked.bundled else _private_figure
-    return store(name, picked.cache_key, args, build)
 
 
 def untrained_twin(ckpt: Checkpoint) -> GPT:

@@ -150,9 +150,8 @@ def _ticks(given: Sequence[str] | None, labels: list[str]) -> dict:
     """Token ticks at every position; numeric axes keep plotly's own ticks."""
     if given is None:
         return {"showgrid": False, "zeroline": False}
-    size = 12 if len(labels) <= 32 else 8
     return {"tickmode": "array", "tickvals": list(range(len(labels))), "ticktext": labels,
-            "tickfont": {"size": size}, "showgrid": False, "zeroline": False}
+            "tickfont": {"size": 12}, "showgrid": False, "zeroline": False}
 
 
 def matrix_panels(panels: dict[str, np.ndarray], x_labels: Sequence[str] | None = None,
@@ -241,7 +240,7 @@ def fit_margins(fig: go.Figure, colorbar_px: int | None = None) -> go.Figure:
     """Margins that already hold a ``heatmap``'s tick labels, axis titles and colour bar
     (moved to the plot's edge), so plotly's automargin has nothing to add and draws the
     chart once. Automargin stays on: a label wider than ``label_px`` says (another font)
-    still gets its room, with the second draw. Call it after ``thin_ticks``. The colour
+    still gets its room, with the second draw. Call it after ``ticks.thin_ticks``. The colour
     bar's room is ``colorbar_px``, by default ``COLORBAR_PX`` of its kind.
 
     >>> fig = fit_margins(heatmap(np.eye(2), ["a", "b"], ["a", "b"], x_title="k", y_title="q"))
@@ -267,23 +266,4 @@ def fit_margins(fig: go.Figure, colorbar_px: int | None = None) -> go.Figure:
         if getattr(trace, "showscale", None) is not False and hasattr(trace, "colorbar"):
             trace.colorbar.update(COLORBAR)
     fig.update_layout(margin=room, coloraxis_colorbar=COLORBAR)
-    return fig
-
-
-def thin_ticks(fig: go.Figure, max_labels: int = 32) -> go.Figure:
-    """Label every k-th token on axes with more than ``max_labels`` token ticks.
-
-    The browser measures every tick label; 128 of them per axis cost more to draw
-    than the heatmap itself, and at that density they cannot be read anyway. Hover
-    still names every cell.
-
-    >>> fig = thin_ticks(heatmap(np.eye(100), [str(i) for i in range(100)]))
-    >>> len(fig.layout.xaxis.tickvals), fig.layout.xaxis.ticktext[1]
-    (25, '4')
-    """
-    for axis in [*fig.select_xaxes(), *fig.select_yaxes()]:
-        vals, text = axis.tickvals, axis.ticktext
-        if axis.tickmode == "array" and vals is not None and len(vals) > max_labels:
-            step = -(-len(vals) // max_labels)  # ceil
-            axis.update(tickvals=list(vals[::step]), ticktext=list(text[::step]))
     return fig

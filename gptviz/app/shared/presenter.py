@@ -153,9 +153,12 @@ def link_params() -> dict[str, str]:
 
 def legible(fig: Any) -> Any:
     """A copy of a plotly figure whose text is at least ``CHART_FONT_PX`` (axis titles, tick
-    labels, legend, annotations), for presenter mode; the figure given is not changed (it
-    may be shared through a cache)."""
+    labels, legend, annotations), for presenter mode, its token ticks thinned again for
+    that size (``ticks.thin_ticks``); the figure given is not changed (it may be shared
+    through a cache)."""
     import plotly.graph_objects as go
+
+    from gptviz.app.shared.ticks import thin_ticks
 
     out = go.Figure(fig)
     px = CHART_FONT_PX
@@ -168,4 +171,4 @@ def legible(fig: Any) -> Any:
         note.font.size = max(note.font.size or 0, px - 2)
     if out.layout.title.text:
         out.layout.title.font.size = max(out.layout.title.font.size or 0, px + 2)
-    return out
+    return thin_ticks(out)

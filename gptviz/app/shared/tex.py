@@ -90,24 +90,49 @@ def html_subscripts(text: str) -> str:
     return _SUBSCRIPT.sub(r"\1<sub>\2</sub>", html.escape(text))
 
 
-def percent(p: float) -> str:
-    """A probability as the seeds write it (plain text, e.g. a bar's label).
+def percent(p: float, digits: int = 2) -> str:
+    """A probability as every page writes it (a bar's label, a tree's edge, a metric), so
+    that a small one still says how small: with |V| = 50,257 most tokens lie under 1 %.
 
-    >>> percent(0.2931), percent(0.004), percent(0.0)
-    ('29.3%', '<1%', '0%')
+    The rule, for ``digits`` = 2: 0 is "0%"; p ≥ 1 % in percent with one decimal ("29.3%",
+    "1.0%"); 0.01 % ≤ p < 1 % in percent with two significant digits ("0.45%", "0.02%");
+    below 0.01 % in powers of ten with two ("2.1e-5", a probability: no percent sign).
+    ``digits`` = 1 is the compact form of narrow places ("29%", "0.5%", "0.02%", "2e-5"),
+    3 the finer one of a page that watches P move ("29.31%", "0.452%", "2.06e-5"). A value
+    rounded up into the next range is written as that range writes it (0.00999 is "1.0%").
+
+    >>> percent(0.2931), percent(0.0045), percent(0.0002), percent(1.94e-5), percent(0.0)
+    ('29.3%', '0.45%', '0.02%', '1.9e-5', '0%')
+    >>> percent(0.2931, 1), percent(0.0046, 1), percent(2.1e-7, 1), percent(0.2931, 3)
+    ('29%', '0.5%', '2e-7', '29.31%')
     """
+    p = float(p)
+    if math.isnan(p):
+        return "NaN"
     if p <= 0:
         return "0%"
-    return "<1%" if p < 0.005 else f"{100 * p:.1f}%"
+    if p >= 0.01:
+        return f"{100 * p:.{digits - 1}f}%"
+    if p >= 1e-4:
+        shown = f"{100 * p:.{digits}g}"
+        return percent(0.01, digits) if float(shown) >= 1 else f"{shown}%"
+    mantissa, exp = f"{p:.{digits - 1}e}".split("e")
+    if float(f"{mantissa}e{exp}") >= 1e-4:  # 9.99e-5 rounds to 1.0e-4: 0.01 %
+        return percent(1e-4, digits)
+    return f"{mantissa}e{int(exp)}"
 
 
-def percent_tex(p: float) -> str:
-    r"""``percent`` for KaTeX.
+def percent_tex(p: float, digits: int = 2) -> str:
+    r"""``percent`` for KaTeX: the percent sign escaped, powers of ten set as such.
 
-    >>> percent_tex(0.2931), percent_tex(0.004)
-    ('29.3\\%', '{<}1\\%')
+    >>> percent_tex(0.2931), percent_tex(0.004), percent_tex(2.1e-5)
+    ('29.3\\%', '0.4\\%', '2.1{\\times}10^{-5}')
     """
-    return percent(p).replace("%", r"\%").replace("<", "{<}")
+    text = percent(p, digits)
+    if "e" in text and text != "NaN":
+        mantissa, exp = text.split("e")
+        return rf"{mantissa}{{\times}}10^{{{exp}}}"
+    return text.replace("%", r"\%")
 
 
 # TeX's ten special characters, each spelt so that \text{…} prints it.

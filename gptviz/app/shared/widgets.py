@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from gptviz.app.shared.chips import visible
-from gptviz.app.shared.heatmaps import thin_ticks
 from gptviz.app.shared.presenter import legible, presenting
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.speedups import heatcanvas, svgbox, svgfigure
 from gptviz.app.speedups.download import download_text
 from gptviz.app.speedups.formula_fit import fit_formulas

@@ -19,7 +19,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from gptviz.app.shared.heatmaps import thin_ticks
+from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.speedups import stock
 from gptviz.app.speedups.component import component
 from gptviz.app.speedups.mount import mount, plotly_chart
@@ -27,7 +27,7 @@ from gptviz.app.speedups.mount import mount, plotly_chart
 NAME = "gptviz.heatmap"
 HTML = ('<div class="gv-heat"><div class="gv-heat-title"></div><canvas role="img"></canvas>'
         '<div class="gv-heat-tip"></div></div>')
-TICKS = 32  # the most token ticks an axis keeps in stock mode (``heatmaps.thin_ticks``)
+TICKS = 32  # the most token ticks an axis keeps in stock mode (``ticks.thin_ticks``)
 _SPECS: dict[int, dict] = {}  # id(figure) -> its JSON, while the figure lives
 
 

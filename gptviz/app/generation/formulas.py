@@ -206,7 +206,7 @@ def beam_score_formula(logprobs: Sequence[float], score: float, rank: int, width
         r"\begin{aligned}"
         r"\operatorname{score}(y_{1:t}) &= \log P(y_{1:t} \mid x) = "
         r"\sum_{s=1}^{t} \log P(y_s \mid x, y_{<s})\\"
-        + words(_("beam {rank}, {t}"), rank=str(rank), t=f"t = {t}")
+        + words(_("beam {rank}, {t}"), rank=rank, t=f"t = {t}")
         + rf":\quad \operatorname{{score}} &= {_terms(logprobs)} = {num(score)}\\"
         + words(_("step {t}"), t="t+1") + r":\quad \operatorname{score}(y_{1:t}\,i) &= "
         r"\operatorname{score}(y_{1:t}) + \log P(i \mid x, y_{1:t}),\ "
@@ -240,7 +240,7 @@ def greedy_vs_beam(greedy: float, beam: float, width: int, pruned_at: int | None
     else:  # a beam can prune greedy's prefix early: wider is not always better
         verdict = (words(_("here greedy's text is more probable")) + r"\\&" + words(
             _("(its prefix left the {k} beams at step {t}; the texts kept then ended worse)"),
-            k=str(width), t=str(pruned_at)))
+            k=width, t=pruned_at))
     relation = r"\ \ge\ " if gap >= -TIE else r"\ <\ "
     g = "y^{" + words(_("greedy")) + "}"
     return (r"\begin{aligned}&y^{*} = \arg\max_{y} \prod_{t=1}^{n} p(y_t \mid y_{<t}, x)\ "
@@ -281,5 +281,5 @@ def beam_vs_best(beam: float, width: int, best: float | None, text: str | None =
         return rf"\log P(y^{{*}} \mid x) = {mine} = {num(beam)}:\ {same}"
     return (rf"\log P(y^{{*}} \mid x) = {num(best)}\ >\ {mine} = {num(beam)}:\ "
             + words(_("beam search missed {best}"), best=f"y^{{*}} = {tex_text(text, 24)}")
-            + (r"\ " + words(_("(its prefix left the {k} beams at step {t})"), k=str(width),
-                             t=str(pruned_at)) if pruned_at else ""))
+            + (r"\ " + words(_("(its prefix left the {k} beams at step {t})"), k=width,
+                             t=pruned_at) if pruned_at else ""))

@@ -24,7 +24,7 @@ def cross_entropy_latex(vocab_size: int, loss: float | None = None, step: int | 
         rf"\ln |V| = \ln {vocab_size} = {grouped(ln_v, 3)}",
     ]
     if loss is not None and math.isfinite(loss):
-        lines.append(words(_("now (step {step}):"), step=str(step))
+        lines.append(words(_("now (step {step}):"), step=step)
                      + rf"\ L_{{\mathrm{{val}}}} &= {grouped(loss, 3)} \;=\; "
                      + words(_("{share} of {whole}"), share=rf"{grouped(loss / ln_v * 100, 1)}\%",
                              whole=r"\ln|V|"))

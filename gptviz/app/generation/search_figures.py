@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from gptviz.app.generation.branch_figure import CURRENT as BEST
 from gptviz.app.generation.branch_figure import KEPT, LABELS_UP_TO, PRUNED, edges_trace
 from gptviz.app.shared import labels as lb
-from gptviz.i18n import N_, _, number
+from gptviz.i18n import N_, _, number, pgettext
 
 
 def beam_tree(tokens: Sequence[Sequence[str]], parents: Sequence[Sequence[int]],
@@ -64,8 +64,8 @@ def beam_tree(tokens: Sequence[Sequence[str]], parents: Sequence[Sequence[int]],
         marker=dict(size=TREE_MARKER, color=color, line=dict(color="white", width=1)),
         hovertext=hover, hoverinfo="text", showlegend=False))
     fig = go.Figure(traces)
-    fig.update_xaxes(title=_("step"), dtick=1 if n_steps <= 30 else None, zeroline=False,
-                     range=list(_tree_x_range(n_steps)))
+    fig.update_xaxes(title=pgettext("run step", "step"), dtick=1 if n_steps <= 30 else None,
+                     zeroline=False, range=list(_tree_x_range(n_steps)))
     fig.update_yaxes(title=_("beam (0 = most probable)"), range=[width - 1 + ROW_PAD, -ROW_PAD],
                      autorange=False, dtick=1, zeroline=False)
     fig.update_layout(title=title, height=170 + ROW_PX * width,

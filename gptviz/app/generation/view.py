@@ -26,7 +26,7 @@ from gptviz.app.shared.tex import grouped, num, percent
 from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.generation import sampling as gen
 from gptviz.generation.sampling import Sampling
-from gptviz.i18n import N_, _, ngettext, number
+from gptviz.i18n import N_, _, ngettext, number, pgettext
 from gptviz.model.names import act_name, generation_page_names
 
 TEMPERATURES = [0.0, 0.2, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0]  # the Lesson's 0.2 and 2 among them
@@ -246,7 +246,8 @@ def history_view(hist: History, picked: Picked) -> None:
         [t.cropped for t in turns])  # as the CSV has it: English headers, plain numbers
     shown = df.assign(settings=[_(origins[t.origin]) if t.origin in origins else
                                 sampling_caption(t.sampling) for t in turns])
-    st.dataframe(shown.rename(columns=_), hide_index=True, width="stretch")
+    st.dataframe(shown.rename(columns=lambda c: pgettext("run step", "step") if c == "step"
+                              else _(c)), hide_index=True, width="stretch")
     csv_download(df, "generation_history.csv")
     st.caption(_("Pick a step with *Replay a step* above to see its distribution again."))
 

@@ -16,7 +16,7 @@ import streamlit as st
 from gptviz.app.speedups.choice import select
 from gptviz.app.tokenizers.controls import _train_private, _train_shared
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
-from gptviz.i18n import N_, _, number, separators
+from gptviz.i18n import N_, _, number, pgettext, separators
 from gptviz.model import RunConfig
 from gptviz.model.config import ACTIVATIONS, POSITIONALS
 from gptviz.tokenizers import Tokenizer, TokenizerError
@@ -194,7 +194,7 @@ def _model_widgets(disabled: bool) -> None:
                      help=_("Must divide d_model: d_k = d_model / heads."))
     c2.select_slider(_("Context length N"), [8, 16, 32, 64, 128, 256, 512, 1024],
                      **_kw("context_length", disabled))
-    c3.number_input(_("Steps"), 1, 100_000, step=100, **_kw("steps", disabled))
+    c3.number_input(pgettext("run step", "Steps"), 1, 100_000, step=100, **_kw("steps", disabled))
     c3.number_input(_("Batch size B"), 1, 1024, **_kw("batch_size", disabled))
     c3.select_slider(_("Peak learning rate"), LEARNING_RATES, **_kw("learning_rate", disabled),
                      format_func=_g,

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from gptviz.app.shared.chips import CHIP_CSS, PALETTE, chip, visible
 from gptviz.app.shared.heatmaps import as_float32
-from gptviz.i18n import N_, _, number
+from gptviz.i18n import N_, _, number, pgettext
 
 TRAIN, SMOOTH, VAL, GUESS = "#9ecae9", "#1f77b4", "#f58518", "#7f7f7f"
 LOG_TICKS = [m * 10 ** e for e in range(7) for m in (1, 2, 5)]  # 1, 2, 5, 10, … 5M
@@ -92,7 +92,7 @@ def loss_figure(losses: Sequence[tuple[int, float]], evals: Sequence[tuple[int, 
                    yanchor="bottom", showarrow=False, font=dict(size=14))
               for t, x in ((_("Cross-entropy L (nats per token)"), 0.225),
                            (_("Perplexity e<sup>L</sup> (log scale)"), 0.775))]
-    step_axis = dict(title=dict(text=_("step")), range=[0, end])
+    step_axis = dict(title=dict(text=pgettext("run step", "step")), range=[0, end])
     layout = dict(
         xaxis=dict(domain=[0, 0.45], anchor="y", **step_axis),
         xaxis2=dict(domain=[0.55, 1], anchor="y2", **step_axis),

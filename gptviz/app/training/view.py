@@ -20,7 +20,7 @@ from gptviz.app.training.afterwards import bytes_note
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
-from gptviz.i18n import _, ngettext, number
+from gptviz.i18n import _, ngettext, number, pgettext
 from gptviz.model import parameter_counts
 from gptviz.train.jobs import SessionTrainer, Snapshot, TrainingJob
 from gptviz.train.plan import default_prompt, n_params
@@ -233,7 +233,7 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
                 n=len(snap.samples)), key="all_samples", icon=":material/notes:") as shown:
             if shown:
                 st.dataframe(pd.DataFrame({
-                    _("step"): [x.step for x in snap.samples],
+                    pgettext("run step", "step"): [x.step for x in snap.samples],
                     _("validation loss"): [round(x.val_loss, 3) for x in snap.samples],
                     _("sample"): [x.text.replace("\n", " ↵ ") for x in snap.samples]}),
                     hide_index=True, width="stretch")

@@ -24,6 +24,7 @@ from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.inputs import Prompt, example_prompt
 from gptviz.app.shared.picker import SESSION_MODELS, Picked
 from gptviz.app.shared.presenter import PRESENTER_CSS
+from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints.folder import Checkpoint, bundled_models, load_checkpoint
 from gptviz.generation import sampling as gen
@@ -266,7 +267,7 @@ def test_the_default_draw_lies_in_the_top_p_set_and_the_step_says_how_it_was_dra
     p = torch.softmax(torch.tensor(ls.logits, dtype=torch.float64), 0)
     chosen = drawn[0].chosen
     rank = 1 + int((p > p[chosen]).sum())
-    assert f"probability {100 * float(p[chosen]):.1f} % under $P_T$, rank {rank} of" \
+    assert f"probability {percent(float(p[chosen]))} under $P_T$, rank {rank} of" \
         in view.narrative
     assert "at random" in view.narrative and "the same seed draws the same token" \
         in view.narrative and "*Draw again*" in view.narrative

@@ -159,8 +159,9 @@ def branches(at, ckpt, ids, chk):
     step = int(at.session_state["gen_step"]) - 1 if len(made) > len(ids) else 0
     p = torch.softmax(next_logits(ckpt, made[:len(ids) + step]), -1)
     for option in at.selectbox(key="gen_branch_token").options:
-        shown, j = re.search(r"P = ([\d.]+)%\s*\(id (\d+)\)", option).groups()
-        chk.shown(f"P of id {j} at step {step + 1} (%)", shown, 100 * p[int(j)])
+        shown, j = re.search(r"P = (\S+)\s+\(id (\d+)\)", option).groups()
+        scale = 100 if shown.endswith("%") else 1  # tex.percent: 0.02%, then 2.1e-5
+        chk.shown(f"P of id {j} at step {step + 1}", shown, scale * p[int(j)])
     if len(made) > len(ids):
         logp = sum(float(torch.log_softmax(next_logits(ckpt, made[:k]), -1)[made[k]])
                    for k in range(len(ids), len(made)))

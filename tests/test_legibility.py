@@ -14,6 +14,7 @@ on the figure builders:
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -212,6 +213,30 @@ def test_many_blocks_are_labelled_along_the_axis_never_by_a_repeated_colour(n_la
                  if m["series"] in (c, "outside the blocks") and (
                      f"block {ly}" == m["x"] if ly is not None else c == m["x"]))
         assert m["y"] == pytest.approx(float(np.float32(norms[k])))
+
+
+def rgb(colour: str) -> np.ndarray:
+    return np.array([int(colour[k:k + 2], 16) for k in (1, 3, 5)], dtype=float)
+
+
+@pytest.mark.parametrize("n_layer", [2, 6, 12, 24, 48])
+def test_the_commitment_strip_tells_its_stages_apart_up_to_48_layers(n_layer):
+    """Neighbouring shades differ visibly (at least 20 of 255 in RGB distance) however deep
+    the model, the colour bar names the first block of every shade, and each cell's
+    colour is the one of its shade."""
+    layers = list(range(-1, n_layer))
+    fig = pf.commitment_strip(layers, [f"t{i}" for i in layers], ["x"] * len(layers), n_layer)
+    scale = fig.data[0].colorscale
+    n = n_layer + 1
+    colours = [scale[2 * k][1] for k in range(n)]  # value k - 1 (k = 0: the embeddings)
+    shades = list(dict.fromkeys(colours))
+    assert len(shades) == min(n, pf.MAX_SHADES)
+    assert all(np.linalg.norm(rgb(a) - rgb(b)) >= 20 for a, b in itertools.pairwise(shades))
+    bar = fig.data[0].colorbar
+    assert list(bar.tickvals) == [v - 1 for v in pf.band_starts(n)]
+    for v, text in zip(bar.tickvals, bar.ticktext, strict=True):  # a tick per shade
+        assert text == ("E" if v < 0 else str(v))
+        assert colours[v + 1] == shades[list(bar.tickvals).index(v)]
 
 
 # ---- the attention grid -------------------------------------------------------------------

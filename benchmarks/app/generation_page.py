@@ -10,6 +10,13 @@ having settled (script finished, everything drawn). Beside each figure: the same
 done by the library alone (``generate.step`` and the KV-cached ``generate.generate``),
 so the ratio shows what the page adds. Targets (issue 6): step <= 150 ms warm,
 Generate 200 <= 2 s.
+
+``--gpt2 SHAPE`` (issue 40) does the same with a GPT-2-shaped folder (random weights at the
+real shapes, ``gpt2_shape.write_shaped``) and the prompt "The capital of France is":
+"Generate n" and "Branch and continue" of ``--n`` tokens end to end in AppTest, beside the
+engine's ``generate`` (KV cache) of as many tokens, ``step_through`` with its cache (the
+Lesson's continuation) and without (what the pages ran before), in the same process.
+Target: the page within 1.5x of ``generate``.
 """
 
 from __future__ import annotations
@@ -131,12 +138,87 @@ def browser(n: int, reps: int) -> tuple[list[float], list[float]]:
     return step_times, gen_times
 
 
+FRANCE = "The capital of France is"
+
+
+def gpt2_generation(shape: str, n: int, reps: int) -> None:
+    """The ``--gpt2`` measure (module doc), printed."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from benchmarks.server.gpt2_shape import write_shaped
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = write_shaped(Path(tmp) / f"{shape}-shaped", shape)
+        os.environ.update(GPTVIZ_MODELS=tmp, GPTVIZ_HF_CACHE="0")
+        ckpt = load_checkpoint(folder)
+        model = ckpt.model.eval()
+        ids = ckpt.tokenizer.encode(FRANCE)
+        lib: dict[str, list[float]] = {"generate": [], "cached": [], "uncached": []}
+        for _ in range(reps + 1):
+            for name, run in (("generate", lambda: gen.generate(model, ids, n, 1.0, seed=0)),
+                              ("cached", lambda: list(gen.step_through(model, ids, n, 1.0,
+                                                                       seed=0))),
+                              ("uncached", lambda: list(gen.step_through(
+                                  model, ids, n, 1.0, seed=0, use_cache=False)))):
+                t = time.perf_counter()
+                run()
+                lib[name].append(time.perf_counter() - t)
+        lib = {k: v[1:] for k, v in lib.items()}  # the first round warms up
+        page: dict[str, list[float]] = {"generate": [], "branch": []}
+        for view, name in (("This step", "generate"), ("Branches", "branch")):
+            at = app_test("generation", timeout=600, model=folder.name, prompt=FRANCE,
+                          view=view)
+            at.run()
+            assert not at.exception, at.exception
+            at.number_input(key="gen_n").set_value(n).run()
+            for _ in range(reps + 1):
+                if not at.button(key="gen_reset").disabled:
+                    at.button(key="gen_reset").click().run()
+                at.button(key="gen_run").click()
+                t = time.perf_counter()
+                at.run()
+                if name == "generate":
+                    page[name].append(time.perf_counter() - t)
+                assert len(at.session_state["gen_history"].turns) == n, "not every token made"
+                if name == "branch":  # at the step after the last: n more from there
+                    at.button(key="gen_branch_run").click()
+                    t = time.perf_counter()
+                    at.run()
+                    page[name].append(time.perf_counter() - t)
+                    made = len(at.session_state["gen_history"].turns)
+                    assert made >= 2 * n, f"Branch and continue: {made} tokens in all"
+                assert not at.exception, at.exception
+        page = {k: v[1:] for k, v in page.items()}
+        ref = statistics.median(lib["generate"])
+        print(f"## {shape}-shaped folder, prompt {FRANCE!r} ({len(ids)} tokens), {n} tokens, "
+              f"median of {reps}\n\n{machine()}\n")
+        print("| path | s | × generate |\n|---|---|---|")
+        for label, times in (("engine: generate (KV cache), the reference", lib["generate"]),
+                             ("engine: step_through with its cache (the Lesson)",
+                              lib["cached"]),
+                             ("engine: step_through without a cache (the pages before)",
+                              lib["uncached"]),
+                             ("page: Generate n, end to end (AppTest)", page["generate"]),
+                             ("page: Branch and continue, end to end (AppTest)",
+                              page["branch"])):
+            med = statistics.median(times)
+            print(f"| {label} | {med:.2f} (max {max(times):.2f}) | {med / ref:.2f}× |")
+        print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--browser", action="store_true", help="also time it in headless Chromium")
+    p.add_argument("--gpt2", choices=["distilgpt2", "gpt2", "gpt2-medium"],
+                   help="a GPT-2-shaped folder of this shape instead (issue 40)")
     args = p.parse_args()
+    if args.gpt2:
+        gpt2_generation(args.gpt2, args.n, args.reps)
+        return
     print(f"# Generation page, model {DEFAULT_MODEL}, median of {args.reps}\n\n{machine()}\n")
     one, steps, cached = library(args.n, args.reps)
     print("## Library alone")

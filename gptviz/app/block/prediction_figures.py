@@ -154,7 +154,7 @@ def commitment_strip(layers: Sequence[int], tokens: Sequence[str], predicted: Se
     custom = np.array([[f"{t} ({i}) → next: {p}<br>top-1 first equals it {w}"
                         for i, (t, p, w) in enumerate(zip(names, said, where, strict=True))]],
                       dtype=object)
-    ticks = list(range(-1, n_layer, -(-(n_layer + 1) // 12)))  # at most 12 labels
+    ticks = [v - 1 for v in band_starts(n_layer + 1)]  # each shade's first block
     fig = go.Figure(go.Heatmap(
         z=z, text=text, texttemplate="%{text}" if z.shape[1] <= 64 else None,
         customdata=custom, hovertemplate="%{customdata}<extra></extra>",
@@ -179,16 +179,35 @@ def _stage(layer: float) -> str:
     return "E" if layer < 0 else str(int(layer))
 
 
+MAX_SHADES = 12  # shades of the commitment scale: neighbours a visible step apart
+
+
+def band_starts(n: int) -> list[int]:
+    """The first of the ``n`` values (0 … n−1) that each shade of ``_steps(n)`` colours.
+
+    >>> band_starts(3), band_starts(49)[:4], len(band_starts(49))
+    ([0, 1, 2], [0, 5, 9, 13], 12)
+    """
+    bands = min(n, MAX_SHADES)
+    return [-(-b * n // bands) for b in range(bands)]
+
+
 def _steps(n: int) -> list[list]:
-    """A colour scale of ``n`` flat steps, light (early) to dark (late).
+    """A colour scale of ``n`` flat steps, light (early) to dark (late), in at most
+    ``MAX_SHADES`` shades: 49 stages (GPT-2 XL's embeddings and 48 blocks) in 49 shades
+    would differ by 2 % from one to the next, so up to 12 neighbouring stages share a
+    shade (the colour bar names each shade's first block; a cell's hover and text, its
+    own).
 
     >>> _steps(2)
     [[0.0, '#c6dbef'], [0.5, '#c6dbef'], [0.5, '#08306b'], [1.0, '#08306b']]
     """
     light, dark = np.array([0xC6, 0xDB, 0xEF]), np.array([0x08, 0x30, 0x6B])
+    bands = min(n, MAX_SHADES)
     scale = []
     for k in range(n):
-        rgb = light + (dark - light) * (k / max(n - 1, 1))
+        shade = k * bands // n  # the band of value k: band_starts' inverse
+        rgb = light + (dark - light) * (shade / max(bands - 1, 1))
         colour = "#" + "".join(f"{int(round(c)):02x}" for c in rgb)
         scale += [[k / n, colour], [(k + 1) / n, colour]]
     return scale

@@ -221,7 +221,10 @@ def _covering(picked: Picked, ids: tuple[int, ...], names: tuple[str, ...]
     want = set(names)
     if not want:  # no names: every activation, which no filtered pass holds
         return None
-    for fn, model, args in reversed(_store(picked).keys()):  # the most recent first
+    for key in reversed(_store(picked).keys()):  # the most recent first
+        if len(key) != 3:  # a ``shared_result`` of its own shape, not a model's
+            continue
+        fn, model, args = key
         if fn == _forward.__qualname__ and model == picked.cache_key and args[0] == ids \
                 and args[1] and want <= set(args[1]):
             return args[1]

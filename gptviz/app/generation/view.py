@@ -15,6 +15,7 @@ from gptviz.app.generation import formulas as tex
 from gptviz.app.generation.beams import beam_view
 from gptviz.app.generation.branching import branch_view
 from gptviz.app.generation.controls import STEP, token_info
+from gptviz.app.generation.prose import sentences
 from gptviz.app.generation.state import History
 from gptviz.app.generation.turn import Viewed, sampling_caption, short
 from gptviz.app.shared.cache import activations, vocab_labels
@@ -97,16 +98,16 @@ def step_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) -> N
                                 log_z_all if sym == "P'" else None, s.min_p, p_max))
         st.latex(tex.entropy_formula(step.entropy, sym))
         mode = (_("**Greedy**: $\\arg\\max_i P(i)$, no randomness.") if s.greedy else
-                _("**Sampling**: the token is drawn at random, $t_{{N+1}}\\sim {sym}$.").format(
-                    sym=sym)
-                + (" " + _("$S_k$, $S_p$, $S_{\\min}$ are the ids top-k, top-p and min-p keep (a "
-                           "filter that is off keeps all of $V$); the bars, the entropy and the "
-                           "draws here are those of $P'$.") if sym != "P_T" else ""))
+                sentences(_("**Sampling**: the token is drawn at random, $t_{{N+1}}\\sim "
+                            "{sym}$.").format(sym=sym), _(
+                    "$S_k$, $S_p$, $S_{\\min}$ are the ids top-k, top-p and min-p keep (a "
+                    "filter that is off keeps all of $V$); the bars, the entropy and the draws "
+                    "here are those of $P'$.") if sym != "P_T" else ""))
         cut = ngettext("{n} earlier token was cut to fit the context window N = {n_ctx}.",
                        "{n} earlier tokens were cut to fit the context window N = {n_ctx}.",
                        step.cropped).format(n=number(step.cropped, 0, grouping=True),
                                             n_ctx=picked.checkpoint.config.context_length)
-        st.markdown(mode + (" " + cut if step.cropped else ""))
+        st.markdown(sentences(mode, cut if step.cropped else ""))
     st.markdown(_("The seeds' picture of generation, live (the underline is what the model "
                   "reads; the boxed token is the one just appended):"))
     for line in chain(hist, picked, v, sampling):
@@ -177,11 +178,11 @@ def temperatures(v: Viewed, picked: Picked) -> None:
         r"\end{gathered}")
     plot(figs.temperature_panels(vocab_labels(picked), panels, v.step.logits.numpy()),
          key="gen_temps_fig")
-    st.caption(_("Same logits $y_N$, same candidates (the 10 largest logits); H in nats. Lower T "
-                 "sharpens, higher T flattens; T → 0 puts all mass on the argmax (H = 0), T → ∞ "
-                 "tends to uniform.") + (" " + _("top-k/top-p/min-p of this step applied: "
-                                                "{how}.").format(how=sampling_caption(s))
-                                        if s.top_k or s.top_p or s.min_p else ""))
+    st.caption(sentences(_(
+        "Same logits $y_N$, same candidates (the 10 largest logits); H in nats. Lower T "
+        "sharpens, higher T flattens; T → 0 puts all mass on the argmax (H = 0), T → ∞ tends "
+        "to uniform."), _("top-k/top-p/min-p of this step applied: {how}.").format(
+            how=sampling_caption(s)) if s.top_k or s.top_p or s.min_p else ""))
 
 
 def samples(v: Viewed, picked: Picked) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import streamlit as st
 
+from gptviz.app.generation.prose import sentences
 from gptviz.app.speedups.choice import select
 from gptviz.app.tokenizers.controls import _train_private, _train_shared
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
@@ -175,8 +176,8 @@ def schedule_help(steps: int, learning_rate: float) -> str:
                 "steps, at most 100): step s (counted from 0) uses η·(s + 1)/(w + 1), from "
                 "η/{w1} = {first} at step 0 up to η at step {w}.") if w else
               _("The peak is η = {lr}. No warmup (fewer than 10 steps): step 0 already uses η."))
-    return (warmup + " " + _("Then a half cosine takes it down to η_min = η/10 = {floor}, "
-                             "reached as the {n} steps end.")).format(**facts)
+    return sentences(warmup, _("Then a half cosine takes it down to η_min = η/10 = {floor}, "
+                               "reached as the {n} steps end.")).format(**facts)
 
 
 def _g(x: float) -> str:

@@ -10,6 +10,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from gptviz.app.generation.prose import sentences
 from gptviz.app.serving.trainers import trainer_slots
 from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.notes import duration
@@ -246,9 +247,9 @@ def _outcome(job: TrainingJob, snap: Snapshot, vocab_size: int) -> None:
     if snap.status == "cancelled":
         st.info(snap.message, icon=":material/info:")
         return
-    name = (" " + _("It is now **{name}** in the model list of every page.").format(
-        name=job.registered_as)) if job.registered_as else ""
-    st.success(snap.message + name, icon=":material/check_circle:")
+    name = _("It is now **{name}** in the model list of every page.").format(
+        name=job.registered_as) if job.registered_as else ""
+    st.success(sentences(snap.message, name), icon=":material/check_circle:")
     if snap.evals and snap.evals[-1].val_loss > math.log(vocab_size):
         st.warning(_("The validation loss ended above ln|V| = {ln_v}: worse than a uniform "
                      "guess. The learning rate is probably too high (it diverged); try "

@@ -40,6 +40,7 @@ import torch
 from torch import Tensor
 
 from gptviz.generation.textcache import crop
+from gptviz.i18n import _
 from gptviz.model import GPT, KVCache
 
 MAX_WIDTH = 8  # the widest search the app offers (any width up to |V| works here)
@@ -101,11 +102,12 @@ def check_width(width: int, vocab_size: int) -> None:
     ValueError: beam width 9 is larger than the vocabulary (|V| = 5): ... from 1 to 5.
     """
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-        raise ValueError(f"beam width must be a whole number >= 1 (1 is greedy), got {width}.")
+        raise ValueError(_("beam width must be a whole number >= 1 (1 is greedy), got "
+                           "{width}.").format(width=width))
     if width > vocab_size:
-        raise ValueError(f"beam width {width} is larger than the vocabulary (|V| = {vocab_size}):"
-                         f" the first step has only {vocab_size} tokens to keep. Choose a width "
-                         f"from 1 to {vocab_size}.")
+        raise ValueError(_("beam width {width} is larger than the vocabulary (|V| = {v}): the "
+                           "first step has only {v} tokens to keep. Choose a width from 1 to "
+                           "{v}.").format(width=width, v=vocab_size))
 
 
 @torch.no_grad()

@@ -41,6 +41,7 @@ import torch
 
 from gptviz.generation.beam import KV_BYTES, LOGIT_BYTES
 from gptviz.generation.textcache import crop
+from gptviz.i18n import N_, _, number
 from gptviz.model import GPT, KVCache
 
 MAX_NODES = 20_000  # prefixes the search may keep above the bound before it gives up
@@ -56,18 +57,31 @@ class Exact:
     ``tokens`` and ``score`` are the most probable n-token text and its log P, or the known
     text's when nothing beats it; both None when the search did not finish (``reason`` says
     why). ``nodes`` counts the prefixes kept, ``expanded`` those run through the model.
+
+    >>> Exact(None, None, 0, 5, N_("the search reached its cap of {n} prefixes kept"),
+    ...       (("n", 20_000),), capped=True).reason
+    'the search reached its cap of 20,000 prefixes kept'
     """
 
     tokens: tuple[int, ...] | None
     score: float | None
     nodes: int
     expanded: int
-    reason: str | None = None  # why it was not checked; None when it was
+    why: str | None = None  # why it was not checked, in English; None when it was
+    facts: tuple[tuple[str, int], ...] = ()  # the numbers ``why`` names
     capped: bool = False  # not checked because a cap was reached (fewer tokens may fit)
 
     @property
     def checked(self) -> bool:
-        return self.reason is None
+        return self.why is None
+
+    @property
+    def reason(self) -> str | None:
+        """Why it was not checked, in the reader's language, worded when read: one result
+        cached for every session gives each its own."""
+        if self.why is None:
+            return None
+        return _(self.why).format(**{k: number(v, 0, grouping=True) for k, v in self.facts})
 
 
 @torch.no_grad()
@@ -91,7 +105,7 @@ def most_probable(model: GPT, ids: Sequence[int], n: int, known: Sequence[int],
     model.check_ids(context)
     runner = _Runner(model, ids, n)
     if runner.refused:
-        return Exact(None, None, 0, 0, reason=runner.refused)
+        return Exact(None, None, 0, 0, *runner.refused)
     best, best_score = tuple(int(t) for t in known), float(known_score)
     root = runner.logprobs([()])[0]  # (|V|,)
     expanded, work = 1, runner.cost(0)
@@ -102,7 +116,7 @@ def most_probable(model: GPT, ids: Sequence[int], n: int, known: Sequence[int],
         return Exact(best, best_score, 1, 1)
     kept = torch.nonzero(root > best_score).flatten().tolist()
     if len(kept) > max_nodes:
-        return _capped(f"{max_nodes:,} prefixes kept", expanded)
+        return _capped(KEPT, max_nodes, expanded)
     # (−log P, prefix): the heap pops the largest log P first
     heap = [(-float(root[t]), (t,)) for t in kept]
     heapq.heapify(heap)
@@ -117,8 +131,7 @@ def most_probable(model: GPT, ids: Sequence[int], n: int, known: Sequence[int],
         for depth, items in sorted(by_depth.items()):
             work += len(items) * runner.cost(depth)
             if work > max_work:
-                return _capped(f"{expanded:,} prefixes extended (as many as a model of "
-                               "this size may run here)", expanded)
+                return _capped(EXTENDED, expanded, expanded)
             rows = runner.logprobs([p for _, p in items], keep=depth < n - 1)  # (B, |V|)
             expanded += len(items)
             scores = rows + torch.tensor([-neg for neg, _ in items],
@@ -130,16 +143,20 @@ def most_probable(model: GPT, ids: Sequence[int], n: int, known: Sequence[int],
                 continue
             kept = torch.nonzero(scores > best_score).tolist()
             if nodes + len(kept) > max_nodes:
-                return _capped(f"{max_nodes:,} prefixes kept", expanded)
+                return _capped(KEPT, max_nodes, expanded)
             for b, t in kept:
                 heapq.heappush(heap, (-float(scores[b, t]), items[b][1] + (t,)))
             nodes += len(kept)
     return Exact(best, best_score, nodes, expanded)
 
 
-def _capped(cap: str, expanded: int) -> Exact:
-    return Exact(None, None, 0, expanded, reason=f"the search reached its cap of {cap}",
-                 capped=True)
+KEPT = N_("the search reached its cap of {n} prefixes kept")
+EXTENDED = N_("the search reached its cap of {n} prefixes extended (as many as a model of "
+              "this size may run here)")
+
+
+def _capped(why: str, n: int, expanded: int) -> Exact:
+    return Exact(None, None, 0, expanded, why, (("n", n),), capped=True)
 
 
 class _Runner:
@@ -156,11 +173,11 @@ class _Runner:
         context, _ = crop(model, ids)
         self.length, self.n_ctx = len(context), c.context_length
         self.slides = self.length + n - 1 > self.n_ctx
-        self.refused = None
+        self.refused: tuple[str, tuple[tuple[str, int], ...]] | None = None  # why, facts
         if self.slides and c.rope:
-            self.refused = (f"the prompt and {n - 1} more tokens pass the context window of "
-                            f"{self.n_ctx} tokens, and this model's rolling RoPE cache keeps "
-                            "keys from earlier windows")
+            self.refused = (N_("the prompt and {more} more tokens pass the context window of "
+                               "{n_ctx} tokens, and this model's rolling RoPE cache keeps keys "
+                               "from earlier windows"), (("more", n - 1), ("n_ctx", self.n_ctx)))
         blocks = sum(p.numel() for p in model.blocks.parameters())
         self.per_position, self.per_row = max(blocks, FLOOR), c.d_model * c.vocab_size
         self.cache = KVCache(c.n_layer, 1, c.n_head, self.length, c.d_head,

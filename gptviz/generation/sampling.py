@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from gptviz.generation.textcache import TextCache, crop
+from gptviz.i18n import _
 from gptviz.model import GPT, KVCache
 from gptviz.model.decode import Decoder
 from gptviz.tokenizers.base import Tokenizer
@@ -162,8 +163,8 @@ def encode_prompt(tokenizer: Tokenizer, text: str) -> list[int]:
     if text:
         return tokenizer.encode(text)
     if BOS not in tokenizer.special_tokens:
-        raise ValueError(f"the prompt is empty and this tokenizer has no {BOS} to start from: "
-                         "type a few characters.")
+        raise ValueError(_("the prompt is empty and this tokenizer has no {bos} to start "
+                           "from: type a few characters.").format(bos=BOS))
     return [tokenizer.special_tokens[BOS]]
 
 

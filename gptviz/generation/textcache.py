@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from gptviz.i18n import _
 from gptviz.model import GPT, KVCache
 from gptviz.model.decode import Decoder
 from gptviz.tokenizers.specials import BOS
@@ -21,8 +22,8 @@ def crop(model: GPT, ids: Sequence[int]) -> tuple[list[int], int]:
     """The last context window of ``ids`` and how many ids were cut from its front."""
     ids = [int(i) for i in ids]
     if not ids:
-        raise ValueError(f"the prompt is empty: give at least one token (e.g. the {BOS} id, "
-                         "which encode_prompt uses for an empty text).")
+        raise ValueError(_("the prompt is empty: give at least one token (e.g. the {bos} id, "
+                           "which encode_prompt uses for an empty text).").format(bos=BOS))
     n_ctx = model.config.context_length
     cropped = max(0, len(ids) - n_ctx)
     return ids[cropped:], cropped

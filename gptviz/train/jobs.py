@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,9 +25,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from gptviz import i18n
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.checkpoints.snapshots import Snapshots
 from gptviz.generation.sampling import encode_prompt, generate
+from gptviz.i18n import _, ngettext, number
 from gptviz.model import RunConfig
 from gptviz.tokenizers.base import Tokenizer
 from gptviz.tokenizers.readable import readable_decode
@@ -58,7 +61,7 @@ class Snapshot:
     losses: list[tuple[int, float]]  # (step, training loss of that step's batch)
     evals: list[EvalInfo]
     samples: list[Sample]
-    message: str  # why it ended, or why it waits
+    said: Callable[[], str]  # why it ended, or why it waits: ``message`` words it
     elapsed_s: float  # wall time since the job got its slot
     tokens_per_s: float
     others_running: int  # trainers holding a slot (when queued)
@@ -66,6 +69,12 @@ class Snapshot:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE
+
+    @property
+    def message(self) -> str:
+        """Why it ended, or why it waits, worded now in the reader's language (the thread
+        that trains has no reader: it keeps what to say, not the words)."""
+        return self.said()
 
 
 class TrainingJob(SlotJob):
@@ -92,7 +101,8 @@ class TrainingJob(SlotJob):
         self._trainer: Trainer | None = None
         self._time_limited = False
         self._t0 = 0.0
-        self._state = Snapshot("queued", 0, run.train.steps, [], [], [], "", 0.0, 0.0, 0)
+        self._state = Snapshot("queued", 0, run.train.steps, [], [], [], lambda: "", 0.0, 0.0, 0)
+        self.lang = i18n.current()  # the starting reader's: words the thread itself writes
 
     # ---- the page's side -------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -100,7 +110,7 @@ class TrainingJob(SlotJob):
             s = self._state
             others = self.slots.running if s.status == "queued" else 0
             return Snapshot(s.status, s.step, s.total, list(s.losses), list(s.evals),
-                            list(s.samples), s.message, s.elapsed_s, s.tokens_per_s, others)
+                            list(s.samples), s.said, s.elapsed_s, s.tokens_per_s, others)
 
     @property
     def active(self) -> bool:
@@ -114,29 +124,35 @@ class TrainingJob(SlotJob):
 
     def _cancelled(self) -> None:
         self._ids = None
-        self._set(status="cancelled", message="Cancelled before it started; no model.")
+        self._set(status="cancelled", said=lambda: _("Cancelled before it started; no model."))
 
-    def _work(self) -> dict[str, str]:
+    def _work(self) -> dict[str, Any]:
         self._t0 = time.monotonic()
         self._set(status="running")
         try:
-            return self._train()
+            with i18n.use(self.lang):
+                return self._train()
         except DivergenceError as exc:
-            return {"status": "failed", "message": f"Training diverged: {exc} No model was kept."}
+            why = exc.say  # not the exception: its traceback would keep the trainer alive
+            return {"status": "failed", "said": lambda: _(
+                "Training diverged: {why} No model was kept.").format(why=why())}
         except Exception as exc:  # the page shows a message, never a traceback
             log.exception("training failed")
-            return {"status": "failed", "message": f"Training failed: {exc}"}
+            text = str(exc)
+            return {"status": "failed",
+                    "said": lambda: _("Training failed: {why}").format(why=text)}
 
     def _release(self) -> None:
         self._trainer = None  # frees the optimizer state and the corpus
         self._ids = None
 
-    def _finish(self, end: dict[str, str] | None) -> None:
+    def _finish(self, end: dict[str, Any] | None) -> None:
         # The thread's last act: once a page sees a final status, the checkpoint is
         # set and nothing of this job changes any more, so it can be registered at once.
-        self._set(**(end or {"status": "failed", "message": "Training ended without a result."}))
+        self._set(**(end or {"status": "failed",
+                             "said": lambda: _("Training ended without a result.")}))
 
-    def _train(self) -> dict[str, str]:
+    def _train(self) -> dict[str, Any]:
         """Train; return the final status and message (published when the thread ends)."""
         self._trainer = Trainer(self.run, self._ids, on_step=self._on_step,
                                 on_eval=self._on_eval, stop=self._stop)
@@ -158,14 +174,27 @@ class TrainingJob(SlotJob):
         })
         self.card["snapshot_steps"] = list(self.snapshots.steps)
         self.checkpoint = Checkpoint(model, self.tokenizer, self.card, self.snapshots or None)
-        if self._time_limited:
-            status, why = "stopped", f"Stopped at the time limit of {self.max_seconds:.0f} s"
-        elif result.stopped:
-            status, why = "stopped", "Stopped"
-        else:
-            status, why = "done", "Finished"
-        return {"status": status, "message": f"{why} after {result.steps_done:,} steps: validation "
-                f"loss {evals[-1].val_loss:.3f} (perplexity {evals[-1].val_perplexity:.1f})."}
+        n, last, limit = result.steps_done, evals[-1], self.max_seconds
+        limited, stopped = self._time_limited, result.stopped
+
+        def said() -> str:
+            facts = dict(n=number(n, 0, grouping=True), loss=number(last.val_loss, 3),
+                         ppl=number(last.val_perplexity, 1), limit=number(limit, 0))
+            if limited:
+                return ngettext("Stopped at the time limit of {limit} s after {n} step: "
+                                "validation loss {loss} (perplexity {ppl}).",
+                                "Stopped at the time limit of {limit} s after {n} steps: "
+                                "validation loss {loss} (perplexity {ppl}).", n).format(**facts)
+            if stopped:
+                return ngettext("Stopped after {n} step: validation loss {loss} (perplexity "
+                                "{ppl}).", "Stopped after {n} steps: validation loss {loss} "
+                                "(perplexity {ppl}).", n).format(**facts)
+            return ngettext("Finished after {n} step: validation loss {loss} (perplexity "
+                            "{ppl}).", "Finished after {n} steps: validation loss {loss} "
+                            "(perplexity {ppl}).", n).format(**facts)
+
+        return {"status": "stopped" if limited or stopped else "done",
+                "said": said}
 
     def _on_step(self, info: StepInfo) -> None:
         with self._lock:
@@ -196,7 +225,7 @@ class TrainingJob(SlotJob):
             out = generate(self._trainer.model, ids, self.sample_tokens, temperature=0.8, seed=0)
             return readable_decode(self.tokenizer, out[len(ids):])  # no "�"
         except ValueError as exc:  # e.g. a prompt the tokenizer cannot encode
-            return f"(no sample: {exc})"
+            return _("(no sample: {why})").format(why=exc)
 
 
 @dataclass
@@ -214,7 +243,7 @@ class SessionTrainer:
 
     def submit(self, job: TrainingJob) -> None:
         if self.job is not None and self.job.active:
-            raise RuntimeError("this session is already training; stop that run first.")
+            raise RuntimeError(_("this session is already training; stop that run first."))
         self.job = job
         job.start()
 

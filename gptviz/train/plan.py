@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from gptviz.i18n import N_, _, number
 from gptviz.model import GPTConfig, RunConfig, TrainConfig, parameter_counts
 
 
@@ -37,15 +38,15 @@ class TrainingSpec:
     seed: int = TrainConfig.seed  # initialisation and batch order
 
 
-PRESETS: dict[str, TrainingSpec] = {
+PRESETS: dict[str, TrainingSpec] = {  # each name a key; the page shows it translated
     # word-like samples in about 30 s on a 2-core laptop (see BENCHMARKS.md)
-    "30-second demo": TrainingSpec(),
+    N_("30-second demo"): TrainingSpec(),
     # repeated random strings "r|r" of 6-14 letters: the second half is only predictable by
     # copying. From step ~300 the validation loss falls from ~3.2 to ~2.0: induction heads
-    "induction heads": TrainingSpec(corpus="synthetic:induction", n_layer=2, steps=1000,
+    N_("induction heads"): TrainingSpec(corpus="synthetic:induction", n_layer=2, steps=1000,
                                     batch_size=32, learning_rate=1e-3),
     # the bundled mathematics-char recipe, shortened: 4 layers, context 128, about 3 minutes
-    "bigger": TrainingSpec(n_layer=4, context_length=128, steps=2000, learning_rate=3e-3),
+    N_("bigger"): TrainingSpec(n_layer=4, context_length=128, steps=2000, learning_rate=3e-3),
 }
 
 
@@ -141,19 +142,27 @@ def check_caps(run: RunConfig, caps: TrainingCaps, estimate_s: float | None = No
     m, t = run.model, run.train
     out = []
     if (p := n_params(m)) > caps.max_params:
-        out.append(f"the model has {p:,} parameters; this server allows {caps.max_params:,}. "
-                   "Lower d_model, the layers or the vocabulary size.")
+        out.append(_("the model has {n} parameters; this server allows {most}. Lower "
+                     "d_model, the layers or the vocabulary size.").format(
+                         n=_grouped(p), most=_grouped(caps.max_params)))
     if t.steps > caps.max_steps:
-        out.append(f"{t.steps:,} steps is over this server's limit of {caps.max_steps:,}.")
+        out.append(_("{n} steps is over this server's limit of {most}.").format(
+            n=_grouped(t.steps), most=_grouped(caps.max_steps)))
     if m.context_length > caps.max_context:
-        out.append(f"context length {m.context_length} is over the limit of {caps.max_context}.")
+        out.append(_("context length {n} is over the limit of {most}.").format(
+            n=m.context_length, most=caps.max_context))
     if t.batch_size > caps.max_batch:
-        out.append(f"batch size {t.batch_size} is over the limit of {caps.max_batch}.")
+        out.append(_("batch size {n} is over the limit of {most}.").format(
+            n=t.batch_size, most=caps.max_batch))
     if estimate_s is not None and estimate_s > caps.max_seconds:
-        out.append(f"the run would take about {estimate_s / 60:.0f} min; one run may take at "
-                   f"most {caps.max_seconds / 60:.0f} min here. Use fewer steps or a smaller "
-                   "model.")
+        out.append(_("the run would take about {minutes} min; one run may take at most {most} "
+                     "min here. Use fewer steps or a smaller model.").format(
+                         minutes=number(estimate_s / 60, 0), most=number(caps.max_seconds / 60, 0)))
     return out
+
+
+def _grouped(n: int) -> str:
+    return number(n, 0, grouping=True)
 
 
 def check_corpus_length(n_tokens: int, context_length: int, val_fraction: float = 0.1
@@ -168,10 +177,11 @@ def check_corpus_length(n_tokens: int, context_length: int, val_fraction: float 
     if n_tokens - n_val >= need and n_val >= need:
         return None
     least = int(need / min(val_fraction, 1 - val_fraction)) + 1
-    return (f"the corpus has {n_tokens:,} tokens, shorter than one window of {need} tokens "
-            f"(context {context_length} + the next token) in both the training part and the "
-            f"{val_fraction:.0%} held out for validation. Give a text of at least {least:,} "
-            "tokens or a shorter context length.")
+    return _("the corpus has {n} tokens, shorter than one window of {need} tokens (context "
+             "{context} + the next token) in both the training part and the {share}% held out "
+             "for validation. Give a text of at least {least} tokens or a shorter context "
+             "length.").format(n=_grouped(n_tokens), need=need, context=context_length,
+                               share=number(100 * val_fraction, 0), least=_grouped(least))
 
 
 def default_prompt(text: str, max_chars: int = 30) -> str:

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gptviz.data import SlidingWindowDataset, train_val_split
+from gptviz.i18n import _
 from gptviz.model import GPT, RunConfig, TrainConfig
 from gptviz.train.adamw import AdamW
 from gptviz.train.ddp import DistInfo
@@ -25,7 +26,16 @@ from gptviz.train.device import autocast, autocast_dtype, resolve_device
 
 
 class DivergenceError(ValueError):
-    """The loss became NaN or infinite; the message says when and what to change."""
+    """The loss became NaN or infinite; the message says when and what to change. It is
+    worded when read (``say``), in the reader's language: training runs in a thread of its
+    own, outside any page's session."""
+
+    def __init__(self, say: Callable[[], str]) -> None:
+        super().__init__()
+        self.say = say
+
+    def __str__(self) -> str:
+        return self.say()
 
 
 @dataclass
@@ -215,10 +225,10 @@ class Trainer:
         loss = self.loss(x.to(self.device), y.to(self.device), self.ddp_model)
         value = loss.item()
         if not math.isfinite(value):
-            raise DivergenceError(
-                f"the training loss became {value} at step {step + 1} (learning rate {lr:.3g}); "
-                "training stopped. Lower the learning rate (e.g. 1e-3) or raise grad_clip."
-            )
+            raise DivergenceError(lambda: _(
+                "the training loss became {value} at step {step} (learning rate {lr}); training "
+                "stopped. Lower the learning rate (e.g. 1e-3) or raise grad_clip.").format(
+                    value=value, step=step + 1, lr=f"{lr:.3g}"))
         loss.backward()
         clip = self.tc.grad_clip if self.tc.grad_clip > 0 else float("inf")
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
@@ -229,8 +239,9 @@ class Trainer:
     def _eval(self, result: TrainResult, step: int, train_loss: float) -> None:
         info = EvalInfo(step, train_loss, self.evaluate(), result.elapsed_s)
         if not math.isfinite(info.val_loss):
-            raise DivergenceError(f"the validation loss became {info.val_loss} at step {step}; "
-                                  "lower the learning rate and train again.")
+            raise DivergenceError(lambda: _(
+                "the validation loss became {value} at step {step}; lower the learning rate and "
+                "train again.").format(value=info.val_loss, step=step))
         result.evals.append(info)
         if info.val_loss < self._best_loss:
             self._best_loss = info.val_loss

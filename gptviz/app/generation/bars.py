@@ -19,6 +19,7 @@ import numpy as np
 
 from gptviz.app.shared.heatmaps import as_float32, axis_labels
 from gptviz.app.shared.tex import html_subscripts, percent
+from gptviz.i18n import _, number
 
 BAR, CHOSEN, SAMPLED = "#4c78a8", "#f58518", "#54a24b"
 TICK_CHARS = 16  # characters of a token a tick label shows
@@ -88,7 +89,8 @@ def candidates(labels: Sequence[str], probs, chosen: int | None = None, logits=N
         ids.append(int(chosen))
     full = axis_labels([labels[i] for i in ids], len(ids))
     names = [_cut(n) for n in full]
-    ticks = [f"{n} ◀ chosen" if i == chosen else n for i, n in zip(ids, names, strict=True)]
+    mark = _("{token} ◀ chosen")
+    ticks = [mark.format(token=n) if i == chosen else n for i, n in zip(ids, names, strict=True)]
     y = as_float32(logits)[ids] if logits is not None else np.full(len(ids), np.nan, np.float32)
     return Candidates(ids, ticks, names, full, p[ids], y,
                       min(1.0, float(p[ids].max()) * 1.25 + .02))
@@ -143,7 +145,7 @@ def topk_html(c: Candidates, chosen: int | None = None, title: str = "") -> str:
     rows = []
     for i, tick, name, p, y in zip(c.ids, c.ticks, c.full, c.p.tolist(), c.y.tolist(),
                                    strict=True):
-        logit = "" if math.isnan(y) else f"&#10;y = {y:.3f}"
+        logit = "" if math.isnan(y) else f"&#10;y = {number(y, 3)}"
         rows.append(
             f'<div class="gv-topk-row" data-id="{i}" data-p="{p!r}" '
             f'title="{escape(name)} (id {i}){logit}&#10;P = {percent(p, 3)}">'
@@ -151,15 +153,16 @@ def topk_html(c: Candidates, chosen: int | None = None, title: str = "") -> str:
             f'<div class="gv-topk-bar" style="width:{100 * p / c.right:.3f}%;background:'
             f'{CHOSEN if i == chosen else BAR}"></div>'
             f'<span class="gv-topk-val">{escape(percent(p))}</span></div></div>')
-    ticks = "".join(f'<span style="left:{100 * v / c.right:.3f}%">{v:.{_decimals(step)}%}'
-                    f'</span>' for v in np.arange(0, c.right + 1e-9, step))
+    ticks = "".join(f'<span style="left:{100 * v / c.right:.3f}%">'
+                    f'{number(100 * v, _decimals(step))}%</span>'
+                    for v in np.arange(0, c.right + 1e-9, step))
     return (f'{BARS_CSS}<div class="gv-topk" style="--gv-label:{width:.0f}px;'
             f'--gv-grid:{100 * step / c.right:.4f}%">'
             + (f'<div class="gv-topk-title">{html_subscripts(title)}</div>' if title else "")
             + "".join(rows)
             + f'<div class="gv-topk-row" style="height:auto"><div></div><div>'
               f'<div class="gv-topk-axis">{ticks}</div>'
-              f'<div class="gv-topk-name">probability</div></div></div></div>')
+              f'<div class="gv-topk-name">{escape(_("probability"))}</div></div></div></div>')
 
 
 def _decimals(step: float) -> int:

@@ -22,6 +22,7 @@ from gptviz.checkpoints.folder import Checkpoint
 from gptviz.generation import beam, exact
 from gptviz.generation import sampling as gen
 from gptviz.generation.sampling import Sampling
+from gptviz.i18n import N_, _, ngettext, number
 
 WIDTH, LENGTH, STEP = "beam", "beam_n", "beam_step"  # widget keys (the first two in the URL)
 MAX_LENGTH = 50  # tokens a search may write
@@ -55,17 +56,18 @@ def _controls(vocab_size: int) -> tuple[int, int] | None:
     """Width k and length n (``?beam=…&beam_n=…``), or None after saying what is wrong."""
     raw = st.query_params.get(WIDTH)
     a, b = st.columns(2)
-    width = a.slider("Beam width k", 1, beam.MAX_WIDTH, 3, key=WIDTH, bind="query-params",
-                     help="How many texts are kept at every step. k = 1 keeps only the most "
-                          "probable token: greedy decoding.")
-    n = b.slider("Tokens to write", 1, MAX_LENGTH, 12, key=LENGTH, bind="query-params")
+    width = a.slider(_("Beam width k"), 1, beam.MAX_WIDTH, 3, key=WIDTH, bind="query-params",
+                     help=_("How many texts are kept at every step. k = 1 keeps only the most "
+                            "probable token: greedy decoding."))
+    n = b.slider(_("Tokens to write"), 1, MAX_LENGTH, 12, key=LENGTH, bind="query-params")
     if raw is not None and raw.strip() != str(width):
-        st.warning(f"The link asks for beam width “{raw}”, which is not a whole number from 1 "
-                   f"to {beam.MAX_WIDTH}; using k = {width}.", icon=":material/link_off:")
+        st.warning(_("The link asks for beam width “{raw}”, which is not a whole number from 1 "
+                     "to {most}; using k = {k}.").format(raw=raw, most=beam.MAX_WIDTH, k=width),
+                   icon=":material/link_off:")
     try:
         beam.check_width(width, vocab_size)
     except ValueError as exc:
-        problem(f"Cannot search: {exc}")
+        problem(_("Cannot search: {why}").format(why=exc))
         return None
     return width, n
 
@@ -84,12 +86,12 @@ def _text_html(picked: Picked, prompt: tuple[int, ...], new) -> str:
 
 def beam_view(hist: History, picked: Picked, sampling: Sampling) -> None:
     """Greedy, beam and sampled texts from the prompt; the beams as a tree; the scores."""
-    st.markdown(
+    st.markdown(_(
         "Greedy decoding takes the most probable token at every step, but the most probable "
         "*text* can start with a less probable token. **Beam search** keeps the $k$ texts "
         "with the largest log-probability at every step: each is extended by every token, "
         "and the $k$ best of the $k\\cdot|V|$ candidates survive. All three texts below "
-        "start from the prompt; $\\log P$ is the model's own (no filter, $T = 1$).")
+        "start from the prompt; $\\log P$ is the model's own (no filter, $T = 1$)."))
     cfg = picked.checkpoint.config
     got = _controls(cfg.vocab_size)
     if got is None:
@@ -102,21 +104,25 @@ def beam_view(hist: History, picked: Picked, sampling: Sampling) -> None:
     last = found.steps[-1]
     cols = st.columns(3)
     for col, (name, new, lp) in zip(cols, [
-            ("Greedy (k = 1)", greedy, sum(g_lp)),
-            (f"Beam search, best of k = {width}", found.tokens(n - 1, 0), last.scores[0]),
-            (f"Sampled ({sampling_caption(sampling)})", sampled, sum(s_lp))], strict=True):
+            (_("Greedy (k = 1)"), greedy, sum(g_lp)),
+            (_("Beam search, best of k = {k}").format(k=width), found.tokens(n - 1, 0),
+             last.scores[0]),
+            (_("Sampled ({how})").format(how=sampling_caption(sampling)), sampled, sum(s_lp))],
+            strict=True):
         col.markdown(f"**{name}**")
         col.html(_text_html(picked, prompt, new))
-        col.caption(f"log P(text | prompt) = {lp:.3f} · per token {lp / n:.3f}")
+        col.caption(_("log P(text | prompt) = {lp} · per token {mean}").format(
+            lp=number(lp, 3), mean=number(lp / n, 3)))
     if sampling.greedy:
-        st.caption("T = 0: the sampled text is the greedy one. Raise T above 0 to sample.")
+        st.caption(_("T = 0: the sampled text is the greedy one. Raise T above 0 to sample."))
     labels = vocab_labels(picked)
     lineage = [found.lineage(n - 1, b) for b in range(len(last.tokens))]
     plot(beam_tree(
         [[labels[i] for i in s.tokens] for s in found.steps], [s.parents for s in found.steps],
         [s.logprobs for s in found.steps], [s.scores for s in found.steps], lineage,
-        title=f"the {width} beam{'s' if width > 1 else ''} after every step (hover: "
-              "log-probabilities)"), key="gen_beam_tree")
+        title=ngettext("the {k} beam after every step (hover: log-probabilities)",
+                       "the {k} beams after every step (hover: log-probabilities)",
+                       width).format(k=width)), key="gen_beam_tree")
     mine = tuple(found.tokens(n - 1, 0))
     best = _exact(picked, prompt, mine, last.scores[0])
     other = best.checked and best.tokens != mine  # y* is another text (or ties with it)
@@ -143,23 +149,31 @@ def _best_caption(picked: Picked, best: exact.Exact, found: beam.Beams, width: i
                   n: int) -> str:
     """What the exact search found, how, and when it could not check."""
     if not best.checked:
-        return (f"y*, the most probable of all {n}-token texts, was **not checked**: "
-                f"{best.reason}. " + ("Write fewer tokens for an exact check." if best.capped
-                                      else "A shorter prompt or text would fit the window."))
-    how = (f"An exact best-first search checked every {n}-token text: a prefix whose log P is "
-           "already below the beam's score can never end above it (log P only goes down as "
-           f"a text grows), so {best.expanded:,} prefixes needed the model.")
+        return _("y*, the most probable of all {n}-token texts, was **not checked**: {why}. "
+                 "{then}").format(n=n, why=best.reason, then=_(
+                     "Write fewer tokens for an exact check.") if best.capped else _(
+                     "A shorter prompt or text would fit the window."))
+    how = ngettext("An exact best-first search checked every {n}-token text: a prefix whose log "
+                   "P is already below the beam's score can never end above it (log P only goes "
+                   "down as a text grows), so {m} prefix needed the model.",
+                   "An exact best-first search checked every {n}-token text: a prefix whose log "
+                   "P is already below the beam's score can never end above it (log P only goes "
+                   "down as a text grows), so {m} prefixes needed the model.",
+                   best.expanded).format(n=n, m=number(best.expanded, 0, grouping=True))
     score, tok = found.steps[-1].scores[0], picked.checkpoint.tokenizer
     if best.score - score <= tex.TIE and best.tokens == tuple(found.tokens(n - 1, 0)):
-        return f"The beam's text is the most probable of all {n}-token texts. {how}"
+        return _("The beam's text is the most probable of all {n}-token texts. {how}").format(
+            n=n, how=how)
     if best.score - score <= tex.TIE:
-        return (f"Another text, “{_md(text_of(tok, best.tokens))}”, is as probable as the beam's "
-                f"to 3 decimals; none is more. {how}")
+        return _("Another text, “{text}”, is as probable as the beam's to 3 decimals; none is "
+                 "more. {how}").format(text=_md(text_of(tok, best.tokens)), how=how)
     at = _pruned(found, best.tokens)
-    return (f"Beam search missed the most probable {n}-token text, "
-            f"“{_md(text_of(tok, best.tokens))}” (log P = {best.score:.3f}, against the beam's "
-            f"{score:.3f}): its prefix “{_md(text_of(tok, best.tokens[:at]))}” ranked below the "
-            f"{width} kept at step {at}. {how}")
+    return _("Beam search missed the most probable {n}-token text, “{text}” (log P = {best}, "
+             "against the beam's {score}): its prefix “{prefix}” ranked below the {k} kept at "
+             "step {at}. {how}").format(
+                 n=n, text=_md(text_of(tok, best.tokens)), best=number(best.score, 3),
+                 score=number(score, 3), prefix=_md(text_of(tok, best.tokens[:at])), k=width,
+                 at=at, how=how)
 
 
 def _pruned(found: beam.Beams, greedy) -> int | None:
@@ -176,23 +190,23 @@ def _beams_at(found: beam.Beams, labels: list[str], picked: Picked, width: int,
     """The beams after a chosen step as a table, and beam 0's score written out."""
     if st.session_state.get(STEP) not in range(1, n + 1):
         st.session_state[STEP] = n
-    t = n if n == 1 else st.select_slider("Beams after step", list(range(1, n + 1)), key=STEP)
+    t = n if n == 1 else st.select_slider(_("Beams after step"), list(range(1, n + 1)), key=STEP)
     step = found.steps[t - 1]
     ranks = found.lineage(t - 1, 0)
     terms = [found.steps[s].logprobs[r] for s, r in enumerate(ranks)]
     st.latex(tex.beam_score_formula(terms, step.scores[0], 0, width, len(labels)))
-    st.caption("No length normalisation (α = 0): after step t every beam holds exactly t "
-               "tokens (none stops early at an end token here), so dividing every score by "
-               "t^α would scale them all alike and change no choice.")
+    st.caption(_("No length normalisation (α = 0): after step t every beam holds exactly t "
+                 "tokens (none stops early at an end token here), so dividing every score by "
+                 "t^α would scale them all alike and change no choice."))
     tok = picked.checkpoint.tokenizer
-    df = pd.DataFrame({
-        "beam": range(len(step.tokens)),
-        "text (after the prompt)": [text_of(tok, found.tokens(t - 1, b))[-60:]
-                                    for b in range(len(step.tokens))],
-        "last token": [labels[i] for i in step.tokens],
-        "from beam": list(step.parents),
-        "log P(last token | its beam)": [round(x, 4) for x in step.logprobs],
-        "score = log P(text | prompt)": [round(x, 4) for x in step.scores],
+    df = pd.DataFrame({  # English headers (the CSV's); the page shows them translated
+        N_("beam"): range(len(step.tokens)),
+        N_("text (after the prompt)"): [text_of(tok, found.tokens(t - 1, b))[-60:]
+                                        for b in range(len(step.tokens))],
+        N_("last token"): [labels[i] for i in step.tokens],
+        N_("from beam"): list(step.parents),
+        N_("log P(last token | its beam)"): [round(x, 4) for x in step.logprobs],
+        N_("score = log P(text | prompt)"): [round(x, 4) for x in step.scores],
     })
-    st.dataframe(df, hide_index=True, width="stretch")
+    st.dataframe(df.rename(columns=_), hide_index=True, width="stretch")
     csv_download(df, "beams.csv")

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 
 from gptviz.app.shared import labels as lb
 from gptviz.app.shared.tex import percent
+from gptviz.i18n import _
 
 CURRENT, KEPT, PRUNED = "#f58518", "#4c78a8", "#c7c7c7"
 LABELS_UP_TO = 90  # nodes drawn with their labels (more: on hover only)
@@ -95,7 +96,7 @@ def tree_labels(xy: Mapping[Path, tuple[int, int]], names: Mapping[Path, str],
     on_path = {current[:k] for k in range(len(current) + 1)}
     radius = {p: (7.5 if p == current else 5.0) for p in xy}
     nodes = sorted(xy, key=lambda p: (p not in on_path, len(p)))  # the text first
-    tokens = [_candidates("prompt" if not p else names[p], *px(p), 2 * sx - lb.GAP_PX,
+    tokens = [_candidates(_("prompt") if not p else names[p], *px(p), 2 * sx - lb.GAP_PX,
                           TOKEN_FONT, radius[p], xy[p][0] % 2 == 0) for p in nodes]
     edges = []
     for p in (p for p in nodes if p):
@@ -133,17 +134,18 @@ def branch_tree(xy: Mapping[Path, tuple[int, int]], labels: Mapping[Path, str],
     sx, sy = PLOT_PX / (last + 2), plot_height(rows) / (rows - 1 + 2 * PAD)
     tokens, edges = tree_labels(xy, labels, probs, current) if len(
         nodes) <= LABELS_UP_TO else ([], [])
-    traces = [edges_trace(kept, PRUNED, 1.5, "other branches"),
-              edges_trace(path, CURRENT, 3.5, "the current text")]
-    for name, placed, size, color in (("P of each edge", edges, EDGE_FONT, "#6b7280"),
-                                      ("tokens", tokens, TOKEN_FONT, "#1d2129")):
+    traces = [edges_trace(kept, PRUNED, 1.5, _("other branches")),
+              edges_trace(path, CURRENT, 3.5, _("the current text"))]
+    for name, placed, size, color in ((_("P of each edge"), edges, EDGE_FONT, "#6b7280"),
+                                      (_("tokens"), tokens, TOKEN_FONT, "#1d2129")):
         traces.append(go.Scatter(
             x=[c.at[0] / sx - 1 for _, c in placed], y=[c.at[1] / sy - PAD for _, c in placed],
             text=[c.text for _, c in placed], mode="text", textposition="middle center",
             textfont=dict(family=lb.FONT, size=size, color=color), hoverinfo="skip",
             showlegend=False, name=name))
-    hover = ["the prompt (step 0)" if not p else
-             f"step {len(p)} · {labels[p]} · P = {percent(probs[p], 3)}" for p in nodes]
+    node = _("step {i} · {token} · P = {p}")
+    hover = [_("the prompt (step 0)") if not p else
+             node.format(i=len(p), token=labels[p], p=percent(probs[p], 3)) for p in nodes]
     traces.append(go.Scatter(
         x=[xy[p][0] for p in nodes], y=[xy[p][1] for p in nodes], mode="markers",
         marker=dict(size=[15 if p == current else 10 for p in nodes],
@@ -151,11 +153,11 @@ def branch_tree(xy: Mapping[Path, tuple[int, int]], labels: Mapping[Path, str],
                     line=dict(color="white", width=1)),
         customdata=np.array([[keys[p], h] for p, h in zip(nodes, hover, strict=True)],
                             dtype=object).reshape(-1, 2),
-        hovertemplate="%{customdata[1]}<extra>click: make this the text</extra>",
+        hovertemplate="%{customdata[1]}<extra>" + _("click: make this the text") + "</extra>",
         unselected=dict(marker=dict(opacity=1)), showlegend=False))
     y_range = [rows - 1 + PAD, -PAD]
     fig = go.Figure(traces)
-    fig.update_xaxes(title="step (tokens after the prompt)", zeroline=False,
+    fig.update_xaxes(title=_("step (tokens after the prompt)"), zeroline=False,
                      range=[-1, last + 1], dtick=1 if last <= 30 else None)
     fig.update_yaxes(visible=False, range=y_range)
     fig.update_layout(title=title, height=plot_height(rows) + MARGIN["t"] + MARGIN["b"],

@@ -23,8 +23,8 @@ from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import csv_download, plot
 from gptviz.generation.sampling import Sampling
+from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model import GPT
-from gptviz.words import counted
 
 TOKEN, GOTO, CHART = "gen_branch_token", "gen_goto", "gen_tree"  # widget keys
 N_CHOICES = 10  # tokens offered at a step: its most probable ones
@@ -47,18 +47,25 @@ def _branch(hist: History, i: int, expected: Path, model: GPT, sampling: Samplin
             labels: list[str], then_generate: bool) -> None:
     token = st.session_state.get(TOKEN)
     if token is None:
-        hist.note = "Choose a token to branch with first."
+        hist.note = _("Choose a token to branch with first.")
         return
     old = hist.turns[i].chosen if i < len(hist.turns) and hist.path[:i] == expected else None
     try:
         hist.branch(i, int(token), expected, model, sampling)
     except ValueError as exc:
-        hist.note = f"Cannot branch: {exc}"
+        hist.note = _("Cannot branch: {why}").format(why=exc)
         return
-    instead = f" instead of `{labels[old]}`" if old is not None else ""
-    _moved(hist, f"Branched at step {i + 1}: `{labels[int(token)]}`{instead}. The text goes on "
-                 "from there" + (" now." if then_generate else
-                                 ": press Next token or Generate n."))
+    facts = dict(i=i + 1, new=labels[int(token)], old=labels[old] if old is not None else "")
+    if old is None:
+        note = (_("Branched at step {i}: `{new}`. The text goes on from there now.")
+                if then_generate else _("Branched at step {i}: `{new}`. The text goes on from "
+                                        "there: press Next token or Generate n."))
+    else:
+        note = (_("Branched at step {i}: `{new}` instead of `{old}`. The text goes on from there "
+                  "now.") if then_generate else
+                _("Branched at step {i}: `{new}` instead of `{old}`. The text goes on from "
+                  "there: press Next token or Generate n."))
+    _moved(hist, note.format(**facts))
     if then_generate:
         hist.start(int(st.session_state.get("gen_n", 20) or 20))
 
@@ -67,10 +74,10 @@ def _select(hist: History, path: Path) -> None:
     try:
         hist.select(path)
     except ValueError as exc:
-        hist.note = f"Cannot go there: {exc}"
+        hist.note = _("Cannot go there: {why}").format(why=exc)
         return
-    _moved(hist, f"The text is now the branch ending at step {len(path)}." if path else
-           "The text is now the prompt alone: Next token starts a new branch from it.")
+    _moved(hist, _("The text is now the branch ending at step {i}.").format(i=len(path)) if path
+           else _("The text is now the prompt alone: Next token starts a new branch from it."))
 
 
 def _clicked(hist: History) -> None:
@@ -95,29 +102,30 @@ def branch_view(v: Viewed, hist: History, picked: Picked, sampling: Sampling) ->
     here = hist.turns[i].chosen if v.taken else None
     options = [int(j) for j in np.argsort(-probs, kind="stable")[:N_CHOICES + 1]
                if j != here][:N_CHOICES]
-    st.markdown(
-        f"**Branch at step {i + 1}**" + (f" (the replayed step: the text has `{labels[here]}` "
-                                         "here)" if here is not None else
-                                         " (the next step: choose its token yourself)")
-        + f": take another of the {N_CHOICES} most probable tokens and go on from there. "
-          "Pick another step with *Replay a step* above.")
+    st.markdown((_("**Branch at step {i}** (the replayed step: the text has `{here}` here): take "
+                   "another of the {n} most probable tokens and go on from there. Pick another "
+                   "step with *Replay a step* above.") if here is not None else
+                 _("**Branch at step {i}** (the next step: choose its token yourself): take "
+                   "another of the {n} most probable tokens and go on from there. Pick another "
+                   "step with *Replay a step* above.")).format(
+                       i=i + 1, here=labels[here] if here is not None else "", n=N_CHOICES))
     a, b, c = st.columns([3, 1, 1.4], vertical_alignment="bottom")
     # a replayed step brings other candidates (left alone, the box held the old choice's
     # label, not an id, and the first Branch failed with "invalid literal for int()")
     fresh_choice(TOKEN, options, options[0] if options else None, (i, tuple(options)))
-    a.selectbox("Token", options, key=TOKEN,
+    a.selectbox(_("Token"), options, key=TOKEN,
                 format_func=lambda j: f"{labels[j]}   ·  P = {percent(probs[j])}  (id {j})",
-                help="P is the model's own probability of the token at this step "
-                     "(T = 1, no filter), the number on the tree's edges.")
+                help=_("P is the model's own probability of the token at this step (T = 1, no "
+                       "filter), the number on the tree's edges."))
     args = (hist, i, hist.path[:i], picked.checkpoint.model, sampling, labels)
-    b.button("Branch", icon=":material/call_split:", key="gen_branch", on_click=_branch,
+    b.button(_("Branch"), icon=":material/call_split:", key="gen_branch", on_click=_branch,
              args=(*args, False), disabled=hist.full)
-    c.button("Branch and continue", key="gen_branch_run", on_click=_branch,
+    c.button(_("Branch and continue"), key="gen_branch_run", on_click=_branch,
              args=(*args, True), disabled=hist.full,
-             help="Branch, then append n tokens as *Generate n* does (n is set above).")
+             help=_("Branch, then append n tokens as *Generate n* does (n is set above)."))
     if not hist.nodes:
-        st.info("No tokens yet: the tree is the prompt alone. Take a step (Next token) or "
-                "branch above.", icon=":material/account_tree:")
+        st.info(_("No tokens yet: the tree is the prompt alone. Take a step (Next token) or "
+                  "branch above."), icon=":material/account_tree:")
         return
     _tree(hist, labels)
 
@@ -135,9 +143,7 @@ def _tree(hist: History, labels: list[str]) -> None:
     plot(branch_tree(
         xy, {p: labels[p[-1]] for p in nodes}, {p: float(np.exp(lp)) for p, lp in logp.items()},
         hist.path, {p: _key(p) for p in xy},
-        title=f"{counted(len(tree.leaves(nodes)), 'branch', 'branches')}, "
-              f"{counted(len(nodes), 'token')} · edge: P(token | "
-              "the text before it)"),
+        title=_counts(len(tree.leaves(nodes)), len(nodes))),
         key=CHART, on_select=lambda: _clicked(hist), selection_mode="points")
     leaf_paths, kids = tree.leaves(nodes), tree.children(nodes)
     stops = [()] + [p for p in xy if p and (len(kids[p]) > 1 or not kids[p])]
@@ -145,34 +151,47 @@ def _tree(hist: History, labels: list[str]) -> None:
 
     def name(p: Path) -> str:
         if not p:
-            return "the prompt (step 0)"
+            return _("the prompt (step 0)")
         end = "".join(labels[j] for j in p[-6:])
-        kind = "fork" if len(kids.get(p, ())) > 1 else f"end of branch {rows.get(p, '?')}"
-        return f"{kind} · step {len(p)} · …{end[-40:]}" + (" (the text now)" if p == hist.path
-                                                           else "")
+        kind = _("fork") if len(kids.get(p, ())) > 1 else _("end of branch {n}").format(
+            n=rows.get(p, "?"))
+        return (f"{kind} · " + _("step {i}").format(i=len(p)) + f" · …{end[-40:]}"
+                + (" " + _("(the text now)") if p == hist.path else ""))
 
-    st.selectbox("Go to a fork or the end of a branch (or click a node in the tree)", stops,
+    st.selectbox(_("Go to a fork or the end of a branch (or click a node in the tree)"), stops,
                  index=None, key=GOTO, format_func=name,
-                 placeholder="Choose a node to make it the text…",
+                 placeholder=_("Choose a node to make it the text…"),
                  on_change=_picked_goto, args=(hist,))
     table = []
     for n, leaf in enumerate(leaf_paths):
         on = leaf[:len(hist.path)] == hist.path and bool(hist.path)
-        table.append({
-            "branch": n,
-            "tokens": len(leaf),
-            "leaves branch n − 1 at step": str(_fork_step(leaf_paths, n)) if n else "—",
-            "end of the text": "".join(labels[j] for j in leaf[-12:])[-40:],
-            "log P(text | prompt)": round(sum(logp[leaf[:k]] for k in range(1, len(leaf) + 1)),
-                                          4),
-            "current text": ("◀ ends here" if leaf == hist.path else "◀ passes here")
-            if on else "",
+        table.append({  # English headers and words (the CSV's); the page shows them translated
+            N_("branch"): n,
+            N_("tokens"): len(leaf),
+            N_("leaves branch n − 1 at step"): str(_fork_step(leaf_paths, n)) if n else "—",
+            N_("end of the text"): "".join(labels[j] for j in leaf[-12:])[-40:],
+            N_("log P(text | prompt)"): round(sum(logp[leaf[:k]]
+                                                  for k in range(1, len(leaf) + 1)), 4),
+            N_("current text"): (N_("◀ ends here") if leaf == hist.path else
+                                 N_("◀ passes here")) if on else "",
         })
     df = pd.DataFrame(table)
-    st.dataframe(df, hide_index=True, width="stretch")
+    shown = df.assign(**{"current text": [_(v) if v else v for v in df["current text"]]})
+    st.dataframe(shown.rename(columns=_), hide_index=True, width="stretch")
     csv_download(df, "branches.csv")
-    st.caption("log P(text | prompt) = Σ log P(token | the text before it), the same score "
-               "beam search maximises (see *Beam search*).")
+    st.caption(_("log P(text | prompt) = Σ log P(token | the text before it), the same score "
+                 "beam search maximises (see *Beam search*)."))
+
+
+def _counts(branches: int, tokens: int) -> str:
+    """The tree's title: its branches, its tokens, what an edge shows."""
+    return (ngettext("{n} branch", "{n} branches", branches).format(n=_n(branches)) + ", "
+            + ngettext("{n} token", "{n} tokens", tokens).format(n=_n(tokens)) + " · "
+            + _("edge: P(token | the text before it)"))
+
+
+def _n(n: int) -> str:
+    return number(n, 0, grouping=True)
 
 
 def _fork_step(leaf_paths: list[Path], n: int) -> int:

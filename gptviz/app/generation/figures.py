@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from html import escape
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,7 @@ from gptviz.app.shared.chips import (
 )
 from gptviz.app.shared.heatmaps import as_float32
 from gptviz.app.shared.tex import percent
+from gptviz.i18n import N_, _, ngettext, number
 from gptviz.tokenizers.base import TokenInfo
 
 
@@ -84,7 +86,7 @@ def topk_bars(labels: Sequence[str], probs, chosen: int | None = None, logits=No
                       "<br>P = %{text}<extra></extra>")], layout=dict(
         yaxis=dict(tickmode="array", tickvals=pos, ticktext=c.ticks, autorange="reversed",
                    tickfont=dict(family="monospace", size=13)),
-        xaxis=dict(title=dict(text="probability"), range=[0, c.right],
+        xaxis=dict(title=dict(text=_("probability")), range=[0, c.right],
                    tickformat=percent_ticks(c.right)),
         title=dict(text=title), height=70 + 30 * max(len(c.ids), 3),  # b: x ticks, title
         margin=dict(l=tick_margin(c.ticks), r=50, t=40, b=65)))  # r: "100.0%" past a bar
@@ -111,12 +113,12 @@ def temperature_panels(labels: Sequence[str], panels: Sequence[tuple[float, np.n
     ids = top_ids(as_float32(logits), k)
     names = tick_names(labels, ids)
     pos = np.arange(len(ids))
-    titles = [f"{'T = 0 (greedy)' if t == 0 else f'T = {t:.1f}'}<br>H = {abs(h):.3f}"
-              for t, _, h in panels]  # abs: a one-hot P_T has H = -0.0
+    titles = [(_("T = 0 (greedy)") if t == 0 else f"T = {number(t, 1)}")
+              + f"<br>H = {number(abs(h), 3)}" for t, _p, h in panels]  # abs: one-hot has -0.0
     fig = make_subplots(rows=1, cols=max(1, len(panels)), shared_yaxes=True,
                         subplot_titles=titles, horizontal_spacing=0.03)
-    top = max([float(as_float32(q)[ids].max()) for _, q, _ in panels] + [0.01])
-    for col, (_, probs, _) in enumerate(panels, start=1):
+    top = max([float(as_float32(q)[ids].max()) for _t, q, _h in panels] + [0.01])
+    for col, (_t, probs, _h) in enumerate(panels, start=1):
         p = as_float32(probs)[ids]  # (k,)
         fig.add_trace(go.Bar(x=p, y=pos, orientation="h", marker_color=BAR, showlegend=False,
                              text=[percent(float(v)) for v in p], textposition="auto",
@@ -161,7 +163,7 @@ def sample_histogram(labels: Sequence[str], counts, probs, k: int = 10,
     names = tick_names(labels, ids)
     shown_p, shown_c = list(p[ids]), list(c[ids])
     if rest.any():
-        names.append("all others")
+        names.append(_("all others"))
         shown_p.append(float(p[rest].sum()))
         shown_c.append(int(c[rest].sum()))
     pos = np.arange(len(names))
@@ -170,18 +172,21 @@ def sample_histogram(labels: Sequence[str], counts, probs, k: int = 10,
         go.Bar(x=pos, y=np.asarray(shown_p), name=f"{symbol}(i)", marker_color=BAR,
                text=[percent(v) for v in shown_p], textposition="auto", cliponaxis=False,
                textfont=dict(size=12), hovertemplate=f"{symbol} = %{{text}}<extra></extra>"),
-        go.Bar(x=pos, y=freq, name=f"c_i / N (N = {n:,})", marker_color=SAMPLED,
-               customdata=np.asarray(shown_c), text=[percent(v) for v in freq.tolist()],
-               textposition="auto", cliponaxis=False, textfont=dict(size=12),
-               hovertemplate="%{customdata:,} draws = %{text}<extra></extra>"),
+        go.Bar(x=pos, y=freq, name=f"c_i / N (N = {number(n, 0, grouping=True)})",
+               marker_color=SAMPLED, customdata=np.asarray(shown_c),
+               text=[percent(v) for v in freq.tolist()], textposition="auto", cliponaxis=False,
+               textfont=dict(size=12),
+               hovertemplate=_("%{customdata:,} draws = %{text}") + "<extra></extra>"),
     ])
     # labels turned up to the left end at their bar, so the last ("all others", the
     # tallest bar at |V| = 50,257) stays inside the figure: turned the other way it ran
     # past the right edge and was cut off
     fig.update_xaxes(tickmode="array", tickvals=pos, ticktext=names, tickangle=-30,
                      tickfont=dict(family="monospace", size=13))
-    fig.update_layout(barmode="group", yaxis=dict(title="probability", tickformat=".0%"),
-                      title=f"{n:,} draws from {symbol} against {symbol}",
+    fig.update_layout(barmode="group", yaxis=dict(title=_("probability"), tickformat=".0%"),
+                      title=ngettext("{n} draw from {symbol} against {symbol}",
+                                     "{n} draws from {symbol} against {symbol}", n).format(
+                                         n=number(n, 0, grouping=True), symbol=symbol),
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
                                   yanchor="bottom"),
                       height=400, margin=dict(l=10, r=10, t=60, b=10))
@@ -217,19 +222,24 @@ def sequence_chips_html(tokens: Sequence[TokenInfo], n_prompt: int, dropped: int
     first = max(0, n - max_tokens)
     parts = [CHIP_CSS, SEQ_CSS, '<div class="gv-chips">']
     if first:
-        parts.append(f'<span class="gv-more">… {first:,} earlier tokens not drawn</span>')
+        parts.append('<span class="gv-more">' + escape(ngettext(
+            "… {n} earlier token not drawn", "… {n} earlier tokens not drawn", first).format(
+                n=number(first, 0, grouping=True))) + "</span>")
     for pos in range(first, n):
         tok = tokens[pos]
         if pos == dropped and dropped:
-            parts.append(f'<span class="gv-scissor" title="the context window starts here: the '
-                         f'{dropped:,} tokens before it are cut">✂</span>')
+            parts.append('<span class="gv-scissor" title="' + escape(ngettext(
+                "the context window starts here: the {n} token before it is cut",
+                "the context window starts here: the {n} tokens before it are cut",
+                dropped).format(n=number(dropped, 0, grouping=True))) + '">✂</span>')
         generated = pos >= n_prompt
         classes = " ".join(c for c, on in (("gv-cut", pos < dropped), ("gv-new", generated),
                                            ("gv-last", generated and pos == n - 1)) if on)
-        where = (f"generated at step {pos - n_prompt + 1}" if generated else "prompt") + (
-            " · cut: outside the context window" if pos < dropped else "")
-        tip = (f"position {pos} · id {tok.id} · token {tok.string!r} · "
-               f"bytes [{hex_bytes(tok.bytes)}] · {where}")
+        where = (_("generated at step {i}").format(i=pos - n_prompt + 1) if generated else
+                 _("prompt")) + (" · " + _("cut: outside the context window")
+                                 if pos < dropped else "")
+        tip = _("position {pos} · id {id} · token {token} · bytes [{bytes}]").format(
+            pos=pos, id=tok.id, token=repr(tok.string), bytes=hex_bytes(tok.bytes)) + " · " + where
         parts.append(token_chip(tok, pos, tip, classes))
     parts.append("</div>")
     return "".join(parts)
@@ -246,7 +256,8 @@ def attention_chips_html(tokens: Sequence[TokenInfo], weights: Sequence[float]) 
     parts = [CHIP_CSS, '<div class="gv-chips">']
     for pos, (tok, w) in enumerate(zip(tokens, weights, strict=True)):
         alpha = 0.08 + 0.92 * float(w) / top
-        tip = f"position {pos} · id {tok.id} · token {tok.string!r} · weight {float(w):.4f}"
+        tip = _("position {pos} · id {id} · token {token} · weight {w}").format(
+            pos=pos, id=tok.id, token=repr(tok.string), w=number(float(w), 4))
         parts.append(chip(token_label(tok), f"{float(w):.2f}",
                           f"rgba(245,133,24,{alpha:.3f})", tip))
     parts.append("</div>")
@@ -261,12 +272,12 @@ def history_table(contexts: Sequence[str], chosen: Sequence[str], probs: Sequenc
     >>> float(history_table(["ab"], ["c"], [0.5], [0.69], ["T=1"], [0]).iloc[0]["P(chosen)"])
     0.5
     """
-    return pd.DataFrame({
-        "step": range(1, len(chosen) + 1),
-        "context (end)": [visible(c[-30:]) for c in contexts],
-        "chosen": [visible(c) for c in chosen],
-        "P(chosen)": [round(float(p), 4) for p in probs],
-        "entropy (nats)": [round(float(h), 4) for h in entropies],
-        "settings": list(settings),
-        "cut tokens": list(cropped),
+    return pd.DataFrame({  # English headers (the CSV's); a page shows them translated
+        N_("step"): range(1, len(chosen) + 1),
+        N_("context (end)"): [visible(c[-30:]) for c in contexts],
+        N_("chosen"): [visible(c) for c in chosen],
+        N_("P(chosen)"): [round(float(p), 4) for p in probs],
+        N_("entropy (nats)"): [round(float(h), 4) for h in entropies],
+        N_("settings"): list(settings),
+        N_("cut tokens"): list(cropped),
     })

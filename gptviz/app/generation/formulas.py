@@ -11,8 +11,10 @@ import codecs
 import math
 from collections.abc import Sequence
 
+from gptviz.app.generation.tex_words import words
 from gptviz.app.shared.chips import hex_bytes
 from gptviz.app.shared.tex import STRUT, grouped, num, percent_tex, tex_running, tex_text
+from gptviz.i18n import _
 
 WINDOW_CHARS = 60  # characters of the context window a line of the seeds' display shows
 TIE = 5e-4  # log-probabilities this close read as equal (the formulas show 3 decimals)
@@ -127,10 +129,10 @@ def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: f
     name = rf"{tex_text(token, 16)}\ (\mathrm{{id}}\ {token_id})"
     if temperature == 0:
         return (  # short lines: the formula sits in the narrower of two columns
-            r"\begin{aligned}\mathrm{Greedy}(x_1,\dots,x_N) &= \arg\max_{i\in V} P(i) "
+            r"\begin{aligned}" + words(_("Greedy")) + r"(x_1,\dots,x_N) &= \arg\max_{i\in V} P(i) "
             rf"= \arg\max_{{i \in V}} y_{{N,i}}\\ &= {name},\quad y_{{N,{token_id}}} = "
             rf"{num(y)}\\ P_0({tex_text(token, 16)}) &= 1\quad (T = 0)\\ "
-            r"&\text{every other token gets 0: nothing is random}\end{aligned}")
+            r"&" + words(_("every other token gets 0: nothing is random")) + r"\end{aligned}")
     t, tok = num(temperature, 2), tex_text(token, 16)
     softmax = (r"P_T(i) &= \sigma\!\Big(\frac{y_N}{T}\Big)_i = "
                r"\frac{e^{y_{N,i}/T}}{\sum_{j\in V} e^{y_{N,j}/T}}")
@@ -148,13 +150,14 @@ def pt_formula(token: str, token_id: int, y: float, temperature: float, log_z: f
         r"P'(i) &= \begin{cases} \dfrac{P_T(i)}{m_S} = "
         r"\dfrac{e^{y_{N,i}/T}}{\sum_{j\in S} e^{y_{N,j}/T}} & i \in S \\ "
         r"0 & i \notin S \end{cases}\\"
-        rf"S &= S_k \cap S_p \cap S_{{\min}},\ |S| = {grouped(kept)}\ \text{{of}}\ "
-        rf"{grouped(vocab_size)}\\"
+        r"S &= S_k \cap S_p \cap S_{\min},\ "
+        + words(_("{kept} of {all}"), kept=f"|S| = {grouped(kept)}", all=grouped(vocab_size))
+        + r"\\"
         + (r"S_{\min} &= \{i : P_T(i) \ge p_{\min} \cdot \max_j P_T(j)\}\\"
            rf"&= \{{i : P_T(i) \ge {num(min_p, 2)} \times {num(p_max, 4)} = "
            rf"{num(min_p * p_max, 5)}\}}\\" if min_p else "") +
-        rf"m_S &= \textstyle\sum_{{j\in S}} P_{{{t}}}(j) = {num(mass, 4)}"
-        r"\quad \text{(the mass of }S\text{)}\\"
+        rf"m_S &= \textstyle\sum_{{j\in S}} P_{{{t}}}(j) = {num(mass, 4)}\quad "
+        + words(_("(the mass of {S})"), S="S") + r"\\"
         rf"P'({tok}) &= \frac{{P_{{{t}}}({tok})}}{{m_S}} = "
         rf"\frac{{{num(math.exp(a - log_z_all), 4)}}}{{{num(mass, 4)}}} = "
         rf"\frac{{e^{{{num(y)}/{t}}}}}{{\sum_{{j\in S}} e^{{y_{{N,j}}/{t}}}}}\\"
@@ -176,10 +179,9 @@ def entropy_formula(h: float, symbol: str = "P_T") -> str:
     True
     """
     return (rf"\begin{{aligned}}H({symbol}) &= -\sum_{{i\in V}} {symbol}(i)\,\log {symbol}(i) = "
-            + num(abs(h)) + r"\ \text{nats}\\ e^{H} &= "
+            + num(abs(h)) + r"\ " + words(_("nats")) + r"\\ e^{H} &= "
             + grouped(math.exp(h), 2 if h < math.log(1000) else 0)
-            + r"\ \text{equally likely tokens}"
-            r"\end{aligned}")
+            + r"\ " + words(_("equally likely tokens")) + r"\end{aligned}")
 
 
 def _terms(values: Sequence[float], shown: int = 3) -> str:
@@ -204,13 +206,14 @@ def beam_score_formula(logprobs: Sequence[float], score: float, rank: int, width
         r"\begin{aligned}"
         r"\operatorname{score}(y_{1:t}) &= \log P(y_{1:t} \mid x) = "
         r"\sum_{s=1}^{t} \log P(y_s \mid x, y_{<s})\\"
-        rf"\text{{beam {rank}, }} t = {t}:\quad \operatorname{{score}} &= {_terms(logprobs)}"
-        rf" = {num(score)}\\"
-        r"\text{step } t+1:\quad \operatorname{score}(y_{1:t}\,i) &= "
+        + words(_("beam {rank}, {t}"), rank=rank, t=f"t = {t}")
+        + rf":\quad \operatorname{{score}} &= {_terms(logprobs)} = {num(score)}\\"
+        + words(_("step {t}"), t="t+1") + r":\quad \operatorname{score}(y_{1:t}\,i) &= "
         r"\operatorname{score}(y_{1:t}) + \log P(i \mid x, y_{1:t}),\ "
-        rf"k \cdot |V| = {width} \cdot {grouped(vocab_size)} = {grouped(width * vocab_size)}"
-        r"\text{ candidates, the } k \text{ best kept}\\"
-        r"\text{length normalisation:}\quad \tilde s &= \operatorname{score} / t^{\alpha},\ "
+        + words(_("{product} candidates, the {k} best kept"), k="k", product=(
+            rf"k \cdot |V| = {width} \cdot {grouped(vocab_size)} = {grouped(width * vocab_size)}"))
+        + r"\\" + words(_("length normalisation:"))
+        + r"\quad \tilde s &= \operatorname{score} / t^{\alpha},\ "
         rf"\alpha = 0:\ \tilde s = \operatorname{{score}} = {num(score)}"
         r"\end{aligned}")
 
@@ -230,22 +233,29 @@ def greedy_vs_beam(greedy: float, beam: float, width: int, pruned_at: int | None
     gap = beam - greedy
     if gap > TIE:
         factor = rf" \approx {grouped(math.exp(gap), 1)}" if gap < 20 else ""
-        verdict = (rf"\text{{the beams' text is }} e^{{{num(gap)}}}{factor}\times"
-                   r"\text{ more probable}")
+        verdict = words(_("the beams' text is {factor} more probable"),
+                        factor=rf"e^{{{num(gap)}}}{factor}\times")
     elif gap >= -TIE:
-        verdict = r"\text{here both find the same probability}"
+        verdict = words(_("here both find the same probability"))
     else:  # a beam can prune greedy's prefix early: wider is not always better
-        verdict = (r"\text{here greedy's text is more probable}\\&\text{(its prefix left "
-                   rf"the {width} beams at step {pruned_at}; the texts kept then ended worse)}}")
+        verdict = (words(_("here greedy's text is more probable")) + r"\\&" + words(
+            _("(its prefix left the {k} beams at step {t}; the texts kept then ended worse)"),
+            k=width, t=pruned_at))
     relation = r"\ \ge\ " if gap >= -TIE else r"\ <\ "
+    g = "y^{" + words(_("greedy")) + "}"
     return (r"\begin{aligned}&y^{*} = \arg\max_{y} \prod_{t=1}^{n} p(y_t \mid y_{<t}, x)\ "
-            r"\text{(whole texts)},\quad y^{\text{greedy}}_t = "
-            r"\arg\max_{v \in V} p(v \mid y^{\text{greedy}}_{<t}, x)\ \text{(step by step)}\\"
-            r"&\text{beam search keeps the } k \text{ best prefixes of each length: like "
-            r"greedy, it can miss } y^{*}\\"
-            rf"&\log P(y^{{\text{{beam}},k={width}}} \mid x) = {num(beam)}" + relation +
-            rf"\log P(y^{{\text{{greedy}}}} \mid x) = {num(greedy)}:\\&" + verdict +
+            + words(_("(whole texts)")) + rf",\quad {g}_t = "
+            rf"\arg\max_{{v \in V}} p(v \mid {g}_{{<t}}, x)\ " + words(_("(step by step)"))
+            + r"\\&" + words(_("beam search keeps the {k} best prefixes of each length: like "
+                                "greedy, it can miss {best}"), k="k", best="y^{*}") + r"\\"
+            rf"&\log P({_beam(width)} \mid x) = {num(beam)}" + relation +
+            rf"\log P({g} \mid x) = {num(greedy)}:\\&" + verdict +
             (r"\\&" + best_line if best_line else "") + r"\end{aligned}")
+
+
+def _beam(width: int) -> str:
+    r"""y^{beam, k}: the beam's text, named in the reader's language."""
+    return "y^{" + words(_("beam")) + f",k={width}}}"
 
 
 def beam_vs_best(beam: float, width: int, best: float | None, text: str | None = None,
@@ -261,14 +271,15 @@ def beam_vs_best(beam: float, width: int, best: float | None, text: str | None =
     >>> r"\text{not checked}" in beam_vs_best(-4.0, 3, None)
     True
     """
-    mine = rf"\log P(y^{{\text{{beam}},k={width}}} \mid x)"
+    mine = rf"\log P({_beam(width)} \mid x)"
     if best is None:
-        return rf"\log P(y^{{*}} \mid x) \ge {mine} = {num(beam)}:\ y^{{*}}\ \text{{not checked}}"
+        return (rf"\log P(y^{{*}} \mid x) \ge {mine} = {num(beam)}:\ y^{{*}}\ "
+                + words(_("not checked")))
     if text is None or best - beam <= TIE:
-        same = (rf"y^{{*}} = y^{{\text{{beam}},k={width}}}" if text is None else
-                r"\text{another text ties with it, to 3 decimals}")
+        same = (rf"y^{{*}} = {_beam(width)}" if text is None else
+                words(_("another text ties with it, to 3 decimals")))
         return rf"\log P(y^{{*}} \mid x) = {mine} = {num(beam)}:\ {same}"
     return (rf"\log P(y^{{*}} \mid x) = {num(best)}\ >\ {mine} = {num(beam)}:\ "
-            rf"\text{{beam search missed }} y^{{*}} = {tex_text(text, 24)}"
-            + (rf"\ \text{{(its prefix left the {width} beams at step {pruned_at})}}"
-               if pruned_at else ""))
+            + words(_("beam search missed {best}"), best=f"y^{{*}} = {tex_text(text, 24)}")
+            + (r"\ " + words(_("(its prefix left the {k} beams at step {t})"), k=width,
+                             t=pruned_at) if pruned_at else ""))

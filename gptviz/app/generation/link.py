@@ -16,6 +16,7 @@ from gptviz.app.generation import tree
 from gptviz.app.generation.state import History
 from gptviz.app.shared.picker import Picked
 from gptviz.generation.sampling import Sampling
+from gptviz.i18n import _, number
 
 BRANCHES, AT = "branches", "at"  # the link's query parameters
 LINK_CHARS = 4_000  # longer trees stay out of the link (proxies and chat apps cut long URLs)
@@ -30,22 +31,24 @@ def restore(hist: History, picked: Picked, sampling: Sampling) -> None:
     try:
         got, leaf_paths = tree.decode_tree(text)
         if got != tag:
-            raise ValueError(
+            raise ValueError(_(
                 "they were grown from another prompt or another model (the prompt or the "
                 "model was changed since the link was made), so the positions they branch "
-                "from do not exist here")
+                "from do not exist here"))
         nodes = tree.rebuild(picked.checkpoint.model, hist.prompt_ids, leaf_paths, sampling)
     except ValueError as exc:
-        st.warning(f"This link's branches (`?{BRANCHES}=`) cannot be used: {exc}. The text "
-                   "starts from the prompt; open the link again with the prompt and model "
-                   "it was made with, or grow new branches here.", icon=":material/link_off:")
+        st.warning(_("This link's branches (`?{param}=`) cannot be used: {why}. The text starts "
+                     "from the prompt; open the link again with the prompt and model it was "
+                     "made with, or grow new branches here.").format(param=BRANCHES, why=exc),
+                   icon=":material/link_off:")
         return
     hist.nodes = nodes
     try:
         path = tree.decode_node(st.query_params.get(AT, "0.0"), leaf_paths)
     except ValueError as exc:
-        st.warning(f"This link's current text (`?{AT}=`) cannot be used: {exc}. Showing the "
-                   "first branch instead.", icon=":material/link_off:")
+        st.warning(_("This link's current text (`?{param}=`) cannot be used: {why}. Showing the "
+                     "first branch instead.").format(param=AT, why=exc),
+                   icon=":material/link_off:")
         path = leaf_paths[0]
     hist.select(path)
 
@@ -58,9 +61,10 @@ def sync(hist: History, picked: Picked) -> None:
         text = tree.encode_tree(tree.prompt_tag(picked.name, hist.prompt_ids), leaf_paths)
         at = tree.encode_node(leaf_paths, hist.path)
         if len(text) > LINK_CHARS:
-            st.caption(f"The tree of branches ({len(hist.nodes):,} tokens) is too large for "
-                       f"the page's link, which keeps up to {LINK_CHARS:,} characters of it: "
-                       "the link opens on the prompt alone.")
+            st.caption(_("The tree of branches ({n} tokens) is too large for the page's link, "
+                         "which keeps up to {most} characters of it: the link opens on the "
+                         "prompt alone.").format(n=number(len(hist.nodes), 0, grouping=True),
+                                                 most=number(LINK_CHARS, 0, grouping=True)))
             text = at = None
     want = {BRANCHES: text, AT: at}
     changed = {k: v for k, v in want.items() if v is not None and st.query_params.get(k) != v}

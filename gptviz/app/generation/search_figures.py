@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from gptviz.app.generation.branch_figure import CURRENT as BEST
 from gptviz.app.generation.branch_figure import KEPT, LABELS_UP_TO, PRUNED, edges_trace
 from gptviz.app.shared import labels as lb
+from gptviz.i18n import N_, _, number, pgettext
 
 
 def beam_tree(tokens: Sequence[Sequence[str]], parents: Sequence[Sequence[int]],
@@ -32,7 +33,8 @@ def beam_tree(tokens: Sequence[Sequence[str]], parents: Sequence[Sequence[int]],
     n_steps = len(tokens)
     best = {(t + 1, b) for t, b in enumerate(lineage[0])} if lineage else set()
     alive = {(t + 1, b) for ranks in lineage for t, b in enumerate(ranks)}
-    groups: dict[str, list] = {"pruned": [], "kept to the end": [], "the best text": []}
+    groups: dict[str, list] = {N_("pruned"): [], N_("kept to the end"): [],
+                               N_("the best text"): []}  # the legend's names, in English
     for t in range(n_steps):
         for b, parent in enumerate(parents[t]):
             a = (t, parent) if t else (0, 0)
@@ -41,14 +43,15 @@ def beam_tree(tokens: Sequence[Sequence[str]], parents: Sequence[Sequence[int]],
             groups[key].append((a, (t + 1, b)))
     style = {"pruned": (PRUNED, 1.2), "kept to the end": (KEPT, 2.5),
              "the best text": (BEST, 4.0)}
-    traces = [edges_trace(pairs, *style[name], name) for name, pairs in groups.items()]
+    traces = [edges_trace(pairs, *style[name], _(name)) for name, pairs in groups.items()]
     xs = [0] + [t + 1 for t in range(n_steps) for _ in tokens[t]]
     ys = [0] + [b for t in range(n_steps) for b in range(len(tokens[t]))]
     nodes = [(t + 1, b) for t in range(n_steps) for b in range(len(tokens[t]))]
-    text = ["prompt"] + [tokens[t][b] for t, b in ((x - 1, y) for x, y in nodes)]
-    hover = ["the prompt: score 0"] + [
-        f"step {t} · beam {b} · {tokens[t - 1][b]}<br>log P(token | its beam) = "
-        f"{logprobs[t - 1][b]:.3f}<br>score = {scores[t - 1][b]:.3f}" for t, b in nodes]
+    text = [_("prompt")] + [tokens[t][b] for t, b in ((x - 1, y) for x, y in nodes)]
+    node = _("step {t} · beam {b} · {token}<br>log P(token | its beam) = {lp}<br>score = {score}")
+    hover = [_("the prompt: score 0")] + [node.format(
+        t=t, b=b, token=tokens[t - 1][b], lp=number(logprobs[t - 1][b], 3),
+        score=number(scores[t - 1][b], 3)) for t, b in nodes]
     color = [BEST] + [BEST if n in best else KEPT if n in alive else PRUNED for n in nodes]
     many = len(nodes) > LABELS_UP_TO * 2
     width = max((len(row) for row in tokens), default=1)
@@ -61,9 +64,9 @@ def beam_tree(tokens: Sequence[Sequence[str]], parents: Sequence[Sequence[int]],
         marker=dict(size=TREE_MARKER, color=color, line=dict(color="white", width=1)),
         hovertext=hover, hoverinfo="text", showlegend=False))
     fig = go.Figure(traces)
-    fig.update_xaxes(title="step", dtick=1 if n_steps <= 30 else None, zeroline=False,
-                     range=list(_tree_x_range(n_steps)))
-    fig.update_yaxes(title="beam (0 = most probable)", range=[width - 1 + ROW_PAD, -ROW_PAD],
+    fig.update_xaxes(title=pgettext("run step", "step"), dtick=1 if n_steps <= 30 else None,
+                     zeroline=False, range=list(_tree_x_range(n_steps)))
+    fig.update_yaxes(title=_("beam (0 = most probable)"), range=[width - 1 + ROW_PAD, -ROW_PAD],
                      autorange=False, dtick=1, zeroline=False)
     fig.update_layout(title=title, height=170 + ROW_PX * width,
                       margin=dict(l=10, r=10, t=60, b=40),
@@ -158,7 +161,7 @@ def tree_label_places(nodes: Sequence[tuple[float, float]], texts: Sequence[str]
         if best is None:
             out.append(("", "top center"))
             continue
-        for px, _, _, placed, _ in scenes:
+        for px, _segs, _dots, placed, _area in scenes:
             placed.append(tree_label_box(*px[i], *best))
         out.append(best)
     return out

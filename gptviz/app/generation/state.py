@@ -33,12 +33,17 @@ from gptviz.app.serving.threads import one_thread
 from gptviz.generation import sampling as gen
 from gptviz.generation.beam import next_logits
 from gptviz.generation.sampling import Sampling
+from gptviz.i18n import _, ngettext, number
 from gptviz.model import GPT
 
 MAX_TOKENS = 1000  # generated tokens in one text
 MAX_NODES = 2000  # tokens in the whole tree of branches
 RECENT = 4  # steps' logits a History keeps, drawn or recomputed (|V| floats each)
 Path = tuple[int, ...]  # a node of the tree: the ids chosen after the prompt, in order
+
+
+def _n(n: int) -> str:
+    return number(n, 0, grouping=True)
 
 
 @dataclass
@@ -81,9 +86,9 @@ class History:
         """Draw one token, append it and return its Turn (the only place turns grow)."""
         with self.lock:
             if self.full:
-                raise ValueError(f"the history holds at most {MAX_TOKENS:,} generated tokens "
-                                 f"in a text and {MAX_NODES:,} in the tree: undo or reset to "
-                                 "go on.")
+                raise ValueError(_("the history holds at most {most} generated tokens in a text "
+                                   "and {nodes} in the tree: undo or reset to go on.").format(
+                                       most=_n(MAX_TOKENS), nodes=_n(MAX_NODES)))
             s = self.preview(model, sampling)
             turn = Turn.of(s.logits, s.chosen, sampling, s.cropped)
             self._keep(tuple(self.ids), s.logits)  # its replay needs no forward pass
@@ -111,13 +116,16 @@ class History:
         with self.lock:
             if i > len(self.turns) or self.path[:i] != tuple(expected):
                 n = len(self.turns)
-                raise ValueError(
-                    f"step {i + 1} no longer exists in this text (it has {n} step"
-                    f"{'s' if n != 1 else ''} now, after an undo, a reset, a new prompt or "
-                    "another branch): choose the step again.")
+                raise ValueError(ngettext(
+                    "step {i} no longer exists in this text (it has {n} step now, after an "
+                    "undo, a reset, a new prompt or another branch): choose the step again.",
+                    "step {i} no longer exists in this text (it has {n} steps now, after an "
+                    "undo, a reset, a new prompt or another branch): choose the step again.",
+                    n).format(i=i + 1, n=n))
             path = self.path[:i] + (int(token),)
             if path not in self.nodes and len(self.nodes) >= MAX_NODES:
-                raise ValueError(f"the tree holds at most {MAX_NODES:,} tokens: reset to go on.")
+                raise ValueError(_("the tree holds at most {most} tokens: reset to go on.").format(
+                    most=_n(MAX_NODES)))
             self.stop()
             if i < len(self.turns):
                 old = self.turns[i]
@@ -137,8 +145,8 @@ class History:
             missing = next((k for k in range(1, len(path) + 1) if path[:k] not in self.nodes),
                            None)
             if missing is not None:
-                raise ValueError(f"that node is no longer in the tree (step {missing} is "
-                                 "missing): choose another one.")
+                raise ValueError(_("that node is no longer in the tree (step {i} is missing): "
+                                   "choose another one.").format(i=missing))
             self.stop()
             self.turns[:] = [self.nodes[path[:k]] for k in range(1, len(path) + 1)]
 
@@ -232,7 +240,7 @@ class History:
         if hit is not None:
             return hit
         if model is None:
-            raise ValueError("no model to recompute the step with: take a step first.")
+            raise ValueError(_("no model to recompute the step with: take a step first."))
         with one_thread(model):
             y = next_logits(model, ids)  # (|V|,)
         self._keep(ids, y)

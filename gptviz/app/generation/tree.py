@@ -24,10 +24,15 @@ from collections.abc import Mapping, Sequence
 from gptviz.app.generation.state import MAX_NODES, MAX_TOKENS, Path, Turn
 from gptviz.generation.beam import prefix_rows
 from gptviz.generation.sampling import Sampling
+from gptviz.i18n import _, number
 from gptviz.model import GPT
 
 TAG_CHARS = 6  # hex digits of the model-and-prompt tag
 _LEAF = re.compile(r"(?:(\d+)-)?([0-9a-z]+(?:\.[0-9a-z]+)*)")
+
+
+def _n(n: int) -> str:
+    return number(n, 0, grouping=True)
 
 
 def children(nodes: Mapping[Path, object]) -> dict[Path, list[Path]]:
@@ -110,18 +115,18 @@ def decode_tree(text: str) -> tuple[str, list[Path]]:
     """The tag and the leaves of a link's text; ValueError saying what is wrong."""
     tag, *parts = text.strip().lower().split("_")
     if not re.fullmatch(f"[0-9a-f]{{{TAG_CHARS}}}", tag) or not parts:
-        raise ValueError("it does not start with the six-digit tag of a model and a prompt, "
-                         "followed by the branches")
+        raise ValueError(_("it does not start with the six-digit tag of a model and a prompt, "
+                           "followed by the branches"))
     out: list[Path] = []
     for n, part in enumerate(parts):
         m = _LEAF.fullmatch(part)
         if m is None:
-            raise ValueError(f"branch {n + 1} ({part[:20]!r}) is not ids in base 36 separated "
-                             "by dots")
+            raise ValueError(_("branch {n} ({part}) is not ids in base 36 separated by "
+                               "dots").format(n=n + 1, part=repr(part[:20])))
         shared = int(m.group(1) or 0)
         if (m.group(1) is not None) != (n > 0) or shared > len(out[-1] if out else ()):
-            raise ValueError(f"branch {n + 1} starts from a position the branch before it "
-                             "does not have")
+            raise ValueError(_("branch {n} starts from a position the branch before it does "
+                               "not have").format(n=n + 1))
         out.append((out[-1][:shared] if out else ()) + tuple(int(x, 36) for x in
                                                               m.group(2).split(".")))
     return tag, out
@@ -146,7 +151,8 @@ def decode_node(text: str, leaf_paths: Sequence[Path]) -> Path:
     m = re.fullmatch(r"(\d+)\.(\d+)", text.strip())
     if m is None or int(m.group(1)) >= len(leaf_paths) or \
             int(m.group(2)) > len(leaf_paths[int(m.group(1))]):
-        raise ValueError(f"the position “{text[:20]}” is not a node of the tree")
+        raise ValueError(_("the position “{text}” is not a node of the tree").format(
+            text=text[:20]))
     return leaf_paths[int(m.group(1))][: int(m.group(2))]
 
 
@@ -170,8 +176,10 @@ def rebuild(model: GPT, prompt_ids: Sequence[int], leaf_paths: Sequence[Path],
     paths = nodes_of(leaf_paths)
     deepest = max((len(p) for p in paths), default=0)
     if len(paths) > MAX_NODES or deepest > MAX_TOKENS:
-        raise ValueError(f"it holds {len(paths):,} tokens, {deepest:,} in its longest text; "
-                         f"the page keeps at most {MAX_NODES:,} and {MAX_TOKENS:,}")
+        raise ValueError(_("it holds {n} tokens, {deepest} in its longest text; the page keeps "
+                           "at most {nodes} and {most}").format(
+                               n=_n(len(paths)), deepest=_n(deepest), nodes=_n(MAX_NODES),
+                               most=_n(MAX_TOKENS)))
     n_ctx, out = model.config.context_length, {}
     for leaf in leaf_paths:
         start = next((k for k in range(len(leaf)) if leaf[: k + 1] not in out), len(leaf))

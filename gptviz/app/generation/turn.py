@@ -11,6 +11,7 @@ from torch import Tensor
 
 from gptviz.generation import sampling as gen
 from gptviz.generation.sampling import Sampling
+from gptviz.i18n import N_, _, separators
 
 N_TOP = 10  # candidates a Step lists (and a Turn keeps)
 
@@ -63,15 +64,22 @@ class Viewed:
         return self.index > 0
 
 
-def sampling_caption(s: Sampling) -> str:
-    """'T = 0.8 · top-k 40 · top-p 0.9 · min-p 0.05 · seed 1', or 'greedy (T = 0)'.
+def sampling_caption(s: Sampling, plain: bool = False) -> str:
+    """'T = 0.8 · top-k 40 · top-p 0.9 · min-p 0.05 · seed 1', or 'greedy (T = 0)', in the
+    reader's language; ``plain``: in English with a decimal point (a CSV's).
 
     >>> sampling_caption(Sampling(0.8, top_k=40, min_p=0.05, seed=1))
     'T = 0.8 · top-k 40 · min-p 0.05 · seed 1'
     """
+    word, g = (str, "{:g}".format) if plain else (_, short)
     if s.greedy:
-        return "greedy (T = 0)"
-    parts = [f"T = {s.temperature:g}"] + ([f"top-k {s.top_k}"] if s.top_k else []) + (
-        [f"top-p {s.top_p:g}"] if s.top_p else []) + (
-        [f"min-p {s.min_p:g}"] if s.min_p else []) + [f"seed {s.seed}"]
+        return word(N_("greedy (T = 0)"))
+    parts = [f"T = {g(s.temperature)}"] + ([f"top-k {s.top_k}"] if s.top_k else []) + (
+        [f"top-p {g(s.top_p)}"] if s.top_p else []) + (
+        [f"min-p {g(s.min_p)}"] if s.min_p else []) + [word(N_("seed {n}")).format(n=s.seed)]
     return " · ".join(parts)
+
+
+def short(x: float) -> str:
+    """``x`` as ``{:g}`` writes it (0.75, 2), with the reader's decimal sign (0,75 in es)."""
+    return f"{x:g}".replace(".", separators()[0])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from html import escape
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ import plotly.graph_objects as go
 
 from gptviz.app.shared.chips import CHIP_CSS, PALETTE, chip, visible
 from gptviz.app.shared.heatmaps import as_float32
+from gptviz.i18n import N_, _, number, pgettext
 
 TRAIN, SMOOTH, VAL, GUESS = "#9ecae9", "#1f77b4", "#f58518", "#7f7f7f"
 LOG_TICKS = [m * 10 ** e for e in range(7) for m in (1, 2, 5)]  # 1, 2, 5, 10, … 5M
@@ -68,27 +70,29 @@ def loss_figure(losses: Sequence[tuple[int, float]], evals: Sequence[tuple[int, 
         first, on = axis == "", dict(xaxis="x" + axis, yaxis="y" + axis)
         data += [
             dict(type="scatter", x=steps, y=f(train), mode="lines", showlegend=first,
-                 name="training loss (each step)", line=dict(color=TRAIN, width=1),
+                 name=_("training loss (each step)"), line=dict(color=TRAIN, width=1),
                  legendgroup="train", **on),
             dict(type="scatter", x=steps, y=f(smoothed), mode="lines", showlegend=first,
-                 name="training loss (smoothed)", line=dict(color=SMOOTH, width=2),
+                 name=_("training loss (smoothed)"), line=dict(color=SMOOTH, width=2),
                  legendgroup="smooth", **on),
             dict(type="scatter", x=ev_steps, y=f(val), mode="lines+markers", showlegend=first,
-                 name="validation loss", line=dict(color=VAL, width=2), legendgroup="val",
+                 name=_("validation loss"), line=dict(color=VAL, width=2), legendgroup="val",
                  **on),
             # a trace, not add_hline: an annotation on a log axis would read 107 as 10^107
             dict(type="scatter", x=[0, end], y=[ln_v, ln_v] if first else [vocab_size] * 2,
                  mode="lines+text", showlegend=False, hoverinfo="skip",
-                 text=["", (f"ln|V| = {ln_v:.2f}" if first else f"|V| = {vocab_size:,}")
-                       + " (uniform guess)"], textposition="bottom left",  # under its
+                 text=["", (_("ln|V| = {x} (uniform guess)").format(x=number(ln_v, 2)) if first
+                            else _("|V| = {x} (uniform guess)").format(
+                                x=number(vocab_size, 0, grouping=True)))],
+                 textposition="bottom left",  # under its
                  # line: the line runs along the chart's top, where a label above it was cut
                  textfont=dict(color=GUESS), line=dict(color=GUESS, dash="dash", width=1), **on),
         ]
     titles = [dict(text=t, x=x, y=1.0, xref="paper", yref="paper", xanchor="center",
                    yanchor="bottom", showarrow=False, font=dict(size=14))
-              for t, x in (("Cross-entropy L (nats per token)", 0.225),
-                           ("Perplexity e<sup>L</sup> (log scale)", 0.775))]
-    step_axis = dict(title=dict(text="step"), range=[0, end])
+              for t, x in ((_("Cross-entropy L (nats per token)"), 0.225),
+                           (_("Perplexity e<sup>L</sup> (log scale)"), 0.775))]
+    step_axis = dict(title=dict(text=pgettext("run step", "step")), range=[0, end])
     layout = dict(
         xaxis=dict(domain=[0, 0.45], anchor="y", **step_axis),
         xaxis2=dict(domain=[0.55, 1], anchor="y2", **step_axis),
@@ -96,7 +100,7 @@ def loss_figure(losses: Sequence[tuple[int, float]], evals: Sequence[tuple[int, 
         # 1, 2, 5 in every decade, written in full: plotly's default labels every digit
         # ("100 9 8 7 …" at this height), and its dtick="D2" writes 20 and 50 as "2" and "5"
         yaxis2=dict(anchor="x2", type="log", tickmode="array", tickvals=LOG_TICKS,
-                    ticktext=[f"{v:,}" for v in LOG_TICKS]),
+                    ticktext=[number(v, 0, grouping=True) for v in LOG_TICKS]),
         annotations=titles, height=360, margin=dict(l=10, r=10, t=40, b=10),
         hovermode="x unified", legend=dict(orientation="h", y=-0.22))
     return go.Figure(dict(data=data, layout=layout))
@@ -124,7 +128,8 @@ def windows_html(labels: Sequence[str], context_length: int, stride: int, n_wind
                                   f"{name}^({k})_{j + 1} = t_{i + 1}"))
             more = context_length - max_shown
             if more > 0:
-                chips.append(f'<span style="color:#6b7280">… {more} more</span>')
+                chips.append('<span style="color:#6b7280">' + escape(_("… {n} more").format(
+                    n=more)) + "</span>")
             rows.append(f"<div><b>{name}</b><sup>({k})</sup></div>"
                         f'<div class="gv-chips">{"".join(chips)}</div>')
     rows.append("</div>")
@@ -139,11 +144,11 @@ def prediction_pairs(labels: Sequence[str], context_length: int, max_rows: int =
     ['b', 'c']
     """
     n = min(context_length, len(labels) - 1, max_rows)
-    return pd.DataFrame({
+    return pd.DataFrame({  # English headers: a page shows them translated
         "i": range(1, n + 1),
-        "the model sees x_1 … x_i": ["".join(visible(t) for t in labels[:i])
-                                     for i in range(1, n + 1)],
-        "target": [visible(labels[i]) for i in range(1, n + 1)],
+        N_("the model sees x_1 … x_i"): ["".join(visible(t) for t in labels[:i])
+                                         for i in range(1, n + 1)],
+        N_("target"): [visible(labels[i]) for i in range(1, n + 1)],
     })
 
 

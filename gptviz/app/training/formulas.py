@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
+from gptviz.app.generation.tex_words import words
 from gptviz.app.shared.tex import grouped
+from gptviz.i18n import _
 
 
 def cross_entropy_latex(vocab_size: int, loss: float | None = None, step: int | None = None
@@ -18,12 +20,14 @@ def cross_entropy_latex(vocab_size: int, loss: float | None = None, step: int | 
     lines = [
         r"L(\theta) &= -\frac{1}{BN}\sum_{b=1}^{B}\sum_{i=1}^{N}"
         r"\ln P_\theta\!\left(y_{b,i}\mid x_{b,1},\dots,x_{b,i}\right)",
-        rf"\text{{untrained: }} P_\theta \approx \tfrac{{1}}{{|V|}} \;\Rightarrow\; L &\approx "
+        words(_("untrained:")) + r"\ P_\theta \approx \tfrac{1}{|V|} \;\Rightarrow\; L &\approx "
         rf"\ln |V| = \ln {vocab_size} = {grouped(ln_v, 3)}",
     ]
     if loss is not None and math.isfinite(loss):
-        lines.append(rf"\text{{now (step {step}): }} L_{{\mathrm{{val}}}} &= {grouped(loss, 3)}"
-                     rf" \;=\; {grouped(loss / ln_v * 100, 1)}\%\text{{ of }}\ln|V|")
+        lines.append(words(_("now (step {step}):"), step=step)
+                     + rf"\ L_{{\mathrm{{val}}}} &= {grouped(loss, 3)} \;=\; "
+                     + words(_("{share} of {whole}"), share=rf"{grouped(loss / ln_v * 100, 1)}\%",
+                             whole=r"\ln|V|"))
     return r"\begin{aligned}" + r"\\".join(lines) + r"\end{aligned}"
 
 
@@ -33,10 +37,10 @@ def perplexity_latex(vocab_size: int, loss: float | None = None) -> str:
     >>> "e^{2.000}" in perplexity_latex(100, 2.0)
     True
     """
-    lines = [rf"\mathrm{{PPL}} = e^{{L}},\qquad \text{{untrained: }} e^{{\ln|V|}} = |V| = "
-             rf"{grouped(vocab_size)}"]
+    lines = [r"\mathrm{PPL} = e^{L},\qquad " + words(_("untrained:"))
+             + rf"\ e^{{\ln|V|}} = |V| = {grouped(vocab_size)}"]
     if loss is not None and math.isfinite(loss):
         ppl = math.exp(min(loss, 700.0))
-        lines.append(rf"\text{{now: }} e^{{{grouped(loss, 3)}}} = {grouped(ppl, 2)}"
-                     r"\text{ — as unsure as a uniform pick among that many tokens}")
+        lines.append(words(_("now:")) + rf"\ e^{{{grouped(loss, 3)}}} = {grouped(ppl, 2)}"
+                     + r"\ " + words(_("— as unsure as a uniform pick among that many tokens")))
     return r"\begin{gathered}" + r"\\".join(lines) + r"\end{gathered}"

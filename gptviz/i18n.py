@@ -168,6 +168,9 @@ def _symbols(lang: str) -> tuple[str, str]:
     return symbols.get("decimal", "."), symbols.get("group", ",")
 
 
+GROUP_FROM_5 = {"es", "pl", "pt"}  # languages that group only numbers of five digits or more
+
+
 def separators() -> tuple[str, str]:
     """(decimal sign, thousands sign) of the reader's language: ``(',', '.')`` in Spanish."""
     return _symbols(current())
@@ -179,7 +182,13 @@ def number(x: float, digits: int = 3, grouping: bool = False) -> str:
 
     >>> number(0.5, 2), number(12345.678, 1, grouping=True)
     ('0.50', '12,345.7')
+    >>> with use("es"):
+    ...     number(1024, 0, grouping=True), number(50257, 0, grouping=True)
+    ('1024', '50.257')
     """
+    lang = current().split("_")[0]
+    if grouping and lang in GROUP_FROM_5 and abs(x) < 10_000:
+        grouping = False  # Spanish writes 1024, 50.257 (CLDR's minimum grouping digits: 2)
     text = f"{x:,.{digits}f}" if grouping else f"{x:.{digits}f}"
     dec, group = separators()
     if (dec, group) == (".", ","):

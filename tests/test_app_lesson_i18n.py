@@ -90,7 +90,7 @@ def test_an_answer_revealed_in_one_language_stays_revealed_in_another():
     verdict = [e.type for e in at._tree if e.type in ("success", "error")]
     ChoiceBox(at, language.PICKED + "@box").set_value(2)  # the sidebar's picker: Chinese
     rerun(at)
-    assert at.session_state["lang"] == "zh" and not at.radio  # still revealed
+    assert at.session_state[language.KEY] == "zh" and not at.radio  # still revealed
     assert [e.type for e in at._tree if e.type in ("success", "error")] == verdict
     said = (at.success or at.error)[0].value
     assert "模型的答案" in said or "与模型的一致" in said  # said again, in Chinese
@@ -138,7 +138,7 @@ def test_a_student_reads_the_class_in_its_language_unless_they_pick_another():
     at = join(code)
     assert at.button(key="class_send_1").label == "发送"  # the class's language, not the browser's
     assert at.subheader[0].value == "Ids → filas one-hot"  # the question as the teacher asked it
-    assert at.session_state["lang"] == "zh"
+    assert at.session_state[language.KEY] == "zh"
     box = ChoiceBox(at, "class_lang@box")  # the page's own picker (phones hide the sidebar)
     assert box.options == ["English", "Español", "中文"] and box.value == 2
     box.set_value(0)

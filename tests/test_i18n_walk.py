@@ -33,13 +33,19 @@ from tests.test_app_stock import VIEWS
 pytestmark = [pytest.mark.skipif(not bundled_models(), reason="no bundled models"),
               pytest.mark.slow]
 WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
-RUN = 3  # English words in a row that make a sentence left in English
+RUN = 2  # English words in a row that make a phrase left in English
+TOKEN = re.compile(r"[·▁Ġ]\S+")  # a token shown with its visible leading space: model text
 SKIP_KEYS = {"x", "y", "z", "customdata", "ids", "values", "hovertemplate", "ticktext",
              "tickvals", "text", "hovertext", "meta", "uid", "colorscale", "tokens", "csv",
              "js_content", "css_content", "key", "id", "href", "src", "data"}
 TOKEN_HTML = re.compile(r'<(\w+)[^>]*class="[^"]*\bgv-(?:chip|text|tok)[^"]*"[^>]*>.*?</\1>',
                         re.S)
-TAG = re.compile(r"<[^>]+>")
+TAG = re.compile(r"<style[^>]*>.*?</style>|<[^>]+>", re.S)
+IDENTIFIER = re.compile(r"^[a-z0-9_.@-]+$")  # a key or a name in a component's data
+TEMPLATE = re.compile(r"%\{[^}]*\}")  # plotly's hover template fields
+# the language pickers (the sidebar's, the Join page's): each language named in itself
+PICKERS = ("gv_lang_picked@box", "class_lang@box")
+TEX_COMMAND = re.compile(r"\\[A-Za-z]+")  # \implies, \underline: TeX, not English
 
 
 @cache
@@ -74,6 +80,7 @@ def english_runs(text: str, lang: str) -> list[str]:
     """The runs of ``RUN`` or more English words in ``text`` that are not the model's."""
     for line in exempt():
         text = text.replace(line, " ")
+    text = TOKEN.sub(" \0 ", TEX_COMMAND.sub(" \0 ", text))  # tokens, TeX: no part of a run
     vocab, found, run = vocabulary(lang), [], []
     for w in WORD.findall(text) + ["\0"]:  # "\0" ends the last run
         if w.lower() in vocab:
@@ -88,16 +95,36 @@ def english_runs(text: str, lang: str) -> list[str]:
 
 
 def strings(value, key: str = "") -> list[str]:
-    """The words of a figure's or a component's JSON: titles, labels, names, annotations."""
+    """The words of a component's JSON: labels, titles, texts (markup stripped)."""
     if key in SKIP_KEYS:
         return []
     if isinstance(value, str):
-        return [value]
+        return [] if IDENTIFIER.match(value) else [TAG.sub(" ", value)]
     if isinstance(value, dict):
         return [s for k, v in value.items() for s in strings(v, k)]
     if isinstance(value, list):
         return [s for v in value for s in strings(v, key)]
     return []
+
+
+def figure_words(spec: dict) -> list[str]:
+    """A plotly figure's words: titles, axis titles, legend, annotations, trace names and
+    hover templates (not its data, tick labels or layout settings)."""
+    def text(t) -> list[str]:
+        t = t.get("text") if isinstance(t, dict) else t
+        return [t] if isinstance(t, str) and t else []
+
+    layout, out = spec.get("layout", {}), []
+    out += text(layout.get("title"))
+    for key, axis in layout.items():
+        if "axis" in key and isinstance(axis, dict):
+            out += text(axis.get("title"))
+    out += text(layout.get("legend", {}).get("title"))
+    out += [a["text"] for a in layout.get("annotations", []) if isinstance(a.get("text"), str)]
+    for trace in spec.get("data", []):
+        out += text(trace.get("name"))
+        out += [TEMPLATE.sub(" ", h) for h in text(trace.get("hovertemplate"))]
+    return [TAG.sub(" ", s) for s in out]
 
 
 def seen_texts(at) -> list[tuple[str, str]]:
@@ -108,15 +135,19 @@ def seen_texts(at) -> list[tuple[str, str]]:
         if proto is None or e.type in ("code", "exception"):
             continue
         if e.type == "plotly_chart":
-            out += [("figure", s) for s in strings(json.loads(proto.spec))]
+            out += [("figure", s) for s in figure_words(json.loads(proto.spec))]
             continue
         if e.type == "bidi_component":
+            if proto.id.endswith(PICKERS):
+                continue
             raw = getattr(proto, "json", "") or ""
             with contextlib.suppress(ValueError):  # a component without JSON data
                 out += [(proto.component_name, s) for s in strings(json.loads(raw))] if raw \
                     else []
             continue
         for field, value in proto.ListFields():
+            if field.name == "value" and e.type in ("text_area", "text_input"):
+                continue  # the reader's own text
             if field.name in ("body", "label", "help", "placeholder", "caption", "value") \
                     and isinstance(value, str):
                 if field.name == "body" and e.type == "html":
@@ -127,8 +158,19 @@ def seen_texts(at) -> list[tuple[str, str]]:
     return out
 
 
+@cache
+def translated_whole(lang: str) -> frozenset[str]:
+    """Every message of the source whose translation in ``lang`` differs from it: one of
+    these shown whole (a one-word label: "Prompt") is English left on the page."""
+    have = i18n.catalog_entries(lang)
+    return frozenset(m for m in i18n.source_messages() if isinstance(m, str)
+                     and isinstance(have.get(m), str) and have[m] != m and "{" not in m)
+
+
 def check(at, where: str, lang: str, problems: list[str]) -> None:
     for kind, text in seen_texts(at):
+        if text.strip() in translated_whole(lang):
+            problems.append(f"{where} [{kind}]: {text.strip()!r} untranslated")
         for phrase in english_runs(text, lang):
             problems.append(f"{where} [{kind}]: {phrase!r} in {text[:120]!r}")
 

@@ -64,7 +64,7 @@ def join_page() -> None:
 
 
 def _set_language(lang: str) -> None:
-    st.session_state[language.PARAM] = lang
+    st.session_state[language.KEY] = lang
     language._write_link(lang)  # the link's ?lang= too, as the sidebar's picker does
 
 
@@ -73,7 +73,7 @@ def _class_language(code: str) -> None:
     sidebar since the class's was applied)."""
     state = st.session_state
     applied = state.get(APPLIED)
-    if applied is not None and state.get(language.PARAM) != applied:
+    if applied is not None and state.get(language.KEY) != applied:
         state[OWN_LANG] = True  # changed by the student after the class's was applied
     if state.get(OWN_LANG):
         return
@@ -83,7 +83,7 @@ def _class_language(code: str) -> None:
         return  # the page says what became of the class
     if lang:
         state[APPLIED] = lang
-        if state.get(language.PARAM) != lang:
+        if state.get(language.KEY) != lang:
             _set_language(lang)
             state[LANG] = lang  # the page's picker shows it (it is drawn after this)
 

@@ -15,7 +15,8 @@ from gptviz.app.speedups import choice
 from gptviz.app.speedups.session import in_script_run
 from gptviz.i18n import _
 
-PARAM = "lang"  # the URL parameter and the session's key
+PARAM = "lang"  # the URL parameter
+KEY = "gv_lang"  # the session's key (a page's own widget may be keyed "lang")
 PICKED = "gv_lang_picked"  # the picker's key
 LINK_SEEN = "gv_lang_link"  # the link's ?lang= as the session last saw it
 RTL = {"ar", "he", "fa", "ur", "ps", "yi", "dv", "ckb", "sd", "ug"}
@@ -42,7 +43,7 @@ def _session_language() -> str | None:
     if not in_script_run():
         return None
     try:
-        lang = st.session_state.get(PARAM)
+        lang = st.session_state.get(KEY)
         return lang if lang else choose()
     except Exception:  # a session being torn down  # noqa: BLE001
         return None
@@ -83,11 +84,11 @@ def choose() -> str:
     raw = st.query_params.get(PARAM)
     asked = i18n.known(raw)
     if asked and raw != state.get(LINK_SEEN):  # a link opened (or typed): it decides
-        state[PARAM] = asked
-    elif not i18n.known(state.get(PARAM)):
-        state[PARAM] = browser_language()
+        state[KEY] = asked
+    elif not i18n.known(state.get(KEY)):
+        state[KEY] = browser_language()
     state[LINK_SEEN] = raw
-    lang = state[PARAM]
+    lang = state[KEY]
     _write_link(lang)
     return lang
 
@@ -113,18 +114,18 @@ def picker(compact: bool = False) -> None:
     picked = choice.select("" if compact else _("Language"), langs, key=PICKED,
                            format_func=name)
     if picked != current:
-        st.session_state[PARAM] = picked
+        st.session_state[KEY] = picked
         _write_link(picked)
         st.rerun()
 
 
 def style() -> None:
     """The page's direction for a right-to-left language (nothing otherwise)."""
-    if st.session_state.get(PARAM, i18n.SOURCE).split("_")[0] in RTL:
+    if st.session_state.get(KEY, i18n.SOURCE).split("_")[0] in RTL:
         st.html(RTL_CSS)
 
 
 def link_params() -> dict[str, str]:
     """``?lang=`` for a link to another page, when the language is not the browser's."""
-    lang = st.session_state.get(PARAM, i18n.SOURCE)
+    lang = st.session_state.get(KEY, i18n.SOURCE)
     return {PARAM: lang} if lang != browser_language() else {}

@@ -11,7 +11,7 @@ import heapq
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from gptviz.i18n import _
+from gptviz.i18n import _, number
 
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
 # How each activation is written: in text (tables, captions) and in TeX (formulas).
@@ -238,17 +238,25 @@ def _check_types(obj: Any) -> None:
         else:
             ok = isinstance(value, want)
         if not ok:
-            raise ValueError(f"{type(obj).__name__}.{f.name} must be {f.type}, got {value!r}.")
+            raise ValueError(_("{field} must be {type}, got {value}.").format(
+                field=f"{type(obj).__name__}.{f.name}", type=f.type, value=repr(value)))
 
 
 def _from_dict(cls: Any, data: Any) -> Any:
     if not isinstance(data, dict):
-        raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}.")
+        raise ValueError(_("{config}: expected a JSON object, got {type}.").format(
+            config=cls.__name__, type=type(data).__name__))
     names = {f.name for f in fields(cls)}
     if unknown := set(data) - names:  # the first few by name (a file may hold 100,000)
-        more = f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
-        raise ValueError(f"{cls.__name__}: unknown field(s) {heapq.nsmallest(5, unknown)}{more}.")
+        first = heapq.nsmallest(5, unknown)
+        if len(unknown) > 5:
+            raise ValueError(_("{config}: unknown field(s) {fields} and {n} more.").format(
+                config=cls.__name__, fields=first,
+                n=number(len(unknown) - 5, 0, grouping=True)))
+        raise ValueError(_("{config}: unknown field(s) {fields}.").format(
+            config=cls.__name__, fields=first))
     missing = sorted(names - set(data) - {"d_ff", "ln_eps"})  # these two have defaults
     if missing:
-        raise ValueError(f"{cls.__name__}: missing field(s) {missing}.")
+        raise ValueError(_("{config}: missing field(s) {fields}.").format(
+            config=cls.__name__, fields=missing))
     return cls(**data)

@@ -15,6 +15,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from gptviz.i18n import _, number
+
 
 class SlidingWindowDataset:
     """Windows x = ids[i : i+N], y = ids[i+1 : i+N+1] for i = 0, k, 2k, ... (k = stride).
@@ -121,7 +123,7 @@ def induction_corpus(n_lines: int = 2000, length: int = 10, alphabet: str = stri
         raise ValueError(f"max_length ({max_length}) must be >= length ({length}).")
     rng = random.Random(seed)
     lines = []
-    for _ in range(n_lines):
+    for _line in range(n_lines):
         n = length if max_length is None else rng.randint(length, max_length)
         r = "".join(rng.choice(alphabet) for _ in range(n))
         sep = separators[0] if len(separators) == 1 else rng.choice(separators)
@@ -139,7 +141,7 @@ def sorting_corpus(n_lines: int = 2000, length: int = 6, alphabet: str = string.
     _check_synthetic(n_lines, length, alphabet)
     rng = random.Random(seed)
     lines = []
-    for _ in range(n_lines):
+    for _line in range(n_lines):
         s = "".join(rng.choice(alphabet) for _ in range(length))
         lines.append(f"{s}>{''.join(sorted(s))}\n")
     return "".join(lines)
@@ -197,30 +199,32 @@ def read_corpus(name: str) -> str:
     """
     path = bundled_corpora().get(name)
     if path is None:
-        raise CorpusError(f"there is no bundled corpus named {name!r}.")
+        raise CorpusError(_("there is no bundled corpus named {name}.").format(name=repr(name)))
     return decode_text(path.read_bytes(), str(path.relative_to(CORPORA_DIR.parents[1])))
 
 
-def decode_text(data: bytes, name: str = "the upload", limit: int = MAX_UPLOAD_BYTES) -> str:
+def decode_text(data: bytes, name: str | None = None, limit: int = MAX_UPLOAD_BYTES) -> str:
     """Bytes of a ``.txt`` file -> text, refusing what is empty, huge, binary or not UTF-8.
 
     >>> decode_text("héllo".encode())
     'héllo'
     """
+    name = _("the upload") if name is None else name
     if not data.strip():
-        raise CorpusError(f"{name} is empty: choose a file with some text in it.")
+        raise CorpusError(_("{name} is empty: choose a file with some text in it.").format(
+            name=name))
     if len(data) > limit:
-        raise CorpusError(
-            f"{name} is {len(data) / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB. "
-            "Use a shorter extract."
-        )
+        raise CorpusError(_(
+            "{name} is {size} MB; the limit is {limit} MB. Use a shorter extract."
+        ).format(name=name, size=number(len(data) / 1e6, 1), limit=number(limit / 1e6, 0)))
     if b"\x00" in data:
-        raise CorpusError(f"{name} contains NUL bytes, so it looks binary: upload plain text.")
+        raise CorpusError(_(
+            "{name} contains NUL bytes, so it looks binary: upload plain text.").format(name=name))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CorpusError(
-            f"{name} is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}): "
-            "save it as UTF-8 and upload it again."
-        ) from None
+        raise CorpusError(_(
+            "{name} is not UTF-8 text (byte {byte} is {value}): save it as UTF-8 and upload "
+            "it again."
+        ).format(name=name, byte=exc.start, value=f"0x{data[exc.start]:02x}")) from None
     return text.replace("\r\n", "\n")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from gptviz.i18n import ngettext
+
 
 class ClassError(Exception):
     """A request the class refuses; ``str(error)`` says what is wrong and what to do."""
@@ -50,6 +52,6 @@ def wait_text(seconds: float) -> str:
     """
     s = max(1, math.ceil(seconds))
     if s <= 60:
-        return "1 second" if s == 1 else f"{s} seconds"
+        return ngettext("{n} second", "{n} seconds", s).format(n=s)
     m = math.ceil(s / 60)
-    return "1 minute" if m == 1 else f"{m} minutes"
+    return ngettext("{n} minute", "{n} minutes", m).format(n=m)

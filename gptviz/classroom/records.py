@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from gptviz.i18n import number, separators
+
 Kind = Literal["choice", "number"]
 Phase = Literal["asking", "revealed", "ended"]
 KINDS = ("choice", "number")
@@ -73,7 +75,8 @@ class Snapshot:
 
 
 def number_text(value: float | None, unit: str = "") -> str:
-    """A number as the class reads it: three significant figures, or a whole number.
+    """A number as the class reads it (in the reader's language): three significant figures,
+    or a whole number.
 
     >>> number_text(12.0, "tokens"), number_text(0.012345), number_text(1234.5, "%")
     ('12 tokens', '0.0123', '1,234.5 %')
@@ -81,11 +84,11 @@ def number_text(value: float | None, unit: str = "") -> str:
     if value is None or not math.isfinite(value):
         return "—"
     if value == int(value) and abs(value) < 1e15:
-        text = f"{int(value):,}"
+        text = number(int(value), 0, grouping=True)
     elif abs(value) >= 100:
-        text = f"{value:,.1f}"
+        text = number(value, 1, grouping=True)
     else:
-        text = f"{value:.3g}"
+        text = f"{value:.3g}".replace(".", separators()[0])
     return f"{text} {unit}".strip()
 
 

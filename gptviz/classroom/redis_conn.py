@@ -21,12 +21,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from gptviz.classroom.errors import ClassError, Paused
+from gptviz.i18n import N_, _
 
 T = TypeVar("T")
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError)
-PAUSED = ("The class is paused: the server cannot reach its class store just now. Nothing "
+PAUSED = N_("The class is paused: the server cannot reach its class store just now. Nothing "
           "is lost; this page carries on by itself once it is back (usually within seconds).")
-REFUSED = ("The server's class store refused its password: whoever runs the server must "
+REFUSED = N_("The server's class store refused its password: whoever runs the server must "
            "check the password in GPTVIZ_STORE (redis://:PASSWORD@HOST:PORT/0).")
 
 
@@ -37,9 +38,9 @@ def reachable(method: Callable[..., T]) -> Callable[..., T]:
         try:
             return method(*args, **kwargs)
         except AuthenticationError as e:
-            raise ClassError(REFUSED) from e
+            raise ClassError(_(REFUSED)) from e
         except UNREACHABLE as e:
-            raise Paused(PAUSED) from e
+            raise Paused(_(PAUSED)) from e
     return call
 
 

@@ -41,9 +41,10 @@ from gptviz.classroom.redis_conn import reachable
 from gptviz.classroom.redis_scripts import ANSWER, HIT_ONE, JOIN
 from gptviz.classroom.sqlite import WRONG_CODE
 from gptviz.classroom.store import Limits
+from gptviz.i18n import N_, _
 
 GRACE_S = 60  # a class's keys outlive its expiry by this much (then Redis deletes them)
-NOT_TEACHER = "Only the teacher's session can move, reveal or end this class."
+NOT_TEACHER = N_("Only the teacher's session can move, reveal or end this class.")
 
 
 class RedisClasses:
@@ -79,7 +80,7 @@ class RedisClasses:
         found = codes.normalize_code(code)
         fields = (source or self.r).hgetall(self._k("class", found)) if found else {}
         if not fields or float(fields["expires"]) <= self.clock():
-            raise NotFound(WRONG_CODE.format(code=str(code)[:12]))
+            raise NotFound(_(WRONG_CODE).format(code=str(code)[:12]))
         return fields
 
     @staticmethod
@@ -92,7 +93,7 @@ class RedisClasses:
     def _teacher(self, code: object, token: str, source: Any = None) -> dict[str, str]:
         fields = self._fields(code, source)
         if not codes.same_token(token, fields["teacher"]):
-            raise Forbidden(NOT_TEACHER)
+            raise Forbidden(_(NOT_TEACHER))
         return fields
 
     def _wait_s(self, key: str, most: int, window: float, count: bool = True) -> float:

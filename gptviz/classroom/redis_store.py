@@ -24,9 +24,10 @@ from gptviz.classroom.redis_conn import PAUSED, REFUSED, Paused, client_for, rea
 from gptviz.classroom.redis_keys import GRACE_S, RedisClasses
 from gptviz.classroom.sqlite import WRONG_CODE
 from gptviz.classroom.store import ClassStore, Limits
+from gptviz.i18n import N_, _
 
 __all__ = ["PAUSED", "REFUSED", "Paused", "RedisStore", "client_for"]
-CLOSED = ("Answers to this question are closed: the teacher has revealed it or moved on.")
+CLOSED = N_("Answers to this question are closed: the teacher has revealed it or moved on.")
 
 
 class RedisStore(RedisClasses, ClassStore):
@@ -45,12 +46,13 @@ class RedisStore(RedisClasses, ClassStore):
         self.purge()
         key = f"create:{client}"  # counted once the class is allowed, as SQLite's rollback
         if wait := self._wait_s(key, lim.classes_per_client, 3600, count=False):
-            raise RateLimited(f"This device started {lim.classes_per_client} classes in "
-                              f"the last hour: wait {_wait(wait)}, or resume one.", wait)
+            raise RateLimited(_("This device started {n} classes in the last hour: wait "
+                                "{wait}, or resume one.").format(
+                                    n=lim.classes_per_client, wait=_wait(wait)), wait)
         now = self.clock()
         if self.r.zcount(f"{self.p}classes", f"({now!r}", "+inf") >= lim.live_classes:
-            raise Full("The server holds as many classes as it may; try again when one "
-                       "ends or expires.")
+            raise Full(_("The server holds as many classes as it may; try again when one "
+                         "ends or expires."))
         self._wait_s(key, lim.classes_per_client, 3600)
         token, expires = codes.new_token(), now + lim.ttl_s
         fields = {"teacher": codes.token_hash(token), "pinned": json.dumps(asdict(pinned)),
@@ -89,7 +91,7 @@ class RedisStore(RedisClasses, ClassStore):
 
         def change(pipe: Any, f: dict[str, str]) -> None:
             if f["ended"] == "1":
-                raise ClassEnded("This class has ended; start a new one.")
+                raise ClassEnded(_("This class has ended; start a new one."))
             qid, new_question, revealed = None, None, False
             if snapshot is not None:
                 key = snapshot.key or codes.token_hash(records.snapshot_json(snapshot))[:16]
@@ -181,7 +183,7 @@ class RedisStore(RedisClasses, ClassStore):
             pipe.sismember(self._k("qrev", found), question)
             snapshot, revealed = pipe.execute()
         if snapshot is None:
-            raise NotFound("This class has no such question.")
+            raise NotFound(_("This class has no such question."))
         return Question(question, records.snapshot_from_json(snapshot), bool(revealed))
 
     @reachable
@@ -203,12 +205,12 @@ class RedisStore(RedisClasses, ClassStore):
     def join(self, code: str, student: str, nickname: str | None, client: str) -> ClassInfo:
         lim = self.limits
         if not codes.valid_id(student):
-            raise BadInput("This browser's student id is malformed: reload the page.")
+            raise BadInput(_("This browser's student id is malformed: reload the page."))
         nickname = check.clean_nickname(nickname)
         key = f"join:{client}"
         if wait := self._wait_s(key, lim.join_failures, lim.join_window_s, count=False):
-            raise RateLimited(f"Too many wrong codes from this device: wait "
-                              f"{_wait(wait)}, then type the code again.", wait)
+            raise RateLimited(_("Too many wrong codes from this device: wait {wait}, then "
+                                "type the code again.").format(wait=_wait(wait)), wait)
         try:
             f = self._fields(code)
         except NotFound:
@@ -218,11 +220,11 @@ class RedisStore(RedisClasses, ClassStore):
                           args=[student, nickname, repr(self.clock()), lim.students_per_class,
                                 self._ttl(float(f["expires"]))])
         if said == "gone":
-            raise NotFound(WRONG_CODE.format(code=str(code)[:12]))
+            raise NotFound(_(WRONG_CODE).format(code=str(code)[:12]))
         if said == "ended":
-            raise ClassEnded("This class has ended. Thank you for taking part!")
+            raise ClassEnded(_("This class has ended. Thank you for taking part!"))
         if said == "full":
-            raise Full(f"This class is full ({lim.students_per_class} students).")
+            raise Full(_("This class is full ({n} students).").format(n=lim.students_per_class))
         return self._info(f)
 
     @reachable
@@ -245,17 +247,17 @@ class RedisStore(RedisClasses, ClassStore):
                   lim.answers_per_student, lim.answers_per_client, GRACE_S])
         match said[0]:
             case "gone":
-                raise NotFound(WRONG_CODE.format(code=str(code)[:12]))
+                raise NotFound(_(WRONG_CODE).format(code=str(code)[:12]))
             case "ended":
-                raise ClassEnded("This class has ended: answers are closed.")
+                raise ClassEnded(_("This class has ended: answers are closed."))
             case "stranger":
-                raise NotFound("Join the class first (your browser's id is not in it).")
+                raise NotFound(_("Join the class first (your browser's id is not in it)."))
             case "closed":
-                raise ClassEnded(CLOSED)
+                raise ClassEnded(_(CLOSED))
             case "wait":
                 wait = float(said[1])
-                raise RateLimited(f"Too many answers sent: wait {_wait(wait)}, then send "
-                                  "your answer again.", wait)
+                raise RateLimited(_("Too many answers sent: wait {wait}, then send your "
+                                    "answer again.").format(wait=_wait(wait)), wait)
         return value
 
     @reachable

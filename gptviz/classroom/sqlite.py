@@ -24,8 +24,9 @@ from gptviz.classroom.errors import wait_text as _wait
 from gptviz.classroom.records import ClassInfo, Pinned, Question, Results, Snapshot, Student, Tally
 from gptviz.classroom.sqlite_schema import CLASS_ROW, STATEMENTS
 from gptviz.classroom.store import ClassStore, Limits
+from gptviz.i18n import N_, _
 
-WRONG_CODE = ("No class has the code “{code}” now. Check it on the projector (letters and "
+WRONG_CODE = N_("No class has the code “{code}” now. Check it on the projector (letters and "
               "digits, as shown), or ask your teacher.")
 
 
@@ -69,7 +70,7 @@ class SQLiteStore(ClassStore):
         found = codes.normalize_code(code)
         row = found and db.execute(CLASS_ROW, (found, self.clock())).fetchone()
         if not row:
-            raise NotFound(WRONG_CODE.format(code=str(code)[:12]))
+            raise NotFound(_(WRONG_CODE).format(code=str(code)[:12]))
         return row
 
     @staticmethod
@@ -81,7 +82,7 @@ class SQLiteStore(ClassStore):
     def _teacher(self, db: sqlite3.Connection, code: str, token: str) -> tuple:
         row = self._row(db, code)
         if not codes.same_token(token, row[10]):
-            raise Forbidden("Only the teacher's session can move, reveal or end this class.")
+            raise Forbidden(_("Only the teacher's session can move, reveal or end this class."))
         return row
 
     def _wait_s(self, db: sqlite3.Connection, key: str, most: int, window: float,
@@ -103,11 +104,12 @@ class SQLiteStore(ClassStore):
         self.purge()
         with self._tx() as db:
             if wait := self._wait_s(db, f"create:{client}", lim.classes_per_client, 3600):
-                raise RateLimited(f"This device started {lim.classes_per_client} classes in "
-                                  f"the last hour: wait {_wait(wait)}, or resume one.", wait)
+                raise RateLimited(_("This device started {n} classes in the last hour: wait "
+                                    "{wait}, or resume one.").format(
+                                        n=lim.classes_per_client, wait=_wait(wait)), wait)
             if db.execute("SELECT count(*) FROM classes").fetchone()[0] >= lim.live_classes:
-                raise Full("The server holds as many classes as it may; try again when one "
-                           "ends or expires.")
+                raise Full(_("The server holds as many classes as it may; try again when one "
+                             "ends or expires."))
             code = codes.new_code()
             while db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone():
                 code = codes.new_code()  # (taken: ~1e-6 per live class)
@@ -130,7 +132,7 @@ class SQLiteStore(ClassStore):
             row = self._teacher(db, code, token)
             code = row[0]
             if row[4]:
-                raise ClassEnded("This class has ended; start a new one.")
+                raise ClassEnded(_("This class has ended; start a new one."))
             qid = None
             if snapshot is not None:
                 key = snapshot.key or codes.token_hash(records.snapshot_json(snapshot))[:16]
@@ -203,7 +205,7 @@ class SQLiteStore(ClassStore):
             found = self._db.execute("SELECT snapshot, revealed FROM questions WHERE code = ? "
                                      "AND id = ?", (row[0], question)).fetchone()
         if found is None:
-            raise NotFound("This class has no such question.")
+            raise NotFound(_("This class has no such question."))
         return Question(question, records.snapshot_from_json(found[0]), bool(found[1]))
 
     def joined(self, code: str) -> int:
@@ -224,13 +226,13 @@ class SQLiteStore(ClassStore):
     def join(self, code: str, student: str, nickname: str | None, client: str) -> ClassInfo:
         lim = self.limits
         if not codes.valid_id(student):
-            raise BadInput("This browser's student id is malformed: reload the page.")
+            raise BadInput(_("This browser's student id is malformed: reload the page."))
         nickname = check.clean_nickname(nickname)
         with self._tx() as db:
             key = f"join:{client}"
             if wait := self._wait_s(db, key, lim.join_failures, lim.join_window_s, count=False):
-                raise RateLimited(f"Too many wrong codes from this device: wait "
-                                  f"{_wait(wait)}, then type the code again.", wait)
+                raise RateLimited(_("Too many wrong codes from this device: wait {wait}, then "
+                                    "type the code again.").format(wait=_wait(wait)), wait)
             try:
                 row = self._row(db, code)
             except NotFound as wrong:
@@ -241,12 +243,12 @@ class SQLiteStore(ClassStore):
         with self._tx() as db:
             row = self._row(db, row[0])
             if row[4]:
-                raise ClassEnded("This class has ended. Thank you for taking part!")
+                raise ClassEnded(_("This class has ended. Thank you for taking part!"))
             known = db.execute("SELECT 1 FROM students WHERE code = ? AND id = ?",
                                (row[0], student)).fetchone()
             if not known and db.execute("SELECT count(*) FROM students WHERE code = ?",
                                         (row[0],)).fetchone()[0] >= lim.students_per_class:
-                raise Full(f"This class is full ({lim.students_per_class} students).")
+                raise Full(_("This class is full ({n} students).").format(n=lim.students_per_class))
             db.execute("INSERT INTO students VALUES (?, ?, ?, 0) ON CONFLICT(code, id) DO "
                        "UPDATE SET nickname = excluded.nickname", (row[0], student, nickname))
             return self._info(row)
@@ -264,18 +266,18 @@ class SQLiteStore(ClassStore):
         with self._tx() as db:
             row = self._row(db, code)
             if row[4]:
-                raise ClassEnded("This class has ended: answers are closed.")
+                raise ClassEnded(_("This class has ended: answers are closed."))
             if not db.execute("SELECT 1 FROM students WHERE code = ? AND id = ?",
                               (row[0], student)).fetchone():
-                raise NotFound("Join the class first (your browser's id is not in it).")
+                raise NotFound(_("Join the class first (your browser's id is not in it)."))
             if row[3] != question or row[8]:
-                raise ClassEnded("Answers to this question are closed: the teacher has "
-                                 "revealed it or moved on.")
+                raise ClassEnded(_("Answers to this question are closed: the teacher has "
+                                   "revealed it or moved on."))
             for key, most in ((f"answer:{row[0]}:{student}", lim.answers_per_student),
                               (f"answers:{client}", lim.answers_per_client)):
                 if wait := self._wait_s(db, key, most, lim.answer_window_s):
-                    raise RateLimited(f"Too many answers sent: wait {_wait(wait)}, then send "
-                                      "your answer again.", wait)
+                    raise RateLimited(_("Too many answers sent: wait {wait}, then send your "
+                                        "answer again.").format(wait=_wait(wait)), wait)
             db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
                        (row[0], question, student, value, self.clock()))
         return value

@@ -10,6 +10,7 @@ from gptviz.classroom.errors import BadInput
 from gptviz.classroom.paths import store_file
 from gptviz.classroom.sqlite import SQLiteStore
 from gptviz.classroom.store import ClassStore, Limits
+from gptviz.i18n import _
 
 STORE_ENV = "GPTVIZ_STORE"  # empty, sqlite:///path/to/file, or redis://:PASSWORD@HOST:PORT/0
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -30,6 +31,7 @@ def open_store(url: str | None = None, limits: Limits | None = None) -> ClassSto
 
         return RedisStore.from_url(url, limits)
     shown = url.split("://", 1)[0] + "://..." if "://" in url else url[:40]  # no password
-    raise BadInput(f"{STORE_ENV}={shown!r} names no store this version knows: leave it empty "
-                   "for SQLite in the data folder, give sqlite:///path/to/classes.sqlite3, or "
-                   "redis://:PASSWORD@HOST:6379/0 for Redis.")
+    raise BadInput(_("{setting} names no store this version knows: leave it empty for SQLite "
+                     "in the data folder, give sqlite:///path/to/classes.sqlite3, or "
+                     "redis://:PASSWORD@HOST:6379/0 for Redis.").format(
+                         setting=f"{STORE_ENV}={shown!r}"))

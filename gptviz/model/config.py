@@ -11,6 +11,8 @@ import heapq
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from gptviz.i18n import _, number
+
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
 # How each activation is written: in text (tables, captions) and in TeX (formulas).
 ACTIVATION_TEXT = {"gelu": "GELU", "gelu_tanh": "GELU_tanh", "relu": "ReLU"}
@@ -74,28 +76,31 @@ class GPTConfig:
         _check_types(self)
         for name in ("vocab_size", "context_length", "d_model", "n_layer", "n_head", "d_ff"):
             if getattr(self, name) < 1:
-                raise ValueError(f"GPTConfig.{name} must be at least 1, got {getattr(self, name)}.")
+                raise ValueError(_("{field} must be at least 1, got {value}.").format(
+                    field=f"GPTConfig.{name}", value=getattr(self, name)))
         if self.d_model % self.n_head:
-            raise ValueError(
-                f"GPTConfig: d_model ({self.d_model}) must be divisible by n_head "
-                f"({self.n_head}) so that every head gets d_k = d_model / n_head dimensions."
-            )
+            raise ValueError(_(
+                "GPTConfig: d_model ({d_model}) must be divisible by n_head ({n_head}) so "
+                "that every head gets d_k = d_model / n_head dimensions."
+            ).format(d_model=self.d_model, n_head=self.n_head))
         if self.positional == "sinusoidal" and self.d_model % 2:
-            raise ValueError(
-                f"GPTConfig: sinusoidal positions pair dimensions (sin, cos), so d_model "
-                f"must be even, got {self.d_model}."
-            )
+            raise ValueError(_(
+                "GPTConfig: sinusoidal positions pair dimensions (sin, cos), so d_model "
+                "must be even, got {d_model}."
+            ).format(d_model=self.d_model))
         if self.rope and self.d_head % 2:
-            raise ValueError(
-                f"GPTConfig: RoPE rotates pairs of a head's dimensions, so d_k = d_model / "
-                f"n_head must be even, got {self.d_head}."
-            )
+            raise ValueError(_(
+                "GPTConfig: RoPE rotates pairs of a head's dimensions, so d_k = d_model / "
+                "n_head must be even, got {d_k}."
+            ).format(d_k=self.d_head))
         _check_choice("activation", self.activation, ACTIVATIONS)
         _check_choice("positional", self.positional, POSITIONALS)
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout}.")
+            raise ValueError(_("{field} must be in [0, 1), got {value}.").format(
+                field="GPTConfig.dropout", value=self.dropout))
         if not 0.0 < self.ln_eps < 1.0:
-            raise ValueError(f"GPTConfig.ln_eps must be in (0, 1), got {self.ln_eps}.")
+            raise ValueError(_("{field} must be in (0, 1), got {value}.").format(
+                field="GPTConfig.ln_eps", value=self.ln_eps))
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict; ``ln_eps`` only when it is not the usual 1e-5, so that the
@@ -144,24 +149,22 @@ class TrainConfig:
         positive = ("steps", "batch_size", "eval_interval", "eval_batches", "stride")
         for name in positive:
             if getattr(self, name) < 1:
-                raise ValueError(
-                    f"TrainConfig.{name} must be at least 1, got {getattr(self, name)}."
-                )
+                raise ValueError(_("{field} must be at least 1, got {value}.").format(
+                    field=f"TrainConfig.{name}", value=getattr(self, name)))
         if not self.learning_rate > 0 or not 0 <= self.min_lr <= self.learning_rate:
-            raise ValueError(
-                f"TrainConfig: need learning_rate > 0 and 0 <= min_lr <= learning_rate, got "
-                f"learning_rate={self.learning_rate}, min_lr={self.min_lr}."
-            )
+            raise ValueError(_(
+                "TrainConfig: need learning_rate > 0 and 0 <= min_lr <= learning_rate, got "
+                "learning_rate={learning_rate}, min_lr={min_lr}."
+            ).format(learning_rate=self.learning_rate, min_lr=self.min_lr))
         if self.warmup_steps < 0 or self.weight_decay < 0 or self.grad_clip < 0:
-            raise ValueError("TrainConfig: warmup_steps, weight_decay and grad_clip must be >= 0.")
+            raise ValueError(_(
+                "TrainConfig: warmup_steps, weight_decay and grad_clip must be >= 0."))
         if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
-            raise ValueError(
-                f"TrainConfig: betas must be in [0, 1), got {self.beta1}, {self.beta2}."
-            )
+            raise ValueError(_("TrainConfig: betas must be in [0, 1), got {beta1}, {beta2}.")
+                             .format(beta1=self.beta1, beta2=self.beta2))
         if not 0 < self.val_fraction < 1:
-            raise ValueError(
-                f"TrainConfig.val_fraction must be in (0, 1), got {self.val_fraction}."
-            )
+            raise ValueError(_("{field} must be in (0, 1), got {value}.").format(
+                field="TrainConfig.val_fraction", value=self.val_fraction))
         _check_choice("dtype", self.dtype, DTYPES)
 
     def to_dict(self) -> dict[str, Any]:
@@ -219,7 +222,8 @@ def parameter_counts(config: GPTConfig) -> dict[str, int]:
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}.")
+        raise ValueError(_("{name} must be one of {choices}; got {value}.").format(
+            name=name, choices=", ".join(choices), value=repr(value)))
 
 
 def _check_types(obj: Any) -> None:
@@ -234,17 +238,25 @@ def _check_types(obj: Any) -> None:
         else:
             ok = isinstance(value, want)
         if not ok:
-            raise ValueError(f"{type(obj).__name__}.{f.name} must be {f.type}, got {value!r}.")
+            raise ValueError(_("{field} must be {type}, got {value}.").format(
+                field=f"{type(obj).__name__}.{f.name}", type=f.type, value=repr(value)))
 
 
 def _from_dict(cls: Any, data: Any) -> Any:
     if not isinstance(data, dict):
-        raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}.")
+        raise ValueError(_("{config}: expected a JSON object, got {type}.").format(
+            config=cls.__name__, type=type(data).__name__))
     names = {f.name for f in fields(cls)}
     if unknown := set(data) - names:  # the first few by name (a file may hold 100,000)
-        more = f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
-        raise ValueError(f"{cls.__name__}: unknown field(s) {heapq.nsmallest(5, unknown)}{more}.")
+        first = heapq.nsmallest(5, unknown)
+        if len(unknown) > 5:
+            raise ValueError(_("{config}: unknown field(s) {fields} and {n} more.").format(
+                config=cls.__name__, fields=first,
+                n=number(len(unknown) - 5, 0, grouping=True)))
+        raise ValueError(_("{config}: unknown field(s) {fields}.").format(
+            config=cls.__name__, fields=first))
     missing = sorted(names - set(data) - {"d_ff", "ln_eps"})  # these two have defaults
     if missing:
-        raise ValueError(f"{cls.__name__}: missing field(s) {missing}.")
+        raise ValueError(_("{config}: missing field(s) {fields}.").format(
+            config=cls.__name__, fields=missing))
     return cls(**data)

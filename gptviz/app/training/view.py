@@ -10,6 +10,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from gptviz.app.block.names import component_name
 from gptviz.app.generation.prose import sentences
 from gptviz.app.serving.trainers import trainer_slots
 from gptviz.app.shared.chips import show_bytes, visible
@@ -77,7 +78,7 @@ def plan(s: Setup, holder: SessionTrainer) -> str:
         with on_demand(_("Parameters per component"), key="tr_param_counts") as shown:
             if shown:
                 counts = parameter_counts(m)
-                plain_table(pd.DataFrame({_("component"): list(counts),
+                plain_table(pd.DataFrame({_("component"): [component_name(k) for k in counts],
                                           _("parameters"): [_n(n) for n in counts.values()]}))
     for note in s.notes:
         st.info(note, icon=":material/info:")

@@ -111,6 +111,18 @@ def run_page(page: str | None = None, *, timeout: float = 120, **query: str) -> 
     return rerun(app_test(page, timeout=timeout, **query))
 
 
+def area_catalog(lang: str, *folders: str) -> dict[str, str]:
+    """msgid → ``lang``'s translation of every singular message the source marks in
+    ``folders`` (paths from the repository's root, e.g. "gptviz/app/generation/"): a part
+    of the one catalog, as a page's own tests read it."""
+    from gptviz import i18n
+
+    have = i18n.catalog_entries(lang)
+    return {m: have[m] for m, where in i18n.source_messages().items()
+            if isinstance(m, str) and "\x04" not in m and isinstance(have.get(m), str)
+            and any(w.startswith(folders) for w in where)}
+
+
 def lesson_steps(at: AppTest) -> Iterator[int]:
     """Walk the Lesson open in ``at`` through every step, each answer revealed where the
     step asks a question; yields each step's number with the step drawn."""

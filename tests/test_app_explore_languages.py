@@ -5,13 +5,12 @@ in English; figures cached per language, so one session's language never reaches
 from __future__ import annotations
 
 import pytest
-from babel.messages.pofile import read_po
 
 from gptviz.app.attention.view import VIEWS as ATTENTION
 from gptviz.app.block.view import VIEWS as BLOCK
 from gptviz.app.learning.view import VIEWS as LEARNING
-from gptviz.i18n import LOCALE_DIR, use
-from tests.helpers import app_test, figures, rerun
+from gptviz.i18n import use
+from tests.helpers import app_test, area_catalog, figures, rerun
 
 PAGES = {"attention": ATTENTION, "block": BLOCK, "learning": LEARNING}
 TITLES = {"attention": "Attention", "block": "Transformer block", "learning": "Learning"}
@@ -19,16 +18,11 @@ SHOWN = ("markdown", "caption", "info", "warning", "error", "success", "title")
 
 
 def english(lang: str) -> set[str]:
-    """The catalog's messages whose translation differs from the English (a term kept in
+    """The pages' messages whose translation differs from the English (a term kept in
     English, like "token", could not tell a translated page from an untranslated one)."""
-    with (LOCALE_DIR / lang / "LC_MESSAGES" / "explore.po").open("rb") as f:
-        catalog = read_po(f, locale=lang)
-    out = set()
-    for m in catalog:
-        ids = m.id if isinstance(m.id, tuple) else (m.id,)
-        strings = m.string if isinstance(m.string, tuple) else (m.string,)
-        out |= {i for i in ids if i and "{" not in i and i not in strings}
-    return out
+    own = area_catalog(lang, "gptviz/app/attention/", "gptviz/app/block/",
+                       "gptviz/app/learning/", "gptviz/analysis/", "app_pages/")
+    return {m for m, t in own.items() if "{" not in m and m != t}
 
 
 def on_screen(at) -> list[str]:

@@ -9,11 +9,9 @@ from __future__ import annotations
 import re
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import streamlit as st
-from babel.messages.pofile import read_po
 
 from gptviz import i18n
 from gptviz.app.generation import formulas as tex
@@ -25,21 +23,18 @@ from gptviz.i18n import _, pgettext
 from gptviz.tokenizers import train_tokenizer
 from gptviz.train.plan import TrainingSpec, run_config
 from gptviz.train.slots import TrainerSlots
-from tests.helpers import app_test, rerun, run_page
+from tests.helpers import app_test, area_catalog, rerun, run_page
 from tests.test_tex import katex_errors
 
 LANGS = ["es", "zh"]
 TINY = {"tr_corpus": "sample", "tr_d_model": 16, "tr_n_layer": 1, "tr_n_head": 2,
         "tr_context_length": 16, "tr_steps": 30, "tr_batch_size": 4}
-CATALOG = Path(__file__).resolve().parent.parent / "locale" / "{lang}" / "LC_MESSAGES" / \
-    "generation.po"
 
 
 def catalog(lang: str) -> dict[str, str]:
-    """msgid -> translation of the pages' own catalog (singular messages)."""
-    with open(str(CATALOG).format(lang=lang), "rb") as f:
-        return {m.id: m.string for m in read_po(f, locale=lang)
-                if m.id and isinstance(m.id, str) and m.string}
+    """msgid -> translation of the pages' own messages (singular ones)."""
+    return area_catalog(lang, "gptviz/app/generation/", "gptviz/app/training/",
+                        "gptviz/generation/", "gptviz/train/", "app_pages/")
 
 
 def shown_texts(at) -> list[str]:

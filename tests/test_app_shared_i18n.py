@@ -20,7 +20,7 @@ from gptviz.app.shared.widgets import number_text
 from gptviz.app.speedups import svgaxes
 from gptviz.app.speedups.mount import separators
 from gptviz.checkpoints.folder import Checkpoint
-from tests.helpers import app_test, downloads, figures, rerun, svg_charts, tables
+from tests.helpers import app_test, area_catalog, downloads, figures, rerun, svg_charts, tables
 
 TITLES = {
     "tokenizers": {"es": "Tokenizadores", "zh": "分词器"},
@@ -195,17 +195,13 @@ VIEWS = {
 
 
 def english_sentences() -> set[str]:
-    """The catalog's English sentences that read differently in both languages (whole
-    messages without placeholders: what a page shows as it is)."""
-    from babel.messages.pofile import read_po
-
-    root = i18n.LOCALE_DIR
-    cats = []
-    for lang in ("es", "zh"):
-        with open(root / lang / "LC_MESSAGES" / "shared.po", "rb") as f:
-            cats.append(read_po(f))
-    return {m.id for m in cats[0] if isinstance(m.id, str) and len(m.id) > 25
-            and "{" not in m.id and all(c.get(m.id) and c.get(m.id).string != m.id for c in cats)}
+    """The shared pieces' and three pages' English sentences that read differently in both
+    languages (whole messages without placeholders: what a page shows as it is)."""
+    folders = ("gptviz/app/shared/", "gptviz/app/speedups/", "gptviz/app/positional/",
+               "gptviz/app/embeddings/", "gptviz/app/tokenizers/", "gptviz/checkpoints/",
+               "gptviz/tokenizers/", "app_pages/")
+    es, zh = area_catalog("es", *folders), area_catalog("zh", *folders)
+    return {m for m in es if len(m) > 25 and "{" not in m and es[m] != m and zh.get(m, m) != m}
 
 
 @pytest.mark.parametrize("lang", ["es", "zh"])

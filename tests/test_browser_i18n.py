@@ -42,11 +42,15 @@ TEXT_FONT_OK = """() => {
 }"""
 
 
+CHART_TEXT = ", ".join([".main-svg .xtick text", ".main-svg .ytick text",
+                        ".main-svg .g-xtitle text", ".main-svg .g-ytitle text",
+                        ".gv-svgbox text"])
+
+
 def chart_labels(page) -> int:
-    return page.evaluate("""() => [...document.querySelectorAll(
-        '.main-svg .xtick text, .main-svg .ytick text, .main-svg .g-xtitle text,
-         .main-svg .g-ytitle text, .gv-svgbox text')].filter(t => t.textContent.trim()).length
-    """)
+    """How many labels the page's charts draw (plotly's and the SVG charts')."""
+    return page.evaluate("(sel) => [...document.querySelectorAll(sel)]"
+                         ".filter(t => t.textContent.trim()).length", CHART_TEXT)
 
 
 @pytest.mark.parametrize("lang", ("es", "zh"))

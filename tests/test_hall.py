@@ -39,7 +39,7 @@ from gptviz.classroom import codes
 from gptviz.classroom.records import Pinned, Snapshot
 from gptviz.classroom.redis_store import RedisStore
 from tests.hall_helpers import program
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_alone
 
 pytestmark = pytest.mark.hall
 STUDENTS = 20
@@ -97,7 +97,7 @@ class HallUnderTest:
         if not serve.wait_for(lambda: all(healthy(a) for a in replicas), 240):
             self.fail(f"a replica does not answer at its own address: {replicas}")
         try:
-            asyncio.run(self.warm())
+            run_alone(self.warm())
         except BaseException:
             self.stop()
             raise
@@ -189,7 +189,7 @@ def test_every_request_of_a_student_reaches_one_replica(hall):
     async def crowd():
         return await asyncio.gather(*(student(i) for i in range(STUDENTS)))
 
-    sessions = asyncio.run(crowd())
+    sessions = run_alone(crowd())
     for s, later in sessions:
         assert s.cookies["SERVERID"] in ("r1", "x1")
         assert set(s.replicas + later) == {s.cookies["SERVERID"]}, (s.replicas, later)

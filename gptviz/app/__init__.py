@@ -1,7 +1,3 @@
 """The Streamlit app: its pages' views (one package a page), the shared pieces, the wing of
-speed-ups and the server's accounting. Importing it looks messages up in each session's
-language (``shared/language.py``)."""
-
-from gptviz.app.shared import language as _language
-
-_language.install()
+speed-ups and the server's accounting. Every page looks its messages up in the session's
+language: ``shared/language.py`` registers that when it is first imported."""

@@ -129,3 +129,7 @@ def link_params() -> dict[str, str]:
     """``?lang=`` for a link to another page, when the language is not the browser's."""
     lang = st.session_state.get(KEY, i18n.SOURCE)
     return {PARAM: lang} if lang != browser_language() else {}
+
+
+install()  # every page imports this module (its title row does): from then on, messages
+# are looked up in the language of the session being served

@@ -231,7 +231,7 @@ def test_the_link_and_the_picker_choose_the_language():
 def test_presenter_mode_has_its_own_picker():
     at = rerun(app_test("positional", lang="zh", presenter="true"))
     box = picker(at)
-    assert box.value == 2 and box.data["label"] == ""  # in the title row, its label hidden
+    assert box.value == 2 and box.data["label"] == "语言"  # in the title row's popover
     at = rerun(app_test(None, lang="zh", presenter="true"))  # the router: one picker only
     assert len([e for e in at._tree if e.type == "bidi_component"
                 and e.proto.id.endswith(BOX)]) == 1

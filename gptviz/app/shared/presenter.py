@@ -134,8 +134,11 @@ def page_top(title: str, intro: str | None = None, latex: str | None = None,
     row.title(short if short and presenting() else title, anchor=False)
     with row:
         on = presenter_toggle()
-        if on:  # the sidebar's language picker is hidden: the title row has one
-            language.picker(compact=True)
+    if on:  # the sidebar's language picker is hidden: the title row folds one (its code)
+        from gptviz.i18n import current
+
+        with row.popover(current().upper(), icon=":material/translate:"):
+            language.picker()
     top = Top(on, row)
     if intro or latex or notes:
         with top.folded("?"):

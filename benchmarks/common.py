@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import Any, TYPE_CHECKING, TypeVar
 
 from tests.helpers import (
     ARTIFACTS,
@@ -351,21 +351,26 @@ def long_prompt(model: str, n: int = 128) -> tuple[str, int]:
 
 # ---- AppTest: the server's part of a page, without a browser ----------------------------
 
-def warm_runs(sessions: dict[str, AppTest], reps: int) -> dict[str, tuple[float, float]]:
+def warm_runs(sessions: dict[Any, AppTest], reps: int,
+              langs: dict[Any, str] | None = None) -> dict[Any, tuple[float, float]]:
     """{label: (cold run s, median warm run ms)}: each AppTest session run once (cold), then
     ``reps`` more times, the sessions interleaved run by run so that all of them see the
     same machine load. No run may raise."""
-    def seconds(at: AppTest) -> float:
+    from gptviz import i18n
+
+    def seconds(at: AppTest, lang: str = "en") -> float:
         t = time.perf_counter()
-        at.run()
+        with i18n.use(lang):  # AppTest formats select boxes again on this thread
+            at.run()
         assert not at.exception, at.exception
         return time.perf_counter() - t
 
-    cold = {label: seconds(at) for label, at in sessions.items()}
+    langs = langs or {}
+    cold = {label: seconds(at, langs.get(label, "en")) for label, at in sessions.items()}
     warm: dict[str, list[float]] = {label: [] for label in sessions}
     for _ in range(reps):
         for label, at in sessions.items():
-            warm[label].append(seconds(at) * 1e3)
+            warm[label].append(seconds(at, langs.get(label, "en")) * 1e3)
     return {label: (cold[label], statistics.median(warm[label])) for label in sessions}
 
 

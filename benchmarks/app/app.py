@@ -46,7 +46,8 @@ def warm_apptest(model: str, reps: int, langs: tuple[str, ...] = ("en",)
     for page, views in MODEL_PAGE_VIEWS.items():
         runs = warm_runs({(v, lang): app_test(page, timeout=300, model=model, view=v,
                                               lang=lang)
-                          for v in views for lang in langs}, reps)
+                          for v in views for lang in langs}, reps,
+                         {(v, lang): lang for v in views for lang in langs})
         rows += [(page, view, lang, cold, warm) for (view, lang), (cold, warm) in runs.items()]
     return rows
 

@@ -354,6 +354,19 @@ def run_alone(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
+def own_thread(test: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a test that drives its own event loop on a thread of its own (under pytest-xdist
+    a worker that ran a browser test has a loop running on its main thread)."""
+    import functools
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(test, *args, **kwargs).result()
+
+    return run
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

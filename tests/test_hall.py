@@ -39,7 +39,7 @@ from gptviz.classroom import codes
 from gptviz.classroom.records import Pinned, Snapshot
 from gptviz.classroom.redis_store import RedisStore
 from tests.hall_helpers import program
-from tests.helpers import ROOT, run_alone
+from tests.helpers import ROOT, own_thread, run_alone
 
 pytestmark = pytest.mark.hall
 STUDENTS = 20
@@ -222,6 +222,7 @@ async def wrong_codes(url: str, source: str, n: int, headers: dict | None = None
     return said
 
 
+@own_thread
 def test_the_join_limit_counts_each_device_behind_the_proxy(hall):
     """Every student reaches a replica from the proxy's address; the limits count the
     address the proxy forwards, and not one a device writes itself."""
@@ -260,6 +261,7 @@ def shown(run: sc.Run) -> str:
     return " ".join(run.texts("markdown") + run.texts("alert") + run.texts("html"))
 
 
+@own_thread
 def test_the_class_counts_every_student_once_and_a_killed_replica_loses_no_answer(hall):
     store = hall.store()
     info, token = store.create(Pinned("m", "p", {"steps": 14}), "teacher")
@@ -317,6 +319,7 @@ async def teacher_starts_on(url: str, replica: str) -> tuple[ClassSession, sc.Ru
     return t, run
 
 
+@own_thread
 def test_redis_restarted_the_page_says_paused_and_the_class_resumes(hall):
     store = hall.store()
     info, token = store.create(Pinned("m", "p", {"steps": 14}), "teacher")

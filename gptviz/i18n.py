@@ -13,7 +13,7 @@ on this thread (``set_resolver``); outside a session (a script, a test) it is ``
 a context variable ``use`` sets. The engine's own messages (a refused upload's) use the same
 functions, so the engine stays free of Streamlit.
 
-Placeholders are named and filled after the lookup: ``_("{n} heads").format(n=12)``, so a
+Named fields are filled after the lookup, ``_("{n} heads").format(n=12)``, so a
 translation may move them.
 
 >>> _("Attention")

@@ -1,23 +1,12 @@
-"""The Generation page's per-session history: the prompt, every step taken, the tree of
-branches, a "Generate n" run.
+"""The Generation page's per-session history: the prompt, every step, the tree of branches,
+a "Generate n" run. No Streamlit: the page keeps one ``History`` in session state and
+changes it only in callbacks, so a rerun never sees half a step.
 
-Pure Python and torch (no Streamlit), so it is tested on its own; the page keeps
-one ``History`` in ``st.session_state`` and changes it only in button callbacks,
-one step at a time, so a rerun can never see half a step.
-
-The text is one path through a tree: every token ever appended stays a node of
-``History.nodes``, keyed by its path (the ids chosen after the prompt). Branching at
-step i replaces token i by another and makes that path the text; selecting a node
-makes its path the text again.
-
-Step i draws with ``Sampling.generator(i)`` (``gptviz.generation.sampling``'s one seeding rule): a
-fixed seed gives the same text whether it is built by n clicks of "Next token", one
-"Generate n" or ``generate()``, and "Undo" then "Next token" draws the same token again.
-
-Streamlit may start a new run while the interrupted one is still finishing its
-current statement (``runner.fastReruns``), so two threads can touch one History:
-every change holds its lock, and a "Generate n" loop advances only while it owns
-the run (``claim``); Stop, Undo, Reset or a newer loop take that ownership away.
+The text is one path through a tree of every token ever appended (``History.nodes``, keyed
+by path); branching or selecting a node makes its path the text. Step i draws with
+``Sampling.generator(i)``, so a fixed seed gives the same text by clicks, "Generate n" or
+``generate()``. Two runs may overlap (``runner.fastReruns``): every change holds the lock,
+and a "Generate n" loop advances only while it owns the run (``claim``).
 """
 
 from __future__ import annotations

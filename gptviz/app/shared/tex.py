@@ -123,7 +123,7 @@ def tex_running(s: str, max_chars: int = 40) -> str:
 
 
 def words(message: str, **math: str) -> str:
-    r"""A translated ``message`` as ``\text{…}``, escaped; a ``{name}`` placeholder given in
+    r"""A translated ``message`` as ``\text{…}``, escaped; a ``{name}`` field given in
     ``math`` is a formula set inside the text (``$…$``), any other is left as it is.
 
     >>> words("the token at {k}: {pi}", k="k", pi=r"\pi_k")

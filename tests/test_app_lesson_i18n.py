@@ -17,17 +17,10 @@ from gptviz.app.shared import language
 from gptviz.classroom import codes
 from gptviz.classroom.records import Pinned, Snapshot
 from tests.helpers import MODELS, ChoiceBox, app_test, downloads, figures, rerun, tables
+from tests.test_app_classroom import data_folder  # noqa: F401 - the class store in tmp
 from tests.test_app_lesson import _lesson, _tiny
 
 LESSON = "app_pages/lesson.py"
-
-
-@pytest.fixture(autouse=True)
-def data_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv("GPTVIZ_DATA", str(tmp_path))
-    monkeypatch.delenv("GPTVIZ_STORE", raising=False)
-    yield
-    class_store().close()
 
 
 def lesson(**query: str):

@@ -15,7 +15,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptviz.analysis import curvature as curvature_module
 from gptviz.analysis import gradient_check as gc
 from gptviz.analysis.gradient_check import CheckRow, default_check_groups, gradient_check
 from gptviz.analysis.learning import (
@@ -29,6 +28,7 @@ from gptviz.analysis.learning import (
 from gptviz.analysis.twin import private_twin, swapped
 from gptviz.app.learning.controls import median_position
 from gptviz.checkpoints.folder import bundled_models, freeze, load_checkpoint
+from gptviz.model.hooks import hooks
 from tests.helpers import MODELS, tiny_gpt
 
 ETAS = (1e-5, 1e-4, 1e20)
@@ -283,15 +283,29 @@ def test_the_check_takes_a_few_groups_and_refuses_one_too_big_to_copy(monkeypatc
     assert max(r.rel_error for r in gradient_check(model, window, 3, ["LN_f"])) < 1e-5
 
 
-def test_both_ways_to_g_h_g_agree_and_the_small_way_never_imports_dynamo(monkeypatch):
-    """Back-propagating twice (models up to FORWARD_ABOVE) and forward mode twice (bigger
-    ones) give the same gᵀHg; in a fresh process the first never imports torch._dynamo,
-    which a nested jvp does (~70 MB for the server's lifetime)."""
-    model = tiny_gpt(10, n_layer=2).double()
-    window = take_window(IDS, 0, 8)
-    small = microscope(model, window, 6, ()).curvature
-    monkeypatch.setattr(curvature_module, "FORWARD_ABOVE", 0)
-    assert microscope(model, window, 6, ()).curvature == pytest.approx(small, rel=1e-9)
+@pytest.mark.parametrize("config", [{}, {"tie_embeddings": False, "bias": False},
+                                    {"positional": "learned"}])
+def test_g_h_g_equals_the_hessian_vector_product_and_never_imports_dynamo(config):
+    """gᵀHg found along η with the kept gradients (no weight matrix formed) equals
+    gᵀ(H g), H g back-propagated twice through the model with the dense gradient, in
+    float64; in a fresh process it never imports torch._dynamo (a nested ``jvp`` did,
+    ~70 MB for the server's lifetime)."""
+    model = tiny_gpt(10, n_layer=2, **config).double()
+    window, t = take_window(IDS, 0, 8), 6
+    got = microscope(model, window, t, ()).curvature
+    _, _, named = direct(model, window.x, window.y, t)
+    g = [p.grad for p in named.values()]
+    twin = private_twin(model)
+    ps = list(twin.parameters())
+    with hooks(twin, []):  # the explicit path: the fused attention has no second derivative
+        z = twin(torch.tensor([window.x[:t + 1]]))[0, -1]
+    first = torch.autograd.grad(F.cross_entropy(z, torch.tensor(window.y[t])), ps,
+                                create_graph=True)
+    hg = torch.autograd.grad(sum((d * gi).sum() for d, gi in zip(first, g, strict=True)), ps)
+    want = sum(float((h * gi).sum()) for h, gi in zip(hg, g, strict=True))
+    assert got == pytest.approx(want, rel=1e-9)
+    if config:
+        return
     code = ("import sys; from gptviz.checkpoints.folder import DEFAULT_MODEL, bundled_models, "
             "load_checkpoint; from gptviz.analysis.learning import microscope, take_window; "
             "c = load_checkpoint(bundled_models()[DEFAULT_MODEL]); "

@@ -1,50 +1,71 @@
-"""The second derivative of one prediction's loss along the gradient, gᵀHg, and a float64
-dot product that never copies a whole tensor to float64 (the Learning page's numbers).
+"""The second derivative of one prediction's loss along the gradient, gᵀHg: what makes
+−η‖g‖² + ½η² gᵀHg, the second-order prediction of an SGD step's ΔL.
 
-gᵀHg is what makes −η‖g‖² + ½η² gᵀHg, the second-order prediction of an SGD step's ΔL.
+gᵀHg = d²/dη² L(θ + η g) at η = 0. The model runs at θ + η g with η one number that takes
+gradients, and autograd differentiates L twice with respect to η. Nothing of the model's
+size is made (the Hessian-vector product H g would be a second gradient): a weight whose
+g is kept as factors runs as x Wᵀ + η x gᵀ, x gᵀ computed from the factors; the small
+parameters (LayerNorms, biases, P) run as p + η g.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.func import functional_call, jvp
 
+from gptviz.analysis.embed_grad import Kept, RowGrad, rows_of
+from gptviz.analysis.linear_grad import Factors
 from gptviz.model.hooks import hooks
 
-CHUNK = 1 << 20  # entries summed in float64 at a time (E of GPT-2 in float64 is 300 MB)
-FORWARD_ABOVE = 10_000_000  # parameters past which gᵀHg is found by forward mode
+
+def curvature(twin: nn.Module, g: dict[str, Tensor | Kept], x: Sequence[int], y: int
+              ) -> float:
+    """gᵀHg for the prediction after x_t. ``x``: the inputs x_0 … x_t; ``y``: the target
+    after x_t; ``g``: a tensor or a kept gradient per named parameter of ``twin``."""
+    by_id = {id(p): g[n] for n, p in twin.named_parameters()}
+    eta = torch.zeros((), dtype=next(twin.parameters()).dtype, requires_grad=True)
+    with along(twin, by_id, eta), hooks(twin, []):
+        z = twin(torch.tensor([list(x)]))[0, -1]  # (|V|,) at t
+    loss = F.cross_entropy(z.to(torch.float64), torch.tensor(y))
+    (slope,) = torch.autograd.grad(loss, eta, create_graph=True)  # gᵀ∇L
+    (second,) = torch.autograd.grad(slope, eta)
+    return float(second)
 
 
-def dot64(a: Tensor, b: Tensor) -> float:
-    """Σ a_i b_i in float64, ``CHUNK`` entries at a time: dot64(t, t) is ‖t‖²."""
-    pairs = zip(a.reshape(-1).split(CHUNK), b.reshape(-1).split(CHUNK), strict=True)
-    return math.fsum(float(torch.dot(x.double(), y.double())) for x, y in pairs)
-
-
-def curvature(twin: nn.Module, g: dict[str, Tensor], x: Sequence[int], y: int) -> float:
-    """gᵀHg = d²/dη² L(θ + η g) at η = 0, for the prediction after x_t. Up to FORWARD_ABOVE
-    parameters by back-propagating twice (H g = ∇(gᵀ∇L), then gᵀ(H g): one more
-    gradient-sized set held); above, by forward mode along g twice (a ``jvp`` of a
-    ``jvp``), which holds no H g but imports torch._dynamo (~70 MB per server, for good).
-    ``x``: the inputs x_0 … x_t; ``y``: the target after x_t; ``g``: a tensor per named
-    parameter of ``twin``."""
-    x, y = torch.tensor([list(x)]), torch.tensor(y)
-
-    def loss(params: dict[str, Tensor]) -> Tensor:
-        with hooks(twin, []):
-            z = functional_call(twin, params, (x,))[0, -1]  # (|V|,) at t
-        return F.cross_entropy(z.to(torch.float64), y)
-
-    theta = {n: p.detach() for n, p in twin.named_parameters()}
-    if sum(p.numel() for p in theta.values()) > FORWARD_ABOVE:
-        return float(jvp(lambda ps: jvp(loss, (ps,), (g,))[1], (theta,), (g,))[1])
-    ps = {n: p.requires_grad_() for n, p in theta.items()}  # leaves over the same storage
-    first = torch.autograd.grad(loss(ps), list(ps.values()), create_graph=True)
-    slope = sum((d * g[n]).sum(dtype=torch.float64) for n, d in zip(ps, first, strict=True))
-    hg = torch.autograd.grad(slope, list(ps.values()))  # H g, one tensor per parameter
-    return math.fsum(dot64(h, g[n]) for n, h in zip(ps, hg, strict=True))
+@contextlib.contextmanager
+def along(twin: nn.Module, g: dict[int, Tensor | Kept], eta: Tensor) -> Iterator[None]:
+    """Run ``twin`` at θ + η g (g by id(parameter), η a 0-d tensor). A weight with a
+    ``Factors`` or ``RowGrad`` g is never formed; every other parameter is swapped for
+    p + η g while the block lasts."""
+    E = twin.embed.weight
+    swapped: list[tuple[nn.Module, str, Tensor]] = []
+    patched: list[nn.Module] = []
+    for m in twin.modules():
+        for k, p in m._parameters.items():
+            if p is not None and isinstance(g.get(id(p)), Tensor):
+                swapped.append((m, k, p))
+                m._parameters[k] = p + eta * g[id(p)]
+    ge = g.get(id(E))
+    if isinstance(ge, RowGrad):
+        def embed(ids: Tensor) -> Tensor:
+            flat = ids.reshape(-1)
+            return (E[flat] + eta * rows_of(ge, flat)).view(*ids.shape, -1)
+        twin.embed.forward = embed
+        patched.append(twin.embed)
+    for m in twin.modules():
+        gw = g.get(id(m.weight)) if isinstance(m, nn.Linear) else None
+        if isinstance(gw, Factors | RowGrad):
+            m.forward = (lambda h, m=m, gw=gw:
+                         F.linear(h, m.weight, m.bias) + eta * gw.times(h))
+            patched.append(m)
+    try:
+        yield
+    finally:
+        for m in patched:
+            del m.forward
+        for m, k, p in swapped:
+            m._parameters[k] = p

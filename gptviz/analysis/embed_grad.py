@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gptviz.analysis.curvature import dot64
+from gptviz.analysis.float64 import dot64
+from gptviz.analysis.linear_grad import Factors
 
 ROWS = 2048  # rows formed at a time when the matrix is not formed whole (6 MB of E)
 
@@ -76,10 +77,23 @@ class RowGrad:
     def dense(self) -> Tensor:
         return self._into(torch.empty(self.shape, dtype=self.dtype))
 
+    def times(self, h: Tensor) -> Tensor:
+        """h Gᵀ for inputs h (…, d), G the matrix, without forming it."""
+        if self.u is None:
+            out = h.new_zeros(*h.shape[:-1], self.shape[0])
+        else:
+            out = (h @ self.v)[..., None] * self.u
+        if self.ids.numel():
+            out = out.index_add(-1, self.ids, h @ self.rows.t())
+        return out
+
     def sq_norm(self) -> float:
         """‖·‖² in float64, a block of rows at a time."""
         return math.fsum(dot64(b, b) for b in (
             self.block(s, min(s + ROWS, self.shape[0])) for s in range(0, self.shape[0], ROWS)))
+
+
+Kept = RowGrad | Factors  # a gradient kept in the form it has (``dense()`` is the matrix)
 
 
 def row_grad(shape: tuple[int, int], u: Tensor | None, v: Tensor | None, ids: Tensor,
@@ -93,18 +107,18 @@ def row_grad(shape: tuple[int, int], u: Tensor | None, v: Tensor | None, ids: Te
     return RowGrad(shape, u, v, distinct, rows.index_add_(0, which, looked_up))
 
 
-def as_dense(g: Tensor | RowGrad) -> Tensor:
-    return g.dense() if isinstance(g, RowGrad) else g
+def as_dense(g: Tensor | Kept) -> Tensor:
+    return g if isinstance(g, Tensor) else g.dense()
 
 
-def sq_norm(g: Tensor | RowGrad) -> float:
+def sq_norm(g: Tensor | Kept) -> float:
     """‖g‖² in float64."""
-    return g.sq_norm() if isinstance(g, RowGrad) else dot64(g, g)
+    return dot64(g, g) if isinstance(g, Tensor) else g.sq_norm()
 
 
-def fill(out: Tensor, g: Tensor | RowGrad) -> Tensor:
+def fill(out: Tensor, g: Tensor | Kept) -> Tensor:
     """g into ``out`` (its dtype); returns ``out``."""
-    return g.write(out) if isinstance(g, RowGrad) else out.copy_(g)
+    return out.copy_(g) if isinstance(g, Tensor) else g.write(out)
 
 
 def rows_of(g: RowGrad, at: Tensor) -> Tensor:

@@ -17,10 +17,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from gptviz.analysis.curvature import curvature
-from gptviz.analysis.embed_grad import RowGrad, as_dense, row_grad, sq_norm
+from gptviz.analysis.embed_grad import Kept, row_grad, sq_norm
+from gptviz.analysis.linear_grad import Factors
 from gptviz.analysis.twin import private_twin, scratch_size, stepped
 from gptviz.analysis.window import (  # noqa: F401 - the window is part of the microscope's API
     LearningError,
@@ -85,7 +86,7 @@ def group_part(tensors: dict[str, Tensor], name: str, rows: slice | None) -> Ten
     return tensors[name] if rows is None else tensors[name][rows]
 
 
-def group_norms(grads: dict[str, Tensor | RowGrad], groups: Sequence[Group]) -> np.ndarray:
+def group_norms(grads: dict[str, Tensor | Kept], groups: Sequence[Group]) -> np.ndarray:
     """‖∂L/∂θ‖ of each group (float64): the square root of its parts' summed squares."""
     return np.array([math.sqrt(sum(sq_norm(group_part(grads, n, r)) for n, r in g.parts))
                      for g in groups])
@@ -165,25 +166,38 @@ def _rest(losses: Tensor, position: int) -> float:
 
 
 def gradient(twin: GPT, window: Window, position: int
-             ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor | RowGrad]]:
+             ) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor | Kept]]:
     """Logits (N, |V|), losses (N,), ∂L/∂z_t (|V|,) and ∂L/∂θ by parameter name, for the
     loss L at ``position``. E and an untied W_U get ``RowGrad``s, formed from the
-    gradient at the looked-up rows and from ∂L/∂z_t and h_t: autograd is not asked for
-    their |V| × d matrices."""
+    gradient at the looked-up rows and from ∂L/∂z_t and h_t; the blocks' weight matrices
+    get ``Factors``, from the gradient at each layer's outputs and its inputs: autograd
+    is asked for no matrix of theirs."""
     seen: dict[str, Tensor] = {}
-    handles = [twin.embed.register_forward_hook(lambda m, i, o: seen.update(x=o)),
-               twin.unembed.register_forward_hook(lambda m, i, o: seen.update(h=i[0]))]
+    layers = {n: m for n, m in twin.blocks.named_modules(prefix="blocks")
+              if isinstance(m, nn.Linear)}
+
+    def keep(name: str):  # noqa: ANN202 - a forward hook
+        return lambda m, i, o: seen.update({name: o, name + "<": i[0]})
+
+    handles = [twin.embed.register_forward_hook(keep("x")),
+               twin.unembed.register_forward_hook(keep("z")),
+               *(m.register_forward_hook(keep(n)) for n, m in layers.items())]
     try:
         logits, losses = position_losses(twin, window.x, window.y)
     finally:
         for h in handles:
             h.remove()
     E, W = twin.embed.weight, twin.unembed.weight
-    rest = [(n, p) for n, p in twin.named_parameters() if p is not E and p is not W]
-    dz, dx, *g = torch.autograd.grad(losses[position], (logits, seen["x"],
-                                                       *(p for _, p in rest)))
-    ids, u, v = torch.tensor(window.x), dz[position], seen["h"][0, position].detach()
-    out: dict[str, Tensor | RowGrad] = dict(zip((n for n, _ in rest), g, strict=True))
+    factored = {f"{n}.weight" for n in layers}
+    rest = [(n, p) for n, p in twin.named_parameters()
+            if p is not E and p is not W and n not in factored]
+    dz, dx, *d = torch.autograd.grad(losses[position], (
+        logits, seen["x"], *(seen[n] for n in layers), *(p for _, p in rest)))
+    ids, u, v = torch.tensor(window.x), dz[position], seen["z<"][0, position].detach()
+    at_layers, at_rest = d[:len(layers)], d[len(layers):]
+    out: dict[str, Tensor | Kept] = {f"{n}.weight": Factors(dy[0], seen[n + "<"][0].detach())
+                                     for n, dy in zip(layers, at_layers, strict=True)}
+    out |= dict(zip((n for n, _ in rest), at_rest, strict=True))
     if W is E:
         out["embed.weight"] = row_grad(tuple(E.shape), u, v, ids, dx[0])
     else:
@@ -196,7 +210,8 @@ def microscope(model: GPT, window: Window, position: int, etas: Sequence[float]
                ) -> Microscope:
     """The loss at ``position``, its gradients, and one SGD step for each η in ``etas``.
     Besides the model it holds the gradient g: E's (and an untied W_U's) as ``RowGrad``
-    vectors, every other parameter's as a tensor of its size."""
+    vectors, the blocks' weights' as ``Factors``, the rest (LayerNorms, biases, P) as
+    tensors of their size."""
     check_position(position, window)
     twin = private_twin(model)
     logits, losses, dz, named = gradient(twin, window, position)
@@ -209,15 +224,14 @@ def microscope(model: GPT, window: Window, position: int, etas: Sequence[float]
         logits=z.float().numpy(), probs=torch.softmax(z.double(), -1).numpy(),
         dz=dz.double().numpy(), groups=tuple(groups), norms=group_norms(named, groups),
         grad_sq=math.fsum(sq_norm(gi) for gi in g),
-        curvature=curvature(twin, {n: as_dense(gi) for n, gi in named.items()},
-                            window.x[:position + 1], window.y[position]),
+        curvature=curvature(twin, named, window.x[:position + 1], window.y[position]),
         rest_loss=_rest(losses, position),
         steps=tuple(sgd_steps(twin, window, position, g, etas, before=float(
             losses[position]))))
 
 
 @torch.no_grad()
-def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor | RowGrad],
+def sgd_steps(twin: GPT, window: Window, position: int, grads: Sequence[Tensor | Kept],
               etas: Sequence[float], before: float | None = None) -> list[Step]:
     """The window after θ − η g, for each η. Each part's θ − η g is written in one scratch
     buffer (the largest part's size) just before the part runs; the twin is never written.

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
-from gptviz.analysis.curvature import CHUNK
-from gptviz.analysis.embed_grad import RowGrad, fill, stepped_ends
+from gptviz.analysis.embed_grad import Kept, RowGrad, fill, stepped_ends
+from gptviz.analysis.float64 import CHUNK
 from gptviz.model import GPT
 
 
@@ -55,7 +55,7 @@ def swapped(twin: GPT, new: Callable[[list[Tensor]], list[Tensor]]) -> Iterator[
             put(slots, [p for *_, p in slots])
 
 
-def stepper(step: dict[int, Tensor | RowGrad], scratch: Tensor, eta: float
+def stepper(step: dict[int, Tensor | Kept], scratch: Tensor, eta: float
              ) -> Callable[[list[Tensor]], list[Tensor]]:
     """``swapped``'s ``new``: each part's θ − η g written in ``scratch`` (its dtype: float32
     rounds it as θ − (η g), as the model's own step would; float64 rounds nothing). A
@@ -78,14 +78,14 @@ def stepper(step: dict[int, Tensor | RowGrad], scratch: Tensor, eta: float
     return new
 
 
-def scratch_size(twin: GPT, step: dict[int, Tensor | RowGrad]) -> int:
+def scratch_size(twin: GPT, step: dict[int, Tensor | Kept]) -> int:
     """Entries ``stepper`` needs: the largest part's, its ``RowGrad`` weights left out."""
     return max(sum(p.numel() for p in u.parameters() if not isinstance(step[id(p)], RowGrad))
                for u in units(twin))
 
 
 @contextlib.contextmanager
-def stepped(twin: GPT, step: dict[int, Tensor | RowGrad], scratch: Tensor, eta: float
+def stepped(twin: GPT, step: dict[int, Tensor | Kept], scratch: Tensor, eta: float
             ) -> Iterator[None]:
     """Run ``twin`` at θ − η g: ``step`` maps id(parameter) to its g."""
     with swapped(twin, stepper(step, scratch, eta)), \

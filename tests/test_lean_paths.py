@@ -246,3 +246,32 @@ def test_a_released_session_lease_collects_and_trims_once(monkeypatch):
     sessions.Lease().close()
     assert done.wait(5)
     assert isinstance(sessions.give_back(), bool)
+
+
+def test_the_prompts_stores_are_emptied_once_no_session_has_been_connected_for_a_while(
+        monkeypatch):
+    """Two sessions leave: the registered stores are emptied IDLE_S later, not before and
+    not if a session arrived meanwhile."""
+    from gptviz.app.serving import sessions
+    from gptviz.app.serving.lru import ByteLRU
+
+    emptied = threading.Event()
+    monkeypatch.setattr(sessions, "IDLE_S", 0.05)
+    monkeypatch.setattr(sessions, "_clears", [])
+    monkeypatch.setattr(sessions, "_live", 0)
+    store = ByteLRU(1 << 20)
+    store.get_or_compute("prompt", lambda: np.ones(100))
+    sessions.when_idle(store.clear)
+    sessions.when_idle(emptied.set)
+    a, b = sessions.Lease(), sessions.Lease()
+    a.close()
+    assert not emptied.wait(0.3) and "prompt" in store  # b is still connected
+    b.close()
+    assert emptied.wait(5) and "prompt" not in store
+    emptied.clear()
+    store.get_or_compute("prompt", lambda: np.ones(100))
+    c = sessions.Lease()
+    seen = sessions._arrivals
+    c.close()
+    sessions.Lease()  # arrives before the idle check: nothing is emptied
+    assert not sessions.empty_if_idle(seen) and "prompt" in store

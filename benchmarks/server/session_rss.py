@@ -158,7 +158,8 @@ def lazy_views(page: str) -> list[str]:
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "VIEWS"
                                                 for t in node.targets):
-            return [k.value for k in node.value.keys]
+            return [(k.args[0] if isinstance(k, ast.Call) else k).value  # N_("…") or "…"
+                    for k in node.value.keys]
     return []
 
 
@@ -283,17 +284,19 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-async def _walk_views(server: sc.Server, model: str, prompt: str, timeout_s: float
-                      ) -> tuple[list[tuple[str, float, str]], sc.ProtocolSession]:
-    """One session walks every view on ``prompt``: (view, RSS after it, problems) each, and
-    the session, still connected."""
+async def _walk_views(server: sc.Server, model: str, prompt: str, timeout_s: float,
+                      sampler: Rss) -> tuple[list[tuple], sc.ProtocolSession]:
+    """One session walks every view on ``prompt``: (view, RSS after it, the peak sampled
+    while it drew, problems) each, and the session, still connected."""
     from benchmarks.server.views import every_view, open_view
 
     s, rows = sc.ProtocolSession(server.ws, timeout_s), []
     await s.connect()
     for view in every_view():
+        sampler.peak = 0.0
         opened = await open_view(s, view, model, prompt)
-        rows.append((view.label, rss(server.proc.pid)["total"], opened.problems))
+        after = rss(server.proc.pid)["total"]
+        rows.append((view.label, after, max(sampler.peak, after), opened.problems))
     return rows, s
 
 
@@ -333,14 +336,14 @@ def measure_shaped(args) -> dict:
                 sessions = []
                 try:
                     for i, prompt in enumerate(prompts):
-                        sampler.peak = 0.0
-                        rows, s = await _walk_views(server, model, prompt, args.timeout)
+                        rows, s = await _walk_views(server, model, prompt, args.timeout,
+                                                    sampler)
                         sessions.append(s)
                         if i == 0:
                             out["rows"] = rows
-                        out["sessions"].append({"peak": sampler.peak,
+                        out["sessions"].append({"peak": max(r[2] for r in rows),
                                                 "after": rss(server.proc.pid)["total"],
-                                                "problems": [r for r in rows if r[2]]})
+                                                "problems": [r for r in rows if r[3]]})
                 finally:
                     for s in sessions:
                         await s.close()
@@ -390,8 +393,10 @@ def shaped_table(r: dict) -> str:
         lines.append(f"| session {i + 1} added | {grew:+,.0f} MB |")
     for t, v in r["after"]:
         lines.append(f"| {t:.0f} s after the last session disconnected | {plus(v)} |")
-    lines += ["", "| view (session 1) | RSS after (MB) | problems |", "|---|---|---|"]
-    lines += [f"| {label} | {v:,.0f} | {wrong} |" for label, v, wrong in r["rows"]]
+    lines += ["", "| view (session 1) | peak while it drew (MB) | RSS after (MB) | problems |",
+              "|---|---|---|---|"]
+    lines += [f"| {label} | {top:,.0f} | {v:,.0f} | {wrong} |"
+              for label, v, top, wrong in r["rows"]]
     if r.get("top"):
         lines += ["", "| largest mappings at the end | RSS (MB) |", "|---|---|"]
         lines += [f"| {Path(n).name if n.startswith('/') else n} | {mb:.1f} |"

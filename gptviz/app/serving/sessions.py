@@ -1,4 +1,4 @@
-"""Memory handed back when a session leaves.
+"""Memory handed back when a session leaves, and when the last one has left.
 
 Streamlit keeps a disconnected session for a reconnect (``server.disconnectedSessionTTL``,
 120 s by default) but clears its session-scoped resources at once: this session's figures
@@ -6,27 +6,76 @@ and results of its own models (``shared.cache``), its trainer, and the ``Lease``
 Releasing the lease collects the cycles those leave (a figure, a widget tree) and trims
 every malloc heap (``memory.give_back``), a moment later, on a thread of its own: what the
 session made would otherwise stay in the server's RSS until another computation trims.
+
+When no session has been connected for ``IDLE_S``, the stores that serve prompts (results
+and figures registered with ``when_idle``, and ``st.cache_data``) are emptied too: the
+class has gone, and a server naming GPT-2 small falls back to the model plus what it
+computes once per model (BENCHMARKS.md, "GPT-2 on a teacher's laptop").
 """
 
 from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Callable
 
 import streamlit as st
 
 from gptviz.app.serving.memory import give_back
 
 TRIM_AFTER_S = 1.0  # after the release: Streamlit drops the session's other references first
+IDLE_S = 60.0  # with no session connected this long, the prompts' stores are emptied
+
+_lock = threading.Lock()
+_live = 0  # leases held: sessions connected
+_arrivals = 0  # leases ever made: an idle timer set before the latest arrival does nothing
+_clears: list[Callable[[], None]] = []
+
+
+def when_idle(clear: Callable[[], None]) -> None:
+    """Call ``clear()`` once no session has been connected for ``IDLE_S`` (each time)."""
+    with _lock:
+        _clears.append(clear)
 
 
 class Lease:
-    """Held by a connected session; its release schedules one collection and trim."""
+    """Held by a connected session; its release schedules one collection and trim, and,
+    if it was the last, the idle check."""
+
+    def __init__(self) -> None:
+        global _live, _arrivals
+        with _lock:
+            _live += 1
+            _arrivals += 1
 
     def close(self) -> None:
-        timer = threading.Timer(TRIM_AFTER_S, collect_and_trim)
-        timer.daemon = True
-        timer.start()
+        global _live
+        with _lock:
+            _live -= 1
+            last, seen = _live == 0, _arrivals
+        _after(TRIM_AFTER_S, collect_and_trim)
+        if last:
+            _after(IDLE_S, lambda: empty_if_idle(seen))
+
+
+def _after(seconds: float, fn: Callable[[], object]) -> None:
+    timer = threading.Timer(seconds, fn)
+    timer.daemon = True
+    timer.start()
+
+
+def empty_if_idle(seen: int) -> bool:
+    """Empty the prompts' stores if no session came since the ``seen``-th lease was made
+    and none is connected; then collect and trim. Whether it emptied them."""
+    with _lock:
+        if _live or _arrivals != seen:
+            return False
+        clears = list(_clears)
+    for clear in clears:
+        clear()
+    st.cache_data.clear()
+    collect_and_trim()
+    return True
 
 
 def collect_and_trim() -> bool:

@@ -24,6 +24,7 @@ from gptviz.analysis import attention as am
 from gptviz.analysis import core as analysis
 from gptviz.app.serving.lru import ByteLRU
 from gptviz.app.serving.memory import then_give_back
+from gptviz.app.serving.sessions import when_idle
 from gptviz.app.serving.threads import one_thread
 from gptviz.app.shared.chips import show_bytes
 from gptviz.app.shared.picker import Picked
@@ -44,8 +45,11 @@ SESSION_BYTES = 16 * 2**20  # results for one session's own models
 @st.cache_resource(show_spinner=False)
 def _shared() -> ByteLRU:
     """One store per server, bounded in bytes (a count of entries says nothing of memory:
-    a 256-token forward pass holds ~10 MB, a 20-token one ~0.3 MB)."""
-    return ByteLRU(SHARED_BYTES)
+    a 256-token forward pass holds ~10 MB, a 20-token one ~0.3 MB); emptied when the
+    class has left (``serving.sessions``)."""
+    store = ByteLRU(SHARED_BYTES)
+    when_idle(store.clear)
+    return store
 
 
 @st.cache_resource(show_spinner=False, scope="session")

@@ -13,6 +13,7 @@ import streamlit as st
 
 from gptviz import i18n
 from gptviz.app.serving.lru import ByteLRU
+from gptviz.app.serving.sessions import when_idle
 from gptviz.app.shared.cache import in_session
 from gptviz.app.shared.picker import Picked
 
@@ -23,8 +24,11 @@ SESSION_FIGURE_BYTES = 12 * 2**20  # figures of one session's own models
 @st.cache_resource(show_spinner=False)
 def _figures() -> ByteLRU:
     """Shared figures, bounded in bytes, not in number: a figure of GPT-2 small's 144 heads
-    at 128 tokens holds tens of MB, a small model's a few kB."""
-    return ByteLRU(FIGURE_BYTES)
+    at 128 tokens holds tens of MB, a small model's a few kB); emptied when the class has
+    left (``serving.sessions``)."""
+    store = ByteLRU(FIGURE_BYTES)
+    when_idle(store.clear)
+    return store
 
 
 @st.cache_resource(show_spinner=False, scope="session")

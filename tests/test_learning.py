@@ -217,6 +217,29 @@ def test_random_entries_and_every_group_pass_on_a_tiny_model():
     assert {r.parameter for r in rows} >= {"unembed.weight", "blocks.1.attn.W_QKV.weight"}
 
 
+@pytest.mark.parametrize("config", [{}, {"tie_embeddings": False, "bias": False}])
+def test_the_check_without_e_runs_e_and_w_u_in_blocks_and_matches_float64_autograd(
+        config, monkeypatch):
+    """E and W_U unchecked are looked up and applied a few rows at a time in float64 (never
+    copied whole): autograd's values equal a float64 copy of the model's, to rounding."""
+    from gptviz.analysis import gradient_check as check_module
+
+    monkeypatch.setattr(check_module, "ROWS", 3)  # 10 tokens: blocks of 3, 3, 3, 1
+    model = tiny_gpt(10, n_layer=2, **config)
+    window, t = take_window(IDS, 0, 8), 5
+    labels = ["L0 W_Q", "L1 W₂", "LN_f"]
+    rows = gradient_check(model, window, t, labels, eps=1e-6)
+    wide = copy.deepcopy(model).double()
+    with hooks(wide, []):
+        z = wide(torch.tensor([window.x[:t + 1]]))[0, -1]
+    named = dict(wide.named_parameters())
+    grads = torch.autograd.grad(F.cross_entropy(z, torch.tensor(window.y[t])),
+                                [named[r.parameter] for r in rows])
+    for r, g in zip(rows, grads, strict=True):
+        assert r.autograd == pytest.approx(float(g[r.index]), rel=1e-10, abs=1e-14)
+        assert r.rel_error < 1e-5
+
+
 def test_the_model_never_changes(bundled):
     model, window = bundled[MODELS[0]]
     before = {k: v.clone() for k, v in model.state_dict().items()}

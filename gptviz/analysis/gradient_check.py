@@ -22,8 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
+from gptviz.analysis.embed_grad import ROWS
 from gptviz.analysis.learning import (
     Group,
     LearningError,
@@ -137,6 +139,38 @@ def _recomputed(made: dict[int, tuple[weakref.ref, Tensor]]) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _float64_ends(twin: GPT, ends: set[int], made: dict[int, tuple[weakref.ref, Tensor]]
+                  ) -> Iterator[None]:
+    """Run E's lookup and W_U in float64 without a float64 copy of the |V| × d matrix, for
+    those of the two whose id is in ``ends``: E's rows x_i converted, W_U's ``ROWS`` rows at
+    a time (each block saved for the backward pass as its float32 source, see
+    ``_recomputed``)."""
+    E, W = twin.embed.weight, twin.unembed.weight
+
+    def embed(ids: Tensor) -> Tensor:
+        return E.detach()[ids].double()
+
+    def unembed(h: Tensor) -> Tensor:
+        pieces = []
+        for s in range(0, W.shape[0], ROWS):
+            block = W.detach()[s:s + ROWS]
+            wide = block.double()
+            made[wide.untyped_storage().data_ptr()] = (weakref.ref(wide), block)
+            pieces.append(F.linear(h, wide))
+        return torch.cat(pieces, dim=-1)
+
+    patched = [(m, f) for m, p, f in ((twin.embed, E, embed), (twin.unembed, W, unembed))
+               if id(p) in ends]
+    for m, f in patched:
+        m.forward = f
+    try:
+        yield
+    finally:
+        for m, _ in patched:
+            del m.forward
+
+
 def gradient_check(model: GPT, window: Window, position: int, labels: Sequence[str],
                    eps: float = 1e-6, pick: str = "largest", seed: int = 0) -> list[CheckRow]:
     """Autograd against central differences, in float64, on one entry of each group named
@@ -162,9 +196,11 @@ def gradient_check(model: GPT, window: Window, position: int, labels: Sequence[s
                for lab in labels for n, _ in by_label[lab].parts}
     leaf = {id(named[n]): t for n, t in checked.items()}
     made: dict[int, tuple[weakref.ref, Tensor]] = {}
+    # E and W_U, unless checked, are never made whole in float64 (309 MB for GPT-2 small):
+    # E is looked up at x_i, W_U applied a block of rows at a time (``_float64_ends``).
+    ends = {id(p) for p in (twin.embed.weight, twin.unembed.weight) if id(p) not in leaf}
     # The finite differences keep nothing: their conversions go in one reused buffer, made
-    # after the gradient's pass (GPT-2's largest part, E, is 309 MB in float64: the two
-    # at once would double the peak).
+    # after the gradient's pass (the two at once would double the peak).
     scratch: list[Tensor] = []
 
     def f64(ps: list[Tensor]) -> list[Tensor]:
@@ -172,19 +208,22 @@ def gradient_check(model: GPT, window: Window, position: int, labels: Sequence[s
         for i, p in enumerate(ps):
             if out[i] is not None:
                 continue
-            if torch.is_grad_enabled():  # building the graph: see _recomputed
+            if id(p) in ends:
+                out[i] = p  # converted where it is used (_float64_ends)
+            elif torch.is_grad_enabled():  # building the graph: see _recomputed
                 out[i] = p.detach().double()
                 made[out[i].untyped_storage().data_ptr()] = (weakref.ref(out[i]), p.detach())
             else:
                 if not scratch:
-                    scratch.append(torch.empty(max(sum(q.numel() for q in u.parameters())
-                                                   for u in units(twin)), dtype=torch.float64))
+                    scratch.append(torch.empty(max(
+                        sum(q.numel() for q in u.parameters() if id(q) not in ends)
+                        for u in units(twin)), dtype=torch.float64))
                 out[i] = scratch[0][at:at + p.numel()].view_as(p).copy_(p)
                 at += p.numel()
         return out
 
     def loss() -> Tensor:
-        with swapped(twin, f64):
+        with swapped(twin, f64), _float64_ends(twin, ends, made):
             return position_losses(twin, window.x[:position + 1], window.y[:position + 1]
                                    )[1][position]
 

@@ -17,6 +17,7 @@ import streamlit as st
 from gptviz.analysis import learning
 from gptviz.analysis.gradient_check import (
     CHECK_ENTRIES,
+    CheckRow,
     copied_entries,
     default_check_groups,
     gradient_check,
@@ -27,6 +28,7 @@ from gptviz.app.learning import formulas as tex
 from gptviz.app.learning.controls import BIG_MODEL, median_position
 from gptviz.app.learning.replay import replay_view
 from gptviz.app.learning.step import ETAS, fmt, step_section
+from gptviz.app.serving.memory import blocks_mapped_apart
 from gptviz.app.shared.cache import vocab_labels, wide_result
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import percent
@@ -54,6 +56,13 @@ def typical_position(picked: Picked, window: Window) -> int:
     losses = cached(picked, "losses", (window.x, window.y),
                     lambda: learning.window_losses(model, window))
     return median_position(losses)
+
+
+def _checked(model: GPT, *args: object) -> list[CheckRow]:
+    """``gradient_check`` with its float64 copies mapped apart (``memory``): no holes left
+    in the heaps (GPT-2 small: +210 MB at its peak instead of +400)."""
+    with blocks_mapped_apart():
+        return gradient_check(model, *args)
 
 
 def page_microscope(picked: Picked, window: Window, position: int) -> Microscope:
@@ -206,7 +215,7 @@ def gradient_check_view(picked: Picked, window: Window, position: int) -> None:
         st.info(_("Choose at least one parameter group to check."), icon=":material/tune:")
         return
     rows = cached(picked, "check", (window.x, window.y, position, tuple(chosen), eps, pick),
-                  lambda: gradient_check(model, window, position, chosen, eps, pick))
+                  lambda: _checked(model, window, position, chosen, eps, pick))
     df = pd.DataFrame({"group": [r.group for r in rows], "tensor": [r.parameter for r in rows],
                        "entry": [str(list(r.index)) for r in rows],
                        "autograd": [r.autograd for r in rows],

@@ -9,25 +9,31 @@ computation, not after every script run. The Learning page went from +21 to +2 M
 it does nothing.
 
 glibc also raises its mmap threshold (from 128 kB up to 32 MB) each time a large block is
-freed, after which tensors of a few MB come from the heaps, where freed ones fragment them:
-GPT-2 small's gradient check peaked at +416 MB of RSS for +211 MB of tensors. ``fixed_mmap_
-threshold`` pins it at ``MMAP_BYTES``, so a block that large is its own mapping, returned
-when freed.
+freed, after which blocks of a few MB come from the heaps, where freed ones leave holes:
+GPT-2 small's gradient check (float64 copies of 5–19 MB, made and freed in turn) peaked at
++400 MB of RSS for +210 MB of tensors. ``blocks_mapped_apart`` maps blocks from 8 MB up
+apart while such a computation runs (+0.7 s there: each is page-faulted afresh), then
+puts the threshold at glibc's own ceiling.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 R = TypeVar("R")
 
 
-MMAP_BYTES = 4 * 2**20  # blocks from this size up are mapped apart from the heaps
+MAPPED_BYTES = 8 * 2**20  # during a churning computation, blocks this large are mapped
+HEAP_BYTES = 32 * 2**20  # after it: glibc's ceiling for the threshold it moves itself
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+_lock = threading.Lock()
+_inside = 0  # computations inside ``blocks_mapped_apart``
 
 
 @functools.cache
@@ -39,11 +45,29 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-@functools.cache
-def fixed_mmap_threshold() -> bool:
-    """Pin glibc's mmap threshold at ``MMAP_BYTES`` (once per process): whether it was."""
+def _threshold(size: int) -> None:
     mallopt = getattr(_libc(), "mallopt", None)
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES)) if mallopt is not None else False
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, size)
+
+
+@contextlib.contextmanager
+def blocks_mapped_apart() -> Iterator[None]:
+    """While the block runs (in any thread), blocks from ``MAPPED_BYTES`` up are mappings of
+    their own, returned to the system when freed; after the last such block ends, the
+    threshold is ``HEAP_BYTES``."""
+    global _inside
+    with _lock:
+        _inside += 1
+        if _inside == 1:
+            _threshold(MAPPED_BYTES)
+    try:
+        yield
+    finally:
+        with _lock:
+            _inside -= 1
+            if _inside == 0:
+                _threshold(HEAP_BYTES)
 
 
 @functools.cache

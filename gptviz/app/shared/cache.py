@@ -82,8 +82,11 @@ WIDE_BYTES = 48 * 2**20  # results that read a whole model, every model of the s
 def _wide() -> ByteLRU:
     """Results that read a whole model (its vocabulary's PCA, every head on the induction
     test): one store per server, apart from the prompts' results so that a class's prompts
-    never push them out, and bounded in bytes like them (a few MB per model)."""
-    return ByteLRU(WIDE_BYTES)
+    never push them out, and bounded in bytes like them (a few MB per model); emptied when
+    the class has left, like them."""
+    store = ByteLRU(WIDE_BYTES)
+    when_idle(store.clear)
+    return store
 
 
 def once_per_model(message: str | Callable[[Checkpoint], str]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from gptviz.app.serving.sessions import when_idle
 from gptviz.app.shared.picker import model_picker
 from gptviz.app.shared.widgets import problem
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
@@ -165,6 +166,10 @@ def gpt2_as_our_bpe(gpt2: TiktokenTokenizer) -> ByteLevelBPE:
 @st.cache_resource(show_spinner=False)
 def _gpt2_as_our_bpe(_gpt2: TiktokenTokenizer) -> ByteLevelBPE:
     return ByteLevelBPE.from_ranks(_gpt2.mergeable_ranks(), "gpt2", _gpt2.special_tokens)
+
+
+for _shared_tokenizers in (_train_shared, _pretrained, _gpt2_as_our_bpe):
+    when_idle(_shared_tokenizers.clear)  # built again for the next class (a second or two)
 
 
 def all_tokenizers(corpus: Corpus, s: TrainSettings) -> tuple[dict[str, Tokenizer], dict]:

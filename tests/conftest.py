@@ -40,6 +40,15 @@ def _speedups_on(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _no_idle_emptying(monkeypatch):
+    """A test's released leases never empty the shared stores in the middle of a later test
+    (tests of the idle check set IDLE_S themselves)."""
+    from gptviz.app.serving import sessions
+
+    monkeypatch.setattr(sessions, "IDLE_S", 1e9)
+
+
+@pytest.fixture(autouse=True)
 def _clear_streamlit_caches():
     """AppTest runs share one session id, so session-scoped caches would leak between tests."""
     import streamlit as st

@@ -9,6 +9,7 @@ shared stores compute a result once when sessions ask for it together.
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
 import threading
@@ -56,7 +57,7 @@ def test_pca_in_blocks_is_the_direct_pca(n, d, seed):
     X = np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32) * 0.02 + 0.5
     coords, ratio = analysis.pca(X, 3)
     want_coords, want_ratio = direct_pca(X, 3)
-    np.testing.assert_allclose(ratio, want_ratio, rtol=1e-6)
+    np.testing.assert_allclose(ratio, want_ratio, rtol=1e-6, atol=1e-12)  # a zero ratio: n = d = 3 centred has rank 2
     np.testing.assert_allclose(coords, want_coords, atol=1e-6)
 
 
@@ -273,6 +274,7 @@ def test_the_prompts_stores_are_emptied_once_no_session_has_been_connected_for_a
     assert emptied.wait(5) and "prompt" not in store
     emptied.clear()
     store.get_or_compute("prompt", lambda: np.ones(100))
+    monkeypatch.setattr(sessions, "IDLE_S", 1e9)  # the check below is called by hand
     c = sessions.Lease()
     seen = sessions._arrivals
     c.close()
@@ -300,7 +302,8 @@ with blocks_mapped_apart() if sys.argv[1] == "apart" else open("/dev/null"):
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+@pytest.mark.skipif(not Path("/proc/self/status").exists()
+                    or platform.libc_ver()[0] != "glibc", reason="glibc's malloc, on Linux")
 def test_a_block_of_a_few_mb_goes_back_to_the_system_inside_blocks_mapped_apart():
     """glibc's default puts a block of a few MB on the heap once a larger one was freed,
     and freeing it leaves a hole the process keeps; inside ``blocks_mapped_apart`` it is

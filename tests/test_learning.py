@@ -307,7 +307,9 @@ def test_the_check_takes_a_few_groups_and_refuses_one_too_big_to_copy(monkeypatc
 
 
 @pytest.mark.parametrize("config", [{}, {"tie_embeddings": False, "bias": False},
-                                    {"positional": "learned"}])
+                                    {"positional": "rope"},
+                                    {"positional": "none", "tie_embeddings": False},
+                                    {"positional": "sinusoidal"}])
 def test_g_h_g_equals_the_hessian_vector_product_and_never_imports_dynamo(config):
     """gᵀHg found along η with the kept gradients (no weight matrix formed) equals
     gᵀ(H g), H g back-propagated twice through the model with the dense gradient, in

@@ -1,5 +1,5 @@
 """A float64 dot product that never copies a whole tensor to float64: the Learning page's
-norms and gᵀHg are summed this way (E of GPT-2 small in float64 is 309 MB)."""
+gradient norms are summed this way (E of GPT-2 small in float64 is 309 MB)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ factors it is made of instead of as an out × in matrix.
 
 A linear layer computes y_t = W x_t + b at each position t, so ∂L/∂W = Σ_t δ_t x_tᵀ = Δᵀ X:
 Δ (T, out) the gradient at its outputs, X (T, in) its inputs. At GPT-2 small's 23 tokens
-the blocks' weights (85M entries, 340 MB as matrices) are kept in 5 MB. ``Factors`` writes
+the blocks' weights (85M entries, 340 MB as matrices) are kept in 13 MB. ``Factors`` writes
 the matrix, or a slice of its rows, only where it is used, with the product autograd
 computes, so the numbers are autograd's.
 """
@@ -41,7 +41,7 @@ class Factors:
         return Factors(self.delta[:, rows], self.x)
 
     def dense(self) -> Tensor:
-        """The matrix (float32), as autograd forms a weight's gradient: (Xᵀ Δ)ᵀ."""
+        """The matrix (in the model's dtype), as autograd forms a weight's gradient: (Xᵀ Δ)ᵀ."""
         return torch.mm(self.x.t(), self.delta).t()
 
     def write(self, out: Tensor) -> Tensor:

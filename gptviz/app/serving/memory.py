@@ -12,8 +12,9 @@ glibc also raises its mmap threshold (from 128 kB up to 32 MB) each time a large
 freed, after which blocks of a few MB come from the heaps, where freed ones leave holes:
 GPT-2 small's gradient check (float64 copies of 5–19 MB, made and freed in turn) peaked at
 +400 MB of RSS for +210 MB of tensors. ``blocks_mapped_apart`` maps blocks from 8 MB up
-apart while such a computation runs (+0.7 s there: each is page-faulted afresh), then
-puts the threshold at glibc's own ceiling.
+apart while such a computation runs (+0.7 s there: each is page-faulted afresh). After
+it, the threshold stays fixed at glibc's own ceiling, 32 MB (a threshold set by hand no
+longer moves), where the moving one ends up in a server that has freed large tensors.
 """
 
 from __future__ import annotations

@@ -7,15 +7,17 @@ Releasing the lease collects the cycles those leave (a figure, a widget tree) an
 every malloc heap (``memory.give_back``), a moment later, on a thread of its own: what the
 session made would otherwise stay in the server's RSS until another computation trims.
 
-When no session has been connected for ``IDLE_S``, the stores that serve prompts (results
-and figures registered with ``when_idle``, and ``st.cache_data``) are emptied too: the
-class has gone, and a server naming GPT-2 small falls back to the model plus what it
-computes once per model (BENCHMARKS.md, "GPT-2 on a teacher's laptop").
+When no session has been connected for ``IDLE_S``, the stores registered with
+``when_idle`` (prompts' results, figures, whole-model results, shared tokenizers) and
+``st.cache_data`` are emptied too: the class has gone, and the next one computes them
+again. A server naming GPT-2 small falls back to near the model's own memory (BENCHMARKS.md,
+"GPT-2 on a teacher's laptop").
 """
 
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 from collections.abc import Callable
 
@@ -23,6 +25,7 @@ import streamlit as st
 
 from gptviz.app.serving.memory import give_back
 
+_LOG = logging.getLogger(__name__)
 TRIM_AFTER_S = 1.0  # after the release: Streamlit drops the session's other references first
 IDLE_S = 60.0  # with no session connected this long, the prompts' stores are emptied
 
@@ -71,9 +74,11 @@ def empty_if_idle(seen: int) -> bool:
         if _live or _arrivals != seen:
             return False
         clears = list(_clears)
-    for clear in clears:
-        clear()
-    st.cache_data.clear()
+    for clear in (*clears, st.cache_data.clear):
+        try:
+            clear()
+        except Exception:  # one store that fails to empty leaves the others to empty
+            _LOG.exception("emptying a store once the class had left failed")
     collect_and_trim()
     return True
 

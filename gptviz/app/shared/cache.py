@@ -47,9 +47,7 @@ def _shared() -> ByteLRU:
     """One store per server, bounded in bytes (a count of entries says nothing of memory:
     a 256-token forward pass holds ~10 MB, a 20-token one ~0.3 MB); emptied when the
     class has left (``serving.sessions``)."""
-    store = ByteLRU(SHARED_BYTES)
-    when_idle(store.clear)
-    return store
+    return ByteLRU(SHARED_BYTES)
 
 
 @st.cache_resource(show_spinner=False, scope="session")
@@ -84,9 +82,11 @@ def _wide() -> ByteLRU:
     test): one store per server, apart from the prompts' results so that a class's prompts
     never push them out, and bounded in bytes like them (a few MB per model); emptied when
     the class has left, like them."""
-    store = ByteLRU(WIDE_BYTES)
-    when_idle(store.clear)
-    return store
+    return ByteLRU(WIDE_BYTES)
+
+
+when_idle(_shared.clear)  # the stores are dropped, and made anew when next asked for
+when_idle(_wide.clear)
 
 
 def once_per_model(message: str | Callable[[Checkpoint], str]

@@ -26,9 +26,10 @@ def _figures() -> ByteLRU:
     """Shared figures, bounded in bytes, not in number: a figure of GPT-2 small's 144 heads
     at 128 tokens holds tens of MB, a small model's a few kB); emptied when the class has
     left (``serving.sessions``)."""
-    store = ByteLRU(FIGURE_BYTES)
-    when_idle(store.clear)
-    return store
+    return ByteLRU(FIGURE_BYTES)
+
+
+when_idle(_figures.clear)  # dropped, and made anew when next asked for
 
 
 @st.cache_resource(show_spinner=False, scope="session")

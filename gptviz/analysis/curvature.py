@@ -28,7 +28,7 @@ def curvature(twin: nn.Module, g: dict[str, Tensor | Kept], x: Sequence[int], y:
     after x_t; ``g``: a tensor or a kept gradient per named parameter of ``twin``."""
     by_id = {id(p): g[n] for n, p in twin.named_parameters()}
     eta = torch.zeros((), dtype=next(twin.parameters()).dtype, requires_grad=True)
-    with along(twin, by_id, eta), hooks(twin, []):
+    with along(twin, by_id, eta, last_only=True), hooks(twin, []):
         z = twin(torch.tensor([list(x)]))[0, -1]  # (|V|,) at t
     loss = F.cross_entropy(z.to(torch.float64), torch.tensor(y))
     (slope,) = torch.autograd.grad(loss, eta, create_graph=True)  # gᵀ∇L
@@ -36,11 +36,19 @@ def curvature(twin: nn.Module, g: dict[str, Tensor | Kept], x: Sequence[int], y:
     return float(second)
 
 
+def _linear(h: Tensor, w: Tensor, b: Tensor | None, eta: Tensor, g: Kept | None) -> Tensor:
+    """h (W + η g)ᵀ + b, g applied to h from its factors; None: W is already θ + η g."""
+    out = F.linear(h, w, b)
+    return out if g is None else out + eta * g.times(h)
+
+
 @contextlib.contextmanager
-def along(twin: nn.Module, g: dict[int, Tensor | Kept], eta: Tensor) -> Iterator[None]:
+def along(twin: nn.Module, g: dict[int, Tensor | Kept], eta: Tensor, last_only: bool = False
+          ) -> Iterator[None]:
     """Run ``twin`` at θ + η g (g by id(parameter), η a 0-d tensor). A weight with a
     ``Factors`` or ``RowGrad`` g is never formed; every other parameter is swapped for
-    p + η g while the block lasts."""
+    p + η g while the block lasts. ``last_only``: W_U is applied at the last position only
+    (logits (B, 1, |V|): the (T, |V|) ones and their derivatives are most of the memory)."""
     E = twin.embed.weight
     swapped: list[tuple[nn.Module, str, Tensor]] = []
     patched: list[nn.Module] = []
@@ -58,9 +66,11 @@ def along(twin: nn.Module, g: dict[int, Tensor | Kept], eta: Tensor) -> Iterator
         patched.append(twin.embed)
     for m in twin.modules():
         gw = g.get(id(m.weight)) if isinstance(m, nn.Linear) else None
-        if isinstance(gw, Factors | RowGrad):
-            m.forward = (lambda h, m=m, gw=gw:
-                         F.linear(h, m.weight, m.bias) + eta * gw.times(h))
+        gw = gw if isinstance(gw, Factors | RowGrad) else None  # a dense one: swapped above
+        cut = last_only and m is twin.unembed
+        if gw is not None or cut:
+            m.forward = (lambda h, m=m, gw=gw, cut=cut: _linear(
+                h[..., -1:, :] if cut else h, m.weight, m.bias, eta, gw))
             patched.append(m)
     try:
         yield

@@ -54,3 +54,20 @@ def test_steps_with_the_kept_gradient_equal_steps_with_the_dense_one(config):
         assert (a.loss, a.rest_loss, a.top, a.precise) == (b.loss, b.rest_loss, b.top, b.precise)
         assert a.change == pytest.approx(b.change, rel=1e-9, abs=1e-15)
         assert math.isfinite(a.change)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_g_h_g_is_the_same_with_the_kept_gradient_and_the_dense_one(config):
+    """``curvature`` runs kept gradients from their factors and dense ones as θ + ηg swapped
+    in: the same second derivative either way."""
+    from gptviz.analysis.curvature import curvature
+
+    model = tiny_gpt(300, **config).double()
+    window, t = take_window(IDS, 0, 8), 6
+    twin = private_twin(model)
+    *_, named = gradient(twin, window, t)
+    x, y = window.x[:t + 1], window.y[t]
+    kept = curvature(twin, named, x, y)
+    dense = curvature(twin, {n: as_dense(g) for n, g in named.items()}, x, y)
+    assert kept == pytest.approx(dense, rel=1e-10)
+    assert all(isinstance(p, torch.nn.Parameter) for p in twin.parameters())  # put back

@@ -255,13 +255,14 @@ def test_a_released_session_lease_collects_and_trims_once(monkeypatch):
 
 def test_the_prompts_stores_are_emptied_once_no_session_has_been_connected_for_a_while(
         monkeypatch):
-    """Two sessions leave: the registered stores are emptied IDLE_S later, not before and
-    not if a session arrived meanwhile."""
+    """Two sessions leave: the registered stores are emptied once Streamlit no longer keeps
+    them and IDLE_S has passed, not before and not if a session arrived meanwhile."""
     from gptviz.app.serving import sessions
     from gptviz.app.serving.lru import ByteLRU
 
     emptied = threading.Event()
     monkeypatch.setattr(sessions, "IDLE_S", 0.05)
+    monkeypatch.setattr(sessions, "_kept_s", lambda: 0.0)
     monkeypatch.setattr(sessions, "_clears", [])
     monkeypatch.setattr(sessions, "_live", 0)
     store = ByteLRU(1 << 20)

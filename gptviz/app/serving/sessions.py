@@ -7,10 +7,10 @@ Releasing the lease collects the cycles those leave (a figure, a widget tree) an
 every malloc heap (``memory.give_back``), a moment later, on a thread of its own: what the
 session made would otherwise stay in the server's RSS until another computation trims.
 
-When no session has been connected for ``IDLE_S``, the stores registered with
-``when_idle`` (prompts' results, figures, whole-model results, shared tokenizers) and
-``st.cache_data`` are emptied too: the class has gone, and the next one computes them
-again. A server naming GPT-2 small falls back to near the model's own memory (BENCHMARKS.md,
+Once no session is left, not even a disconnected one, for ``IDLE_S``, the stores
+registered with ``when_idle`` (prompts' results, figures, whole-model results, shared
+tokenizers) and ``st.cache_data`` are emptied too: the class has gone, and the next one
+computes them again. A server naming GPT-2 small falls back to near the model's own memory (BENCHMARKS.md,
 "GPT-2 on a teacher's laptop").
 """
 
@@ -27,7 +27,8 @@ from gptviz.app.serving.memory import give_back
 
 _LOG = logging.getLogger(__name__)
 TRIM_AFTER_S = 1.0  # after the release: Streamlit drops the session's other references first
-IDLE_S = 60.0  # with no session connected this long, the prompts' stores are emptied
+IDLE_S = 10.0  # with no session left this long (past Streamlit's keeping of disconnected
+# ones, whose widgets and results are then freed), the stores are emptied and heaps trimmed
 
 _lock = threading.Lock()
 _live = 0  # leases held: sessions connected
@@ -58,7 +59,15 @@ class Lease:
             last, seen = _live == 0, _arrivals
         _after(TRIM_AFTER_S, collect_and_trim)
         if last:
-            _after(IDLE_S, lambda: empty_if_idle(seen))
+            _after(_kept_s() + IDLE_S, lambda: empty_if_idle(seen))
+
+
+def _kept_s() -> float:
+    """How long Streamlit keeps a disconnected session for a reconnect."""
+    try:
+        return float(st.get_option("server.disconnectedSessionTTL"))
+    except Exception:  # an option renamed in another Streamlit: its default of 1.67
+        return 120.0
 
 
 def _after(seconds: float, fn: Callable[[], object]) -> None:

@@ -10,8 +10,8 @@ session made would otherwise stay in the server's RSS until another computation 
 Once no session is left, not even a disconnected one, for ``IDLE_S``, the stores
 registered with ``when_idle`` (prompts' results, figures, whole-model results, shared
 tokenizers) and ``st.cache_data`` are emptied too: the class has gone, and the next one
-computes them again. A server naming GPT-2 small falls back to near the model's own memory (BENCHMARKS.md,
-"GPT-2 on a teacher's laptop").
+computes them again (a server naming GPT-2 small: BENCHMARKS.md, "GPT-2 on a teacher's
+laptop").
 """
 
 from __future__ import annotations

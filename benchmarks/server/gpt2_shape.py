@@ -198,15 +198,17 @@ async def _bare_runs(ws: str, reps: int) -> dict[str, float]:
     return {"first": statistics.median(first), "warm": statistics.median(warm)}
 
 
-async def _view_runs(ws: str, model: str, prompt: str) -> dict[str, dict]:
-    """One session opens every view on ``prompt`` twice: {view: first, warm, problems}."""
+async def _view_runs(ws: str, model: str, prompt: str, pages: list[str] | None = None
+                     ) -> dict[str, dict]:
+    """One session opens every view (of ``pages``: all by default) on ``prompt`` twice:
+    {view: first, warm, problems}."""
     from benchmarks.server import streamlit_client as sc
     from benchmarks.server.views import every_view, open_view
 
     s, out = sc.ProtocolSession(ws, 900), {}
     await s.connect()
     try:
-        for view in every_view():
+        for view in every_view(pages):
             first = await open_view(s, view, model, prompt)
             warm = await open_view(s, view, model, prompt)
             out[view.label] = {
@@ -240,7 +242,8 @@ def views(args) -> dict:
         with sc.Server() as server:
             for n, prompts in lengths.items():
                 for prompt in prompts:
-                    runs[n].append(asyncio.run(_view_runs(server.ws, folder.name, prompt)))
+                    runs[n].append(asyncio.run(_view_runs(server.ws, folder.name, prompt,
+                                                          args.only)))
                     print(f"{n} tokens: a prompt walked, {machine()}", file=sys.stderr)
         result["runs"] = runs
         result["hf_after"] = hf_forward(args.shape, list(lengths), 5)
@@ -306,6 +309,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="with --views: prompts per length")
     parser.add_argument("--shape", choices=list(SHAPES), default="gpt2")
     parser.add_argument("--out", type=Path, help="with --views: also write the JSON here")
+    parser.add_argument("--only", nargs="+", metavar="PAGE",
+                        help="with --views: only these pages' views (URL paths)")
     parser.add_argument("--one-offs", help=argparse.SUPPRESS)  # a child: time them
     args = parser.parse_args()
     if args.one:

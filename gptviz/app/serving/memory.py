@@ -5,7 +5,7 @@ Streamlit runs each session's script in its own) and returns them only from a he
 Back-propagation and its float64 checks free tens of MB mid-heap, which then stayed in the
 server's RSS. ``malloc_trim(0)`` releases every heap's free pages; it runs after such a
 computation, not after every script run. The Learning page went from +21 to +2 MB of RSS
-(BENCHMARKS.md, the ``session_rss.py`` run of 2026-11-24, 07:07). Elsewhere than glibc it
+(benchmarks/LOG.md, the ``session_rss.py`` run of 2026-11-24, 07:07). Elsewhere than glibc it
 does nothing.
 """
 

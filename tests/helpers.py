@@ -253,6 +253,16 @@ def downloads(at: AppTest) -> list[dict]:
 
 class Table(NamedTuple):
     value: pd.DataFrame  # as st.dataframe's element gives it: ``tables(at)[0].value``
+    shown: pd.DataFrame | None = None  # a grid's cells as text where the page wrote them
+
+
+def _grid_text(e) -> pd.DataFrame | None:
+    """The display values a data grid was sent (``widgets.grid`` writes them through a
+    pandas Styler), or None where the grid formats its numbers itself."""
+    import pyarrow as pa
+
+    data = e.proto.arrow_data.styler.display_values
+    return pa.ipc.open_stream(data).read_pandas() if data else None
 
 
 def _html_table(body: str) -> pd.DataFrame:
@@ -276,7 +286,7 @@ def tables(at: AppTest) -> list[Table]:
     out = []
     for e in at._tree:
         if e.type == "dataframe":
-            out.append(Table(e.value))
+            out.append(Table(e.value, _grid_text(e)))
         elif e.type == "html" and 'class="gv-table"' in e.value:
             out.append(Table(_html_table(e.value)))
     return out

@@ -18,7 +18,7 @@ from gptviz.app.shared.heatmaps import fit_margins, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.ticks import thin_ticks
-from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
+from gptviz.app.shared.widgets import chart, csv_download, grid, on_demand, plain_table, plot
 from gptviz.app.speedups import fold
 from gptviz.i18n import N_, _
 from gptviz.model.hooks import ActivationCache
@@ -265,7 +265,7 @@ def ablation_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None
     four = st.column_config.NumberColumn(format="%.4f")  # one format a column
     shown = {"token": _("token"), "P all heads": _("P all heads"),
              "P ablated": _("P ablated"), "change": _("change")}  # on screen; the CSV's stay
-    st.dataframe(df.rename(columns=shown), hide_index=True, width="stretch", column_config={
+    grid(df.rename(columns=shown), hide_index=True, width="stretch", column_config={
         shown["P all heads"]: four, shown["P ablated"]: four,
         shown["change"]: st.column_config.NumberColumn(format="%+.2e")})
     csv_download(df, "ablation.csv")

@@ -16,7 +16,7 @@ from gptviz.app.block.names import shown_columns, stage_name
 from gptviz.app.shared.cache import cached_result, per_model, vocab_labels
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download, problem
+from gptviz.app.shared.widgets import chart, csv_download, grid, problem
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model.hooks import ActivationCache
@@ -178,8 +178,8 @@ def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> 
     df = pd.DataFrame({"component": [comp.label for comp in shown.components]
                        + (["b_f (LN bias)"] if shown.ln_bias is not None else []),
                        "adds to the logit": values})  # the CSV's names stay English
-    st.dataframe(shown_columns(df.assign(component=labels)), hide_index=True, width="stretch",
-                 height=220, column_config={_("adds to the logit"): st.column_config.NumberColumn(
+    grid(shown_columns(df.assign(component=labels)), hide_index=True, width="stretch",
+         height=220, column_config={_("adds to the logit"): st.column_config.NumberColumn(
                      format="%+.5f")})
     csv_download(df, f"logit-attribution-{pos}-{token}.csv")
     no_positions = (_("This model adds no position vector (RoPE rotates q and k inside "

@@ -19,7 +19,7 @@ from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import tex_escape
-from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
+from gptviz.app.shared.widgets import chart, csv_download, grid, on_demand, plain_table, plot
 from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model.config import ACTIVATION_TEX, ACTIVATION_TEXT
 from gptviz.model.hooks import ActivationCache
@@ -87,10 +87,9 @@ def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int
                        **{k: v for k, v in stats.items()}})
     # rounded as shown, + 0.0 turning −0.0 into 0: a mean of −3e-9 read "-0.000000"
     shown = df.assign(**{k: np.round(np.asarray(v, np.float64), 6) + 0.0 for k, v in stats.items()})
-    st.dataframe(shown.rename(columns=lambda k: stat_name(k) if k in stats else
-                              _(COLUMNS.get(k, k))), hide_index=True, width="stretch",
-                 height=220, column_config={
-                     stat_name(k): st.column_config.NumberColumn(format="%.6f") for k in stats})
+    grid(shown.rename(columns=lambda k: stat_name(k) if k in stats else _(COLUMNS.get(k, k))),
+         hide_index=True, width="stretch", height=220, column_config={
+             stat_name(k): st.column_config.NumberColumn(format="%.6f") for k in stats})
     csv_download(df, f"layernorm-{layer}-{which}.csv")  # the exact values
 
 
@@ -133,9 +132,9 @@ def parameters(picked: Picked) -> None:
                             for k, v in counts.items()},
                            _("{model}: parameters per component").format(model=picked.name)))
     mine = pd.DataFrame({"component": list(counts), "parameters": list(counts.values())})
-    st.dataframe(shown_columns(mine.assign(component=mine["component"].map(component_name))),
-                 hide_index=True, width="stretch", height="content",
-                 column_config={_("parameters"): COUNT})
+    grid(shown_columns(mine.assign(component=mine["component"].map(component_name))),
+         hide_index=True, width="stretch", height="content",
+         column_config={_("parameters"): COUNT})
     csv_download(mine, f"parameters-{picked.name}.csv")
     same = counts["total"] == model.num_params()
     n = model.num_params()
@@ -152,9 +151,9 @@ def parameters(picked: Picked) -> None:
     tied, untied = analysis.seeds_124m_counts(True), analysis.seeds_124m_counts(False)
     df = pd.DataFrame({"component": list(tied), "tied (W_U = Eᵀ)": list(tied.values()),
                        "untied": [untied[k] for k in tied]})
-    st.dataframe(shown_columns(df.assign(component=df["component"].map(component_name))),
-                 hide_index=True, width="stretch", height="content",
-                 column_config={_("tied (W_U = Eᵀ)"): COUNT, _("untied"): COUNT})
+    grid(shown_columns(df.assign(component=df["component"].map(component_name))),
+         hide_index=True, width="stretch", height="content",
+         column_config={_("tied (W_U = Eᵀ)"): COUNT, _("untied"): COUNT})
     csv_download(df, "parameters-gpt-config-124m.csv")
     extra = 12 * 3 * 768
     st.caption(_("Shown: the seeds' configuration, with qkv_bias = False and every other bias "

@@ -1,8 +1,9 @@
 """Data grids write their numbers as the session's language does (issue 41): a
 ``NumberColumn`` format such as "%.4f" is drawn by Streamlit in the browser's locale, a
 printf one always with the decimal point, so the pages write those cells themselves
-(``widgets.grid``): 0,1235 beside the decimal comma of the prose in Spanish. The grid keeps
-the numbers (it sorts them as numbers) and CSV downloads stay in a machine format."""
+(``widgets.data_grid``): 0,1235 beside the decimal comma of the prose in Spanish, as are the
+floats of a grid that has no format for them. The grid keeps the numbers (it sorts them as
+numbers) and CSV downloads stay in a machine format."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ GRIDS = [("tokenizers", "Compare"), ("tokenizers", "Across languages"),
          ("block", "Direct logit attribution"), ("positional", "Order without positions"),
          ("positional", "X + PE for the prompt"), ("embeddings", "Trained vs untrained"),
          ("learning", "Gradient check")]
+# Views with a grid of floats that have no format of their own: Streamlit's default writes
+# them with the point (0.1235) whatever the language.
+PLAIN = [("attention", "OV circuit"), ("attention", "Head taxonomy"),
+         ("block", "Residual stream and logit lens")]
 
 
 def page(name: str, lang: str, view: str):
@@ -44,8 +49,9 @@ def read_back(text: str, lang: str) -> tuple[float, float]:
     return (value / 100, half / 100) if share else (value, half)
 
 
-@pytest.mark.parametrize("lang", ["es", "en"])
-@pytest.mark.parametrize(("name", "view"), GRIDS)
+@pytest.mark.parametrize(("name", "view", "lang"), [(n, v, lang) for n, v in GRIDS
+                                                   for lang in ("es", "en")]
+                         + [(n, v, "es") for n, v in PLAIN])
 def test_a_grids_numbers_are_written_in_the_sessions_language(name, view, lang):
     at = page(name, lang, view)
     assert not at.exception, at.exception[0].value if at.exception else ""

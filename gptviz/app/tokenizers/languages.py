@@ -11,6 +11,7 @@ from gptviz.app.shared.views import url_bound
 from gptviz.app.shared.widgets import (
     chart,
     csv_download,
+    data_grid,
     dataframe,
     on_demand,
     problem,
@@ -154,7 +155,7 @@ def languages_view(toks: dict[str, Tokenizer], errors: dict[str, str], cache_key
     table = table.rename(index=_, columns=_)
     st.markdown(_("**{measure}** ({how}), per language and tokenizer:").format(
         measure=_(measure), how=_(MEASURES[measure])))
-    st.dataframe(table, width="stretch", height="content", column_config={
+    data_grid(table, width="stretch", height="content", column_config={
         c: st.column_config.NumberColumn(format="%.2f") for c in table.columns})
     st.info(_(LOSSY), icon=":material/info:")
     with on_demand(_("Every count as a table"), key="languages_table") as open_:

@@ -4,8 +4,8 @@ is computed.
 ``@st.cache_resource(show_spinner="…")`` takes its text once, at import, in no session's
 language. ``with st.spinner(_("…")):`` around a cached call says it in the reader's language
 but runs at every call, a hit too: each starts a timer thread and sends the browser one more
-message to clear it, which made a page's load 0.05–0.1× of a bare page slower (benchmarks/
-LOG.md, 2026-11-28 "Spinners at every run"). ``said`` gives Streamlit's own spinner, on a
+message to clear it (1–2 more per load of Tokenizers, Training and Generation; their load
+times differed by less than a run's noise). ``said`` gives Streamlit's own spinner, on a
 miss only, with the text looked up per language: one decorated function per language, all
 of them one cache (Streamlit keys a function's cache on its module, name and source).
 """

@@ -253,10 +253,21 @@ def downloads(at: AppTest) -> list[dict]:
 
 class Table(NamedTuple):
     value: pd.DataFrame  # as st.dataframe's element gives it: ``tables(at)[0].value``
+    shown: pd.DataFrame | None = None  # the cells as text where the page wrote them
 
 
-def _html_table(body: str) -> pd.DataFrame:
-    """A ``widgets.plain_table`` read back: floats from their exact ``data-v``, ints, text."""
+def _grid_text(e) -> pd.DataFrame | None:
+    """The display values a data grid was sent (``widgets.data_grid`` writes them through a
+    pandas Styler), or None where the grid formats its numbers itself."""
+    import pyarrow as pa
+
+    data = e.proto.arrow_data.styler.display_values
+    return pa.ipc.open_stream(data).read_pandas() if data else None
+
+
+def _html_table(body: str) -> Table:
+    """A ``widgets.plain_table`` read back: floats from their exact ``data-v``, ints, text;
+    and its cells' text as shown."""
     def cell(m: re.Match) -> Any:
         attrs, text = m.group(1), html.unescape(m.group(2))
         exact = re.search(r'data-v="([^"]*)"', attrs)
@@ -265,9 +276,11 @@ def _html_table(body: str) -> pd.DataFrame:
         return int(text) if "gv-num" in attrs else text
 
     head = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", body, re.S)]
-    rows = [[cell(m) for m in re.finditer(r"<td([^>]*)>(.*?)</td>", row, re.S)]
-            for row in re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1], re.S)]
-    return pd.DataFrame(rows, columns=head)
+    cells = [list(re.finditer(r"<td([^>]*)>(.*?)</td>", row, re.S))
+             for row in re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1], re.S)]
+    return Table(pd.DataFrame([[cell(m) for m in row] for row in cells], columns=head),
+                 pd.DataFrame([[html.unescape(m.group(2)) for m in row] for row in cells],
+                              columns=head))
 
 
 def tables(at: AppTest) -> list[Table]:
@@ -276,9 +289,9 @@ def tables(at: AppTest) -> list[Table]:
     out = []
     for e in at._tree:
         if e.type == "dataframe":
-            out.append(Table(e.value))
+            out.append(Table(e.value, _grid_text(e)))
         elif e.type == "html" and 'class="gv-table"' in e.value:
-            out.append(Table(_html_table(e.value)))
+            out.append(_html_table(e.value))
     return out
 
 

@@ -249,7 +249,7 @@ def test_the_page_says_when_beam_search_missed_the_most_probable_text():
     beams = beam_search(model, prompt, 4, 3)
     tok = load_checkpoint(bundled_models()[MODEL]).tokenizer
     vs = next(x.value for x in at.latex if r"y^{\text{greedy}}" in x.value)
-    assert r"\text{beam search missed } y^{*}" in vs
+    assert r"\text{beam search missed $y^{*}" in vs
     found = re.search(r"\\log P\(y\^\{\*\} \\mid x\) = (-\d+\.\d+)", vs)
     best = float(found.group(1))
     assert best == pytest.approx(-4.318, abs=5e-4)

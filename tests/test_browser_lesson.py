@@ -70,6 +70,28 @@ def test_presenter_mode_by_keyboard_at_1280x720(page, app_url):
     assert eventually(lambda: heading(page, N - 1).is_visible())
 
 
+@pytest.mark.parametrize("step", [6, 13])
+def test_the_longest_spanish_steps_fit_1280x720(page, app_url, step):
+    """Spanish runs longer than English: step 6's answer and step 13's narrative ran 9 and
+    28 px past the projector's screen in Spanish while English and Chinese fit."""
+    from gptviz import i18n
+    from gptviz.app.lesson.steps import title
+
+    page.set_viewport_size({"width": 1280, "height": 720})
+    visit(page, f"{app_url}/lesson?presenter=true&lang=es&step={step}")
+    with i18n.use("es"):
+        label = i18n._("Step {step} of {n} · {title}").format(step=step, n=N, title=title(step))
+    assert eventually(lambda: page.get_by_text(label, exact=False).first.is_visible()), label
+    if page.locator(REVEAL).count():
+        press(page, "r")
+        assert eventually(lambda: page.locator(REVEAL).count() == 0), f"R at step {step}"
+    settle(page)
+    check_no_exception(page, f"lesson step {step} in es")
+    screenshot(page, f"lesson-es-{step:02d}")
+    assert page.evaluate(NO_OVERFLOW), f"step {step} in es scrolls sideways"
+    assert page.evaluate(NO_SCROLL), f"step {step} in es does not fit 1280 x 720"
+
+
 def test_the_handout_works_offline_and_a_step_opens_its_explore_page(page, app_url, browser,
                                                                       tmp_path):
     page.set_viewport_size({"width": 1400, "height": 1400})

@@ -19,11 +19,10 @@ prompt for the search), the largest the app serves.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 
+from benchmarks.common import median_seconds
 from gptviz.analysis import learning
 from gptviz.app.learning.controls import median_position, window_length
 from gptviz.app.learning.step import ETAS
@@ -35,26 +34,16 @@ from gptviz.generation.beam import beam_search
 from gptviz.model import GPT, GPTConfig
 
 
-def timed(fn, reps: int) -> tuple[float, object]:
-    """Median seconds over ``reps`` runs after one warm-up run, and the last result."""
-    out = fn()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
-
-
 def search(model: GPT, ids: list[int], name: str, lengths: list[int], reps: int) -> None:
     print(f"\n{name}: beam search (k = 3) and the exact search it prunes, {len(ids)}-token "
           "prompt")
     print(f"{'n':>4} {'beam (s)':>10} {'exact (s)':>10} {'exact/beam':>11}  result")
     for n in lengths:
-        beam_s, beams = timed(lambda n=n: beam_search(model, ids, n, 3), reps)
+        beam_s, beams = median_seconds(lambda n=n: beam_search(model, ids, n, 3), reps,
+                                       warmup=1)
         known, score = beams.tokens(n - 1, 0), beams.steps[-1].scores[0]
-        exact_s, found = timed(lambda n=n, k=known, s=score: exact.most_probable(
-            model, ids, n, k, s), reps)
+        exact_s, found = median_seconds(lambda n=n, k=known, s=score: exact.most_probable(
+            model, ids, n, k, s), reps, warmup=1)
         said = (f"not checked: {found.reason}" if not found.checked else
                 f"checked, {found.expanded:,} prefixes run; "
                 + ("beam missed y* by " + f"{found.score - score:.3f}"
@@ -69,10 +58,12 @@ def microscopes(model: GPT, ids: list[int], name: str, reps: int) -> None:
     precise = learning.PRECISE
     try:
         learning.PRECISE = 0.0  # never float64: the page before issue 39
-        before_s, m0 = timed(lambda: learning.microscope(model, window, position, etas), reps)
+        before_s, m0 = median_seconds(
+            lambda: learning.microscope(model, window, position, etas), reps, warmup=1)
     finally:
         learning.PRECISE = precise
-    after_s, m = timed(lambda: learning.microscope(model, window, position, etas), reps)
+    after_s, m = median_seconds(
+        lambda: learning.microscope(model, window, position, etas), reps, warmup=1)
     n64 = sum(s.precise for s in m.steps)
     assert not any(s.precise for s in m0.steps)
     print(f"{name}: window {len(window.x)}, t = {position}; float32 only {before_s:.3f} s, "

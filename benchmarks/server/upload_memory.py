@@ -193,6 +193,19 @@ def _streamed(name: str, method: int, unpacked: int, declared: int, others: dict
     return bytes(data)
 
 
+# The JSON files filled up to the limit with one unit: what each is, the file, its head, the
+# unit repeated and its tail.
+JSON_FILLS = {
+    "json-escapes": ("the issue's config.json: '\"' then '\\\"' (2 MB)", "config.json", b'"',
+                     b'\\"', b""),
+    "json-deep": ("card.json 2 MB of '[': nested 2M deep", "card.json", b"", b"[", b""),
+    "json-objects": ("card.json: 2 MB of {} (666k objects, kept)", "card.json", b'{"x": [',
+                     b"{},", b"{}]}"),
+    "json-strings": ("card.json: 2 MB of \"\" (666k strings, kept)", "card.json", b'{"x": [',
+                     b'"",', b'""]}'),
+}
+
+
 def attack_zip(name: str) -> tuple[str, bytes]:
     """(what it is, the zip's bytes) of one case of --attacks."""
     from gptviz.app.shared.picker import UPLOAD_LIMITS as LIMITS
@@ -245,18 +258,9 @@ def attack_zip(name: str) -> tuple[str, bytes]:
                 f"{size >> 20:,} MB"), _streamed("card.json", method, size, 1000,
                                                  {k: v for k, v in base.items()
                                                   if k != "card.json"})
-    if name == "json-escapes":
-        return "the issue's config.json: '\"' then '\\\"' (2 MB)", _zip(base | {
-            "config.json": fill(b'"', b'\\"', b"")})
-    if name == "json-deep":
-        return "card.json 2 MB of '[': nested 2M deep", _zip(base | {
-            "card.json": fill(b"", b"[", b"")})
-    if name == "json-objects":
-        return "card.json: 2 MB of {} (666k objects, kept)", _zip(base | {
-            "card.json": fill(b'{"x": [', b"{},", b"{}]}")})
-    if name == "json-strings":
-        return "card.json: 2 MB of \"\" (666k strings, kept)", _zip(base | {
-            "card.json": fill(b'{"x": [', b'"",', b'""]}')})
+    if name in JSON_FILLS:
+        what, file, head, unit, tail = JSON_FILLS[name]
+        return what, _zip(base | {file: fill(head, unit, tail)})
     if name == "json-config-keys":
         keys = b", ".join(b'"k%d": 0' % i for i in range(limit // 12))
         text = b'{"n_layer": 1, ' + keys[:keys.rfind(b",", 0, limit - 40)] + b"}"

@@ -17,7 +17,7 @@ from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.heatmaps import shown_label
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download, plot, problem
+from gptviz.app.shared.widgets import csv_download, data_grid, plot, problem
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model import GPT
@@ -232,9 +232,9 @@ def ov_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None:
                        "token": [vocab[t] for t in top], "logit change": logits[top]})
     left, right = st.columns([2, 3])
     with left:
-        st.dataframe(df.rename(columns={"rank": _("rank"), "token": _("token"),
-                                        "logit change": _("logit change")}),
-                     hide_index=True, width="stretch")
+        data_grid(df.rename(columns={"rank": _("rank"), "token": _("token"),
+                                     "logit change": _("logit change")}),
+                  hide_index=True, width="stretch")
         csv_download(df, f"ov-L{layer}-H{head}-source{source}.csv")
     with right:
         bars = cached_figure(picked, "ov-bars", (layer, head, source, i18n.current()),

@@ -19,7 +19,7 @@ from gptviz.app.shared.cache import once_per_model
 from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download, plot
+from gptviz.app.shared.widgets import csv_download, data_grid, plot
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model.hooks import ActivationCache
@@ -123,8 +123,8 @@ def taxonomy_view(picked: Picked, prompt: Prompt, cache: ActivationCache, layer:
     with right:
         _how_measured(tax, t)
     df = taxonomy_table(tax)
-    st.dataframe(shown_table(df), hide_index=True, width="stretch",
-                 height=min(400, 35 * len(df) + 40))
+    data_grid(shown_table(df), hide_index=True, width="stretch",
+              height=min(400, 35 * len(df) + 40))
     csv_download(df, "head-taxonomy.csv")
     st.caption(ngettext(
         "Entropy: the mean over the rows of −Σⱼ wᵢⱼ log wᵢⱼ, on the prompt (0: each row on "

@@ -18,7 +18,7 @@ from gptviz.app.shared.heatmaps import fit_margins, title_room
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.ticks import thin_ticks
-from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
+from gptviz.app.shared.widgets import chart, csv_download, data_grid, on_demand, plain_table, plot
 from gptviz.app.speedups import fold
 from gptviz.i18n import N_, _
 from gptviz.model.hooks import ActivationCache
@@ -160,7 +160,7 @@ def chosen_head(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: i
     df = pattern_table(steps["pattern"], labels)
     with on_demand(_("This head's pattern as a table"), key="pattern_table") as shown:
         if shown:
-            st.dataframe(df.rename_axis(_("query \\ key")), width="stretch", height=260)
+            data_grid(df.rename_axis(_("query \\ key")), width="stretch", height=260)
             csv_download(df.reset_index(), f"pattern-L{layer}-H{head}.csv")
 
 
@@ -199,7 +199,7 @@ def head_steps(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: in
         if shown:
             name = st.segmented_control(_("Matrix"), list(tables), default="Q", required=True,
                                         key="step_table", bind="query-params")
-            st.dataframe(tables[name], width="stretch", height=240)
+            data_grid(tables[name], width="stretch", height=240)
             csv_download(tables[name].reset_index(names="token"),
                          f"{name}-L{layer}-H{head}.csv")
 
@@ -265,7 +265,7 @@ def ablation_view(picked: Picked, prompt: Prompt, layer: int, head: int) -> None
     four = st.column_config.NumberColumn(format="%.4f")  # one format a column
     shown = {"token": _("token"), "P all heads": _("P all heads"),
              "P ablated": _("P ablated"), "change": _("change")}  # on screen; the CSV's stay
-    st.dataframe(df.rename(columns=shown), hide_index=True, width="stretch", column_config={
+    data_grid(df.rename(columns=shown), hide_index=True, width="stretch", column_config={
         shown["P all heads"]: four, shown["P ablated"]: four,
         shown["change"]: st.column_config.NumberColumn(format="%+.2e")})
     csv_download(df, "ablation.csv")

@@ -16,7 +16,7 @@ from gptviz.app.block.names import shown_columns, stage_name
 from gptviz.app.shared.cache import cached_result, per_model, vocab_labels
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import chart, csv_download, problem
+from gptviz.app.shared.widgets import chart, csv_download, data_grid, problem
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model.hooks import ActivationCache
@@ -178,9 +178,9 @@ def attribution_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> 
     df = pd.DataFrame({"component": [comp.label for comp in shown.components]
                        + (["b_f (LN bias)"] if shown.ln_bias is not None else []),
                        "adds to the logit": values})  # the CSV's names stay English
-    st.dataframe(shown_columns(df.assign(component=labels)), hide_index=True, width="stretch",
-                 height=220, column_config={_("adds to the logit"): st.column_config.NumberColumn(
-                     format="%+.5f")})
+    data_grid(shown_columns(df.assign(component=labels)), hide_index=True, width="stretch",
+              height=220, column_config={
+                  _("adds to the logit"): st.column_config.NumberColumn(format="%+.5f")})
     csv_download(df, f"logit-attribution-{pos}-{token}.csv")
     no_positions = (_("This model adds no position vector (RoPE rotates q and k inside "
                       "attention), so there is no position bar.") if c.rope else
@@ -226,7 +226,7 @@ def commitment_view(picked: Picked, prompt: Prompt, cache: ActivationCache) -> N
     shown = shown_columns(df.assign(**{k: df[k].map(stage_name) for k in (
         "commits after", "keeps it after")})).rename(columns=lambda k: _("top-1 {stage}").format(
             stage=stage_name(k[len("top-1 "):])) if k.startswith("top-1 ") else k)
-    st.dataframe(shown, hide_index=True, width="stretch", height=min(240, 35 * len(df) + 40))
+    data_grid(shown, hide_index=True, width="stretch", height=min(240, 35 * len(df) + 40))
     csv_download(df, "commitment-layers.csv")
 
 

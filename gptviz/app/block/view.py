@@ -19,7 +19,7 @@ from gptviz.app.shared.figure_cache import cached_figure
 from gptviz.app.shared.inputs import Prompt, position_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import tex_escape
-from gptviz.app.shared.widgets import chart, csv_download, on_demand, plain_table, plot
+from gptviz.app.shared.widgets import chart, csv_download, data_grid, on_demand, plain_table, plot
 from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model.config import ACTIVATION_TEX, ACTIVATION_TEXT
 from gptviz.model.hooks import ActivationCache
@@ -87,10 +87,10 @@ def layernorm(picked: Picked, prompt: Prompt, cache: ActivationCache, layer: int
                        **{k: v for k, v in stats.items()}})
     # rounded as shown, + 0.0 turning −0.0 into 0: a mean of −3e-9 read "-0.000000"
     shown = df.assign(**{k: np.round(np.asarray(v, np.float64), 6) + 0.0 for k, v in stats.items()})
-    st.dataframe(shown.rename(columns=lambda k: stat_name(k) if k in stats else
-                              _(COLUMNS.get(k, k))), hide_index=True, width="stretch",
-                 height=220, column_config={
-                     stat_name(k): st.column_config.NumberColumn(format="%.6f") for k in stats})
+    data_grid(shown.rename(columns=lambda k: stat_name(k) if k in stats else
+                           _(COLUMNS.get(k, k))), hide_index=True, width="stretch",
+              height=220, column_config={
+                  stat_name(k): st.column_config.NumberColumn(format="%.6f") for k in stats})
     csv_download(df, f"layernorm-{layer}-{which}.csv")  # the exact values
 
 
@@ -133,9 +133,9 @@ def parameters(picked: Picked) -> None:
                             for k, v in counts.items()},
                            _("{model}: parameters per component").format(model=picked.name)))
     mine = pd.DataFrame({"component": list(counts), "parameters": list(counts.values())})
-    st.dataframe(shown_columns(mine.assign(component=mine["component"].map(component_name))),
-                 hide_index=True, width="stretch", height="content",
-                 column_config={_("parameters"): COUNT})
+    data_grid(shown_columns(mine.assign(component=mine["component"].map(component_name))),
+              hide_index=True, width="stretch", height="content",
+              column_config={_("parameters"): COUNT})
     csv_download(mine, f"parameters-{picked.name}.csv")
     same = counts["total"] == model.num_params()
     n = model.num_params()
@@ -152,9 +152,9 @@ def parameters(picked: Picked) -> None:
     tied, untied = analysis.seeds_124m_counts(True), analysis.seeds_124m_counts(False)
     df = pd.DataFrame({"component": list(tied), "tied (W_U = Eᵀ)": list(tied.values()),
                        "untied": [untied[k] for k in tied]})
-    st.dataframe(shown_columns(df.assign(component=df["component"].map(component_name))),
-                 hide_index=True, width="stretch", height="content",
-                 column_config={_("tied (W_U = Eᵀ)"): COUNT, _("untied"): COUNT})
+    data_grid(shown_columns(df.assign(component=df["component"].map(component_name))),
+              hide_index=True, width="stretch", height="content",
+              column_config={_("tied (W_U = Eᵀ)"): COUNT, _("untied"): COUNT})
     csv_download(df, "parameters-gpt-config-124m.csv")
     extra = 12 * 3 * 768
     st.caption(_("Shown: the seeds' configuration, with qkv_bias = False and every other bias "
@@ -177,7 +177,7 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
     df.insert(0, "token", prompt.labels)
     with on_demand(_("Norms as a table"), key="norms_table") as shown:
         if shown:
-            st.dataframe(df.rename(columns={"token": _("token")}), width="stretch", height=220)
+            data_grid(df.rename(columns={"token": _("token")}), width="stretch", height=220)
             csv_download(df, "residual-norms.csv")
     st.markdown(_("#### Logit lens"))
     pos = position_input(prompt, _("Read the guesses at token"), key="lens_position")
@@ -194,9 +194,9 @@ def residual_and_lens(picked: Picked, prompt: Prompt, cache: ActivationCache) ->
                          "rank": np.tile(np.arange(1, probs.shape[1] + 1), len(rows)),
                          "token": [g for row in guesses for g in row],
                          "probability": probs.reshape(-1)})
-    st.dataframe(shown_columns(lens.assign(**{"read after": np.repeat(shown_rows,
-                                                                     probs.shape[1])})),
-                 hide_index=True, width="stretch", height=220)
+    data_grid(shown_columns(lens.assign(**{"read after": np.repeat(shown_rows,
+                                                                   probs.shape[1])})),
+              hide_index=True, width="stretch", height=220)
     csv_download(lens, "logit-lens.csv")
     st.caption(_("Each row applies the model's own final LayerNorm and unembedding to the "
                  "residual stream as it is after that block, as if the model stopped there. "

@@ -17,7 +17,7 @@ from gptviz.app.generation.turn import sampling_caption
 from gptviz.app.shared.cache import per_model, vocab_labels
 from gptviz.app.shared.chips import visible
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.widgets import csv_download, plot, problem
+from gptviz.app.shared.widgets import csv_download, data_grid, plot, problem
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.generation import beam, exact
 from gptviz.generation import sampling as gen
@@ -208,5 +208,5 @@ def _beams_at(found: beam.Beams, labels: list[str], picked: Picked, width: int,
         N_("log P(last token | its beam)"): [round(x, 4) for x in step.logprobs],
         N_("score = log P(text | prompt)"): [round(x, 4) for x in step.scores],
     })
-    st.dataframe(df.rename(columns=_), hide_index=True, width="stretch")
+    data_grid(df.rename(columns=_), hide_index=True, width="stretch")
     csv_download(df, "beams.csv")

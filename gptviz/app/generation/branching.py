@@ -21,7 +21,7 @@ from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.inputs import fresh_choice
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import percent
-from gptviz.app.shared.widgets import csv_download, plot
+from gptviz.app.shared.widgets import csv_download, data_grid, plot
 from gptviz.generation.sampling import Sampling
 from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model import GPT
@@ -177,7 +177,7 @@ def _tree(hist: History, labels: list[str]) -> None:
         })
     df = pd.DataFrame(table)
     shown = df.assign(**{"current text": [_(v) if v else v for v in df["current text"]]})
-    st.dataframe(shown.rename(columns=_), hide_index=True, width="stretch")
+    data_grid(shown.rename(columns=_), hide_index=True, width="stretch")
     csv_download(df, "branches.csv")
     st.caption(_("log P(text | prompt) = Σ log P(token | the text before it), the same score "
                  "beam search maximises (see *Beam search*)."))

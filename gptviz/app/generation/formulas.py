@@ -11,9 +11,8 @@ import codecs
 import math
 from collections.abc import Sequence
 
-from gptviz.app.generation.tex_words import words
 from gptviz.app.shared.chips import hex_bytes
-from gptviz.app.shared.tex import STRUT, grouped, num, percent_tex, tex_running, tex_text
+from gptviz.app.shared.tex import STRUT, grouped, num, percent_tex, tex_running, tex_text, words
 from gptviz.i18n import _
 
 WINDOW_CHARS = 60  # characters of the context window a line of the seeds' display shows

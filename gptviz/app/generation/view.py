@@ -24,7 +24,7 @@ from gptviz.app.shared.heatmaps import heatmap
 from gptviz.app.shared.inputs import layer_and_head
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import grouped, num, percent
-from gptviz.app.shared.widgets import csv_download, plot
+from gptviz.app.shared.widgets import csv_download, data_grid, plot
 from gptviz.generation import sampling as gen
 from gptviz.generation.sampling import Sampling
 from gptviz.i18n import N_, _, ngettext, number, pgettext
@@ -247,8 +247,8 @@ def history_view(hist: History, picked: Picked) -> None:
         [t.cropped for t in turns])  # as the CSV has it: English headers, plain numbers
     shown = df.assign(settings=[_(origins[t.origin]) if t.origin in origins else
                                 sampling_caption(t.sampling) for t in turns])
-    st.dataframe(shown.rename(columns=lambda c: pgettext("run step", "step") if c == "step"
-                              else _(c)), hide_index=True, width="stretch")
+    data_grid(shown.rename(columns=lambda c: pgettext("run step", "step") if c == "step"
+                           else _(c)), hide_index=True, width="stretch")
     csv_download(df, "generation_history.csv")
     st.caption(_("Pick a step with *Replay a step* above to see its distribution again."))
 

@@ -20,10 +20,11 @@ from gptviz.analysis.learning import LearningError, Window, check_position, take
 from gptviz.app.learning.figures import window_chips_html
 from gptviz.app.shared.cache import vocab_labels
 from gptviz.app.shared.picker import Picked
+from gptviz.app.shared.spinner import said
 from gptviz.app.shared.widgets import cap_text, problem
 from gptviz.checkpoints.folder import Checkpoint
 from gptviz.data import CorpusError, bundled_corpora, read_corpus
-from gptviz.i18n import _, ngettext, number
+from gptviz.i18n import N_, _, ngettext, number
 from gptviz.model import GPT
 from gptviz.model.config import TrainConfig
 from gptviz.tokenizers import TokenizerError
@@ -108,16 +109,21 @@ def split_encode(ckpt: Checkpoint, text: str, corpus: bool) -> tuple[np.ndarray,
     return np.asarray(ids, dtype=np.int32), len(ids) - round(len(ids) * fraction)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)  # the spinner: in source_or_stop
+@said(st.cache_data, N_("Encoding the corpus…"), max_entries=8)
 def _encode_shared(model_key: str, corpus: str, _ckpt: Checkpoint
                    ) -> tuple[np.ndarray, int | None]:
     return split_encode(_ckpt, _text(corpus), True)
 
 
-@st.cache_data(max_entries=3, show_spinner=False, scope="session")
-def _encode_private(model_key: str, text_key: str, corpus: bool, _ckpt: Checkpoint,
-                    _text: str) -> tuple[np.ndarray, int | None]:
+def _encode_own(model_key: str, text_key: str, corpus: bool, _ckpt: Checkpoint,
+                _text: str) -> tuple[np.ndarray, int | None]:
     return split_encode(_ckpt, _text, corpus)
+
+
+# One cache (a session's own model, or a pasted text), said two ways
+_OWN = dict(max_entries=3, scope="session")
+_encode_private = said(st.cache_data, N_("Encoding the corpus…"), **_OWN)(_encode_own)
+_encode_pasted = said(st.cache_data, N_("Encoding the text…"), **_OWN)(_encode_own)
 
 
 def source_or_stop(picked: Picked) -> Source:
@@ -133,12 +139,11 @@ def source_or_stop(picked: Picked) -> Source:
         choice = options[0]
     if choice != PASTE:
         try:
-            with st.spinner(_("Encoding the corpus…")):
-                if picked.bundled:
-                    ids, val_from = _encode_shared(picked.cache_key, choice, ckpt)
-                else:
-                    ids, val_from = _encode_private(picked.cache_key, choice, True, ckpt,
-                                                    _text(choice))
+            if picked.bundled:
+                ids, val_from = _encode_shared(picked.cache_key, choice, ckpt)
+            else:
+                ids, val_from = _encode_private(picked.cache_key, choice, True, ckpt,
+                                                _text(choice))
         except (CorpusError, OSError, TokenizerError) as exc:
             problem(_("The corpus {corpus} cannot be used: {reason} Paste a text instead."
                       ).format(corpus=repr(choice), reason=exc))
@@ -159,8 +164,7 @@ def source_or_stop(picked: Picked) -> Source:
         st.stop()
     try:
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        with st.spinner(_("Encoding the text…")):
-            ids = _encode_private(picked.cache_key, key, False, ckpt, text)[0]
+        ids = _encode_pasted(picked.cache_key, key, False, ckpt, text)[0]
     except TokenizerError as exc:
         problem(_("This model's tokenizer cannot read the text: {reason}").format(reason=exc))
         st.stop()

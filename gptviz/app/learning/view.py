@@ -31,7 +31,7 @@ from gptviz.app.serving.memory import blocks_mapped_apart
 from gptviz.app.shared.cache import vocab_labels, wide_result
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import percent
-from gptviz.app.shared.widgets import chart, csv_download, on_demand
+from gptviz.app.shared.widgets import chart, csv_download, data_grid, on_demand
 from gptviz.app.speedups import fold
 from gptviz.i18n import N_, _, number
 from gptviz.model import GPT
@@ -126,8 +126,8 @@ def logit_section(m: Microscope, vocab: list[str]) -> None:
     with on_demand(_("∂L/∂z as a table (z, P, e_y, autograd)"), key="logit_table") as shown:
         if shown:  # closed, the page loads no data grid (its code alone is ~1.4 MB)
             auto = _("autograd ∂L/∂z")
-            st.dataframe(df.rename(columns={"token": _("token"), "autograd ∂L/∂z": auto}),
-                         hide_index=True, width="stretch", column_config={
+            data_grid(df.rename(columns={"token": _("token"), "autograd ∂L/∂z": auto}),
+                      hide_index=True, width="stretch", column_config={
                 k: st.column_config.NumberColumn(format="%.6f") for k in (
                     "z", "P", "P − e_y", auto)} | {
                 "|Δ|": st.column_config.NumberColumn(format="%.1e")})
@@ -167,10 +167,10 @@ def backprop_section(picked: Picked, m: Microscope) -> None:
     with on_demand(_("Gradient norms as a table"), key="norms_table") as shown:
         if shown:
             names = {k: _(k) for k in COLUMNS}
-            st.dataframe(df.assign(group=df["group"].map(fg.group_name),
-                                   component=df["component"].map(fg.group_name)
-                                   ).rename(columns=names),
-                         hide_index=True, width="stretch", height=260, column_config={
+            data_grid(df.assign(group=df["group"].map(fg.group_name),
+                                component=df["component"].map(fg.group_name)
+                                ).rename(columns=names),
+                      hide_index=True, width="stretch", height=260, column_config={
                 "‖∂L/∂θ‖": st.column_config.NumberColumn(format="%.4e"),
                 names["share of ‖g‖²"]: st.column_config.NumberColumn(format="percent"),
                 names["parameters"]: st.column_config.NumberColumn(format="localized")})
@@ -227,8 +227,8 @@ def gradient_check_view(picked: Picked, window: Window, position: int) -> None:
                        "relative error": [r.rel_error for r in rows]})
     col = st.column_config.NumberColumn
     names = {k: _(k) for k in COLUMNS}
-    st.dataframe(df.assign(group=df["group"].map(fg.group_name)).rename(columns=names),
-                 hide_index=True, width="stretch", height="content", column_config={
+    data_grid(df.assign(group=df["group"].map(fg.group_name)).rename(columns=names),
+              hide_index=True, width="stretch", height="content", column_config={
         "autograd": col(format="%.10f"), names["finite difference"]: col(format="%.10f"),
         "|Δ|": col(format="%.1e"), names["relative error"]: col(format="%.1e")})
     csv_download(df, "gradient-check.csv")

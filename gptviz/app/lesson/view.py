@@ -19,7 +19,7 @@ from gptviz.app.lesson.steps import STEPS, TITLES, title
 from gptviz.app.shared.inputs import Prompt, encode, head_input, layer_input, prompt_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.presenter import link_params
-from gptviz.app.shared.widgets import plain_table, plot
+from gptviz.app.shared.widgets import data_grid, plain_table, plot
 from gptviz.i18n import _, current
 
 STEP = "step"  # the step's key and URL parameter (?step=7), from 1
@@ -164,7 +164,7 @@ def _figure(fig: Any, where: Any, key: str, compact: bool = False, most: int = F
             fig = go.Figure(fig).update_layout(height=most)  # a copy: figures are cached
         plot(fig, key=key, container=where)
     elif isinstance(fig, pd.DataFrame):
-        where.dataframe(fig, hide_index=True, width="stretch", height=260)
+        data_grid(fig, where, hide_index=True, width="stretch", height=260)
     else:
         where.html(fig)
 

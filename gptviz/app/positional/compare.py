@@ -12,6 +12,7 @@ import streamlit as st
 from gptviz.analysis.compare_positions import KINDS, SCHEMES, load_runs
 from gptviz.app.positional import figures as vp
 from gptviz.app.positional.retrain import RUNS, adopt_finished, retrain_panel
+from gptviz.app.shared.spinner import said
 from gptviz.app.shared.widgets import chart, csv_download, dataframe, problem
 from gptviz.checkpoints.folder import Checkpoint, CheckpointError, freeze
 from gptviz.i18n import N_, _, number
@@ -56,11 +57,10 @@ def segment_means(losses, n: int) -> dict[str, float]:
 
 def shipped_runs() -> dict[str, Checkpoint]:
     """The runs in assets/positional, shared by every session: read-only."""
-    with st.spinner(_("Loading the four runs…")):
-        return _shipped_runs()
+    return _shipped_runs()
 
 
-@st.cache_resource(show_spinner=False)  # shipped_runs' spinner: the reader's language
+@said(st.cache_resource, N_("Loading the four runs…"))
 def _shipped_runs() -> dict[str, Checkpoint]:
     runs = load_runs()
     for ckpt in runs.values():

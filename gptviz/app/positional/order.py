@@ -57,7 +57,7 @@ def order_formula(order: Sequence[int], n_layer: int, rope: bool = False) -> str
         + r") - y_{N,v}\,\big|,\qquad "
         + (r"x_i = E[t_i],\ R_i = I\ " + words(_("(no rotation)")) + r",\quad " if rope else
            r"x_i = E[t_i] + p_i\ " + words(_("with")) + r"\ p_i = 0,\quad ")
-        + words(ngettext("{n} layer", "{n} layers", n_layer), n=str(n_layer)) + r" \\"
+        + words(ngettext("{n} layer", "{n} layers", n_layer), n=n_layer) + r" \\"
         r"\pi &= (" + r",\ ".join(shown) + r") \\"
         r"&" + words(_("(position {k} of the shuffled prompt holds the token from position "
                        "{pi})"), k="k", pi=r"\pi_k")

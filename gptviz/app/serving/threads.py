@@ -3,7 +3,7 @@
 A bundled model's forward pass is ~100 ops of a few microseconds each. With two threads each
 op waits for the second, and on two cores the browser drawing the page holds the other one:
 server CPU per "Next token" click fell from ~290 ms to 63 ms together with one forward pass
-per click (BENCHMARKS.md, "Next token" runs of 2026-11-24). A large model (GPT-2 small) keeps
+per click (benchmarks/LOG.md, "Next token" runs of 2026-11-24). A large model (GPT-2 small) keeps
 its threads. ``torch.set_num_threads`` sets the calling thread's count and the default of
 threads started later; sessions overlap, so the count put back is the one before the first
 of them entered.

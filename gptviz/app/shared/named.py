@@ -14,9 +14,10 @@ from pathlib import Path
 import streamlit as st
 
 from gptviz.app.serving.budget import Resident, named_model_budget
+from gptviz.app.shared.spinner import said
 from gptviz.checkpoints.folder import Checkpoint, CheckpointError, Limits, freeze, load_checkpoint
 from gptviz.checkpoints.model_dirs import FoundModel, find_models, hf_cache, named_dirs
-from gptviz.i18n import _, current, number
+from gptviz.i18n import N_, _, current, number
 
 
 def size_text(n_bytes: int) -> str:
@@ -56,7 +57,7 @@ def named_models(taken: tuple[str, ...]) -> dict[str, FoundModel]:
     return _catalogue(dirs, str(cache) if cache else None, taken, current())
 
 
-@st.cache_resource(show_spinner=False)  # load_named's spinner: in the reader's language
+@said(st.cache_resource, N_("Loading the model (once for the whole server)…"))
 def _load(path: str, max_params: int) -> Checkpoint:
     """A named model, shared by every session: never modify it."""
     ckpt = load_checkpoint(path, limits=Limits(params=max_params, bytes=8 * max_params))
@@ -85,8 +86,7 @@ def load_named(found: FoundModel) -> Checkpoint:
     for old in _resident().make_room(key, found.bytes):
         _load.clear(old, named_budget() // 4)
     try:
-        with st.spinner(_("Loading the model (once for the whole server)…")):
-            return _load(key, named_budget() // 4)
+        return _load(key, named_budget() // 4)
     except CheckpointError:  # the loader's one error, unreadable files included
         _resident().forget(key)
         raise

@@ -9,7 +9,8 @@ doctests' output). ``tex`` re-exports these for the pages.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
@@ -205,3 +206,38 @@ def percent_tex(p: float, digits: int = 2) -> str:
         mantissa, exp = text.split("e")
         return rf"{mantissa}{{\times}}10^{{{exp}}}"
     return text.replace("%", r"\%").replace("\u00a0", r"\,")
+
+
+# A printf field as st.column_config.NumberColumn's ``format`` writes one: "%.4f", "%+.2e".
+_PRINTF = re.compile(r"%[-+ 0#]*\d*(?:\.\d+)?[dfeEgG]")
+GRID_FORMATS = ("localized", "percent")  # Streamlit's named formats that write a number
+
+
+def column_text(fmt: str) -> Callable[[float], str] | None:
+    """How a data grid's cell shows a number under NumberColumn's ``fmt``, in the reader's
+    language: Streamlit writes its formats in the browser's locale (a printf one always with
+    the decimal point), not in the page's. A printf format ("%.4f", "%+.2e"), "localized"
+    (grouped: a count) or "percent" (the share with ``percent``'s three digits); ``None`` for
+    a format this does not write (the grid's own then applies).
+
+    >>> column_text("%.4f")(0.12345), column_text("%+.2e")(-1.5e-5), column_text("%.1f")(4.25)
+    ('0.1235', '-1.50e-05', '4.2')
+    >>> column_text("localized")(124412160), column_text("percent")(0.25), column_text("dollar")
+    ('124,412,160', '25.00%', None)
+    >>> with i18n.use("es"):
+    ...     column_text("%+.5f")(0.5), column_text("localized")(50257), column_text("percent")(0.25)
+    ('+0,50000', '50.257', '25,00\u00a0%')
+    """
+    def nan_or(write: Callable[[float], str]) -> Callable[[float], str]:
+        return lambda v: "NaN" if v != v else write(float(v))
+
+    if fmt == "localized":
+        return nan_or(lambda v: i18n.number(v, 0 if v.is_integer() else 3, grouping=True))
+    if fmt == "percent":
+        return nan_or(lambda v: percent(v, 3))
+    field = _PRINTF.search(fmt)
+    if field is None:
+        return None
+    dec = i18n.separators()[0]
+    return nan_or(lambda v: fmt[:field.start()] + (field.group() % v).replace(".", dec)
+                  + fmt[field.end():])

@@ -23,6 +23,7 @@ from gptviz.app.shared.describe import describe, induction_line  # noqa: F401 - 
 from gptviz.app.shared.missing_model import SESSION_TAG, asked_name, missing_model_note
 from gptviz.app.shared.named import label, load_named, named_list, named_models
 from gptviz.app.shared.presenter import presenting
+from gptviz.app.shared.spinner import said
 from gptviz.checkpoints.folder import (
     DEFAULT_MODEL,
     MODELS_DIR,
@@ -34,7 +35,7 @@ from gptviz.checkpoints.folder import (
     load_checkpoint,
     load_checkpoint_zip,
 )
-from gptviz.i18n import _, current, number
+from gptviz.i18n import N_, _, current, number
 from gptviz.train.plan import TrainingCaps
 
 SESSION_MODELS = "gptviz_session_models"  # st.session_state key: a Shelf, name -> Checkpoint
@@ -78,14 +79,9 @@ def _freeze(ckpt: Checkpoint) -> Checkpoint:
     return ckpt
 
 
+@said(st.cache_resource, N_("Loading the model…"))
 def load_bundled(name: str) -> Checkpoint:
     """A bundled checkpoint, shared by every session: never modify it."""
-    with st.spinner(_("Loading the model…")):
-        return _load_bundled(name)
-
-
-@st.cache_resource(show_spinner=False)  # load_bundled's spinner: in the reader's language
-def _load_bundled(name: str) -> Checkpoint:
     folder = bundled_models().get(name)
     if folder is None:
         raise CheckpointError(_("there is no bundled model named {name} in {folder}.").format(

@@ -122,18 +122,23 @@ def tex_running(s: str, max_chars: int = 40) -> str:
     return r"\text{" + tex_escape(shown) + "}"
 
 
-def words(message: str, **math: str) -> str:
-    r"""A translated ``message`` as ``\text{…}``, escaped; a ``{name}`` field given in
-    ``math`` is a formula set inside the text (``$…$``), any other is left as it is.
+def words(message: str, **fill: str | int) -> str:
+    r"""A sentence (already translated) inside a formula, as ``\text{…}`` with every TeX
+    special in its words escaped, so that no translation can break the formula around it.
+    A ``{name}`` given in ``fill`` is filled in: a whole number written among the words, a
+    string set as math inside the text (``$…$``); any other ``{name}`` is left as it is.
 
     >>> words("the token at {k}: {pi}", k="k", pi=r"\pi_k")
     '\\text{the token at $k$: $\\pi_k$}'
-    >>> words("50% of {n}")
-    '\\text{50\\% of \\{n\\}}'
+    >>> words("50% of {n}"), words("left the {k} beams at step {t}", k=3, t="t")
+    ('\\text{50\\% of \\{n\\}}', '\\text{left the 3 beams at step $t$}')
     """
     out = []
     for piece in re.split(r"(\{\w+\})", message):
-        name = piece[1:-1] if piece[:1] == "{" else None
-        out.append(f"${math[name]}$" if name in math else tex_escape(piece))
+        value = fill.get(piece[1:-1]) if piece[:1] == "{" else None
+        if isinstance(value, int):
+            out.append(tex_escape(str(value)))
+        else:
+            out.append(tex_escape(piece) if value is None else f"${value}$")
     return r"\text{" + "".join(out) + "}"
 

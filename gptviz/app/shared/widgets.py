@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from gptviz.app.shared.chips import visible
+from gptviz.app.shared.numbers import column_text
 from gptviz.app.shared.presenter import legible, presenting
 from gptviz.app.shared.ticks import thin_ticks
 from gptviz.app.shared.views import VISIT, view_tabs  # noqa: F401 - the pages' import
@@ -191,12 +192,35 @@ def plain_table(df: pd.DataFrame, container=st, *, height: int | None = None) ->
 
 def dataframe(df: pd.DataFrame, container=st, column_config: dict | None = None,
               **kwargs: Any) -> None:
-    """``st.dataframe`` with the column headers in the reader's language (headers marked
-    ``N_`` where the table is made; ``column_config`` keyed by the English headers). The
-    table's CSV keeps the English headers."""
+    """``data_grid`` with the column headers in the reader's language (headers marked ``N_``
+    where the table is made; ``column_config`` keyed by the English headers). The table's
+    CSV keeps the English headers."""
     config = {_(str(k)): v for k, v in (column_config or {}).items()}
-    container.dataframe(df.rename(columns=lambda c: _(str(c))), column_config=config or None,
-                        **kwargs)
+    data_grid(df.rename(columns=lambda c: _(str(c))), container,
+              column_config=config or None, **kwargs)
+
+
+def data_grid(df: pd.DataFrame, container=st, column_config: dict | None = None,
+              **kwargs: Any) -> None:
+    """``st.dataframe`` with its numbers in the reader's language (0,1235 in Spanish): a
+    NumberColumn's format ("%.4f", "localized", "percent") is written here (``column_text``)
+    as the cells' display values, the grid keeping the numbers themselves (it sorts and
+    copies them as numbers). A float column with no format of its own is written as
+    ``plain_table`` writes it (``number_text``) in such a grid, and in every grid of a
+    language whose decimal sign is not the point (Streamlit's default writes 0.1235)."""
+    config, shown = dict(column_config or {}), {}
+    for name, cc in config.items():
+        kind = cc.get("type_config", {}) if isinstance(cc, dict) else {}
+        write = column_text(kind["format"]) if kind.get("format") else None
+        if write is not None and name in df.columns:  # the grid's format would win
+            shown[name] = write
+            config[name] = {**cc, "type_config": {k: v for k, v in kind.items()
+                                                  if k != "format"}}
+    if (shown or separators()[0] != ".") and df.columns.is_unique:
+        shown |= {c: number_text for c in df.columns
+                  if c not in shown and pd.api.types.is_float_dtype(df[c])}
+    data = df.style.format(shown) if shown else df
+    container.dataframe(data, column_config=config or None, **kwargs)
 
 
 def csv_download(df: pd.DataFrame, filename: str, label: str | None = None) -> None:

@@ -4,7 +4,7 @@ Opened at a page's address (``/attention``), Streamlit's client (1.67) does not 
 the app's root is: it asks ``/attention/_stcore/health``, gets a 404, waits 100 ms and only
 then asks the root. With ``base_url.js`` in ``index.html`` (it sets
 ``window.__streamlit.BACKEND_BASE_URL``, which Streamlit's client reads), every page but Home
-opens its websocket 115–155 ms earlier (BENCHMARKS.md, stop 32). ``serve_base_url`` wraps
+opens its websocket 115–155 ms earlier (benchmarks/LOG.md, stop 32). ``serve_base_url`` wraps
 Starlette's ``StaticFiles.__call__`` for Streamlit's own static handler (the class
 ``_StreamlitStaticFiles`` made by ``create_streamlit_static_handler``); the same insertion
 carries each page's font preloads (``fonts``). Checked against Streamlit 1.67; elsewhere off.

@@ -2,7 +2,7 @@
 
 It replaces ``st.selectbox``, whose 14 JavaScript files a page fetched when its first box
 showed, late: with ``download``, Attention loaded 0.11–0.17× of a bare page sooner
-(BENCHMARKS.md, stop 34). The box is a component (``choice.js``, ``choice.css``). Python holds
+(benchmarks/LOG.md, stop 34). The box is a component (``choice.js``, ``choice.css``). Python holds
 the choice: a pick is sent as ``{"index", "stamp", "n"}``, used once; a new ``made_on``
 (prompt) brings back the default. ``select`` binds a box to ``st.session_state[key]``. In stock
 mode (``choice`` off) both are ``st.selectbox`` with the same rules. In AppTest a pick is

@@ -2,7 +2,7 @@
 
 It replaces ``st.download_button``, whose code a page fetched when the first one showed and
 whose click reruns the page and fetches the file: with ``choice``, Attention loaded
-0.11–0.17× of a bare page sooner (BENCHMARKS.md, stop 34). The button is a component
+0.11–0.17× of a bare page sooner (benchmarks/LOG.md, stop 34). The button is a component
 (``download.js``, ``download.css``) that hands its text to the browser as a ``blob:`` file:
 nothing is asked of the server, nothing reruns. A file over ``INLINE_MAX`` characters, and
 every file in stock mode (``download`` off), gets Streamlit's button.

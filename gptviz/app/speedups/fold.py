@@ -2,7 +2,7 @@
 
 Streamlit lays out everything a script sends before the page settles, seen or not. On
 Learning, the microscope's sections 2–4, a screen below the top, cost a fresh load
-0.24–0.29× of a bare page (BENCHMARKS.md, stop 35). ``below(name, what, draw)`` puts a
+0.24–0.29× of a bare page (benchmarks/LOG.md, stop 35). ``below(name, what, draw)`` puts a
 marker there instead (``fold.js``, ``fold.css``: one line saying what comes, and a button);
 when it comes into view it reruns this part alone (a fragment) and ``draw()`` draws it, and
 from then on, for the session, that fold's views are drawn whole. In stock mode (``fold``

@@ -4,7 +4,7 @@ A browser fetches a font when it first lays out text that needs it: on a fresh l
 the app's code had drawn the page (KaTeX's faces are ``font-display: block``, so formulas
 stayed invisible until then). ``preloads()`` gives each page's ``<link rel="preload">`` tags,
 which ``base_url`` puts into its ``index.html``; the fonts alone took 0.11–0.13× of a bare
-page off Attention in three A/B runs (BENCHMARKS.md, stop 33). ``FONTS`` names each page's
+page off Attention in three A/B runs (benchmarks/LOG.md, stop 33). ``FONTS`` names each page's
 faces by the stem of Streamlit's file (found with ``streamlit.file_util.get_static_dir``);
 ``tests/test_browser.py`` checks that every page uses exactly these. Checked against
 Streamlit 1.67; elsewhere no preload, with one log line.

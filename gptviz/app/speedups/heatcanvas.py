@@ -6,7 +6,7 @@ what the JSON holds: cells with their colour scale and range, gaps, subplots, to
 titles, annotations, rectangles, colour bars, text in cells and each cell's hover text, and
 a PNG button as plotly's modebar has (``png.js``).
 A bare page with a 32 × 32 heatmap loads in 1.00× a bare page's time this way, 1.96× with
-plotly (BENCHMARKS.md, "Heatmaps on a canvas"). In stock mode (``heatcanvas`` off) the
+plotly (benchmarks/LOG.md, "Heatmaps on a canvas"). In stock mode (``heatcanvas`` off) the
 figure goes to ``st.plotly_chart``. Tests read it back the same way either way
 (``tests.helpers.figures``).
 """

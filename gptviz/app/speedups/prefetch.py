@@ -5,7 +5,7 @@ chart, and evaluates it then. The router mounts ``prefetch_charts`` on every pag
 component (``prefetch.js``) that, once the page has been still for ``AFTER_MS`` and the
 browser is idle, imports that same module once per tab, so Streamlit's own import finds it
 loaded. The Lesson's first plotly chart, revealed after 6 s in a new tab, went from 1.69 s
-to 0.57 s (BENCHMARKS.md, "The first plotly chart of a tab, on Reveal"). It reads the
+to 0.57 s (benchmarks/LOG.md, "The first plotly chart of a tab, on Reveal"). It reads the
 module's file name from Streamlit's static files: off in stock mode, or when that file or
 a checked Streamlit release is not found.
 """

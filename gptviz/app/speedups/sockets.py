@@ -4,7 +4,7 @@ Streamlit (1.67) binds its listening socket itself (``_bind_socket``, as
 ``socket.socket(family)``, protocol 0), and asyncio turns Nagle's algorithm off only for a
 socket whose protocol is ``IPPROTO_TCP``: each reply's body then waits for the browser's
 delayed ACK of its headers, 40 ms, on every kept-open connection. With the option set, a
-file asked for on such a connection took ~1 ms instead of 44 ms (BENCHMARKS.md, "Nagle's
+file asked for on such a connection took ~1 ms instead of 44 ms (benchmarks/LOG.md, "Nagle's
 algorithm on the server's sockets"). ``no_delay()`` sets it once per process on every TCP
 socket the process holds; accepted connections inherit it from the listener (Linux, BSD).
 Checked against Streamlit 1.67; elsewhere off, with one log line.

@@ -3,7 +3,7 @@
 
 ``st.markdown(html, unsafe_allow_html=True)`` draws the same chart, but the browser then
 parses it as Markdown and builds one React element per SVG node; this way the Learning page
-went from 1.74× to 1.68× a bare page (BENCHMARKS.md, "Inline SVG charts through a
+went from 1.74× to 1.68× a bare page (benchmarks/LOG.md, "Inline SVG charts through a
 component"). ``st.html`` would sanitise the SVG away. Stock mode (``svgplot`` off) draws the
 chart as a plotly figure (``svgfigure``), whose modebar has plotly's own PNG button; here
 ``png.js`` gives the chart one. Tests read the chart back from the page

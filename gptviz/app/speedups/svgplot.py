@@ -2,7 +2,7 @@
 lines on a linear or log axis, each with a tooltip per mark.
 
 It replaces plotly.js for the bar and line charts: three such charts cost a page 1.05× a
-bare page's load, the same three in plotly 2.07× (BENCHMARKS.md, the 09:43 run of
+bare page's load, the same three in plotly 2.07× (benchmarks/LOG.md, the 09:43 run of
 2026-11-24). ``svgbox`` puts a chart in the page; in stock mode it is drawn by plotly
 (``svgfigure``). Every mark carries ``data-series``, ``data-x``, ``data-y``: ``read_marks``
 reads back exactly what is drawn. Pure Python, no Streamlit; the style is ``svgplot.css``.

@@ -11,6 +11,7 @@ import streamlit as st
 
 from gptviz.app.serving.sessions import when_idle
 from gptviz.app.shared.picker import model_picker
+from gptviz.app.shared.spinner import said
 from gptviz.app.shared.widgets import problem
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
 from gptviz.i18n import N_, _, current, number
@@ -106,13 +107,13 @@ def train_settings() -> TrainSettings:
     return TrainSettings(char_vocab or None, word_vocab or None, int(bpe_vocab), pattern)
 
 
-@st.cache_resource(max_entries=24, show_spinner=False)  # the spinner: all_tokenizers'
+@said(st.cache_resource, N_("Training tokenizer…"), max_entries=24)
 def _train_shared(kind: str, key: str, vocab: int | None, pattern: str, _text: str) -> Tokenizer:
     """Bundled corpora: deterministic results, shared by every session (read-only)."""
     return train_tokenizer(kind, _text, vocab, pattern)
 
 
-@st.cache_resource(max_entries=6, scope="session", show_spinner=False)
+@said(st.cache_resource, N_("Training tokenizer…"), max_entries=6, scope="session")
 def _train_private(kind: str, key: str, vocab: int | None, pattern: str, _text: str) -> Tokenizer:
     """Uploaded corpora stay in the uploader's session."""
     return train_tokenizer(kind, _text, vocab, pattern)
@@ -124,18 +125,17 @@ def pretrained() -> tuple[dict[str, Tokenizer], dict[str, str]]:
     message), in the reader's language. Their files are checked once per server (and once
     more per language, for the messages); each encoding is built when a view first uses it
     (``TiktokenTokenizer(lazy=True)``), once per server: o200k's holds ~45 MB."""
-    with st.spinner(_("Checking OpenAI's rank files…")):
-        return _pretrained(), _broken(current())
+    return _pretrained(), _broken(current())
 
 
-@st.cache_resource(show_spinner=False)
+@said(st.cache_resource, N_("Checking OpenAI's rank files…"))
 def _pretrained() -> dict[str, Tokenizer]:
     problems = encoding_problems()
     return {name: TiktokenTokenizer(name, lazy=True) for name in OPENAI_ENCODINGS
             if name not in problems}
 
 
-@st.cache_resource(show_spinner=False)
+@said(st.cache_resource, N_("Checking OpenAI's rank files…"))
 def _broken(lang: str) -> dict[str, str]:
     """Why each corrupted encoding does not load, in ``lang`` (the engine's messages are
     written in the language being served when they are raised)."""
@@ -159,11 +159,10 @@ def loaded(toks: dict[str, Tokenizer], kinds=None) -> dict[str, Tokenizer]:
 def gpt2_as_our_bpe(gpt2: TiktokenTokenizer) -> ByteLevelBPE:
     """Our ByteLevelBPE with the merges recovered from the shared GPT-2 encoding's ranks
     (the rank file is not read again), built once per server for the Compare view's check."""
-    with st.spinner(_("Rebuilding GPT-2's merges from its ranks…")):
-        return _gpt2_as_our_bpe(gpt2)
+    return _gpt2_as_our_bpe(gpt2)
 
 
-@st.cache_resource(show_spinner=False)
+@said(st.cache_resource, N_("Rebuilding GPT-2's merges from its ranks…"))
 def _gpt2_as_our_bpe(_gpt2: TiktokenTokenizer) -> ByteLevelBPE:
     return ByteLevelBPE.from_ranks(_gpt2.mergeable_ranks(), "gpt2", _gpt2.special_tokens)
 
@@ -179,14 +178,13 @@ def all_tokenizers(corpus: Corpus, s: TrainSettings) -> tuple[dict[str, Tokenize
     wanted = {"char": s.char_vocab, "word": s.word_vocab, "bpe": s.bpe_vocab}
     toks: dict[str, Tokenizer] = {}
     errors: dict[str, str] = {}
-    with st.spinner(_("Training tokenizer…")):
-        for kind, vocab in wanted.items():
-            try:
-                pattern = s.bpe_pattern if kind == "bpe" else ""
-                toks[kind] = train(kind, corpus.key, vocab, pattern, corpus.text)
-            except TokenizerError as exc:
-                errors[kind] = _("{name} tokenizer: {error}").format(name=_(LABELS[kind]),
-                                                                     error=exc)
+    for kind, vocab in wanted.items():
+        try:
+            pattern = s.bpe_pattern if kind == "bpe" else ""
+            toks[kind] = train(kind, corpus.key, vocab, pattern, corpus.text)
+        except TokenizerError as exc:
+            errors[kind] = _("{name} tokenizer: {error}").format(name=_(LABELS[kind]),
+                                                                 error=exc)
     read = getattr(toks.get("bpe"), "trained_chars", None)
     if read is not None and read < len(corpus.text):
         limits = ByteLevelBPE.limits

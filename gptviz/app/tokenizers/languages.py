@@ -7,10 +7,12 @@ import pandas as pd
 import streamlit as st
 
 from gptviz.app.shared.chips import token_chips_html
+from gptviz.app.shared.spinner import said
 from gptviz.app.shared.views import url_bound
 from gptviz.app.shared.widgets import (
     chart,
     csv_download,
+    data_grid,
     dataframe,
     on_demand,
     problem,
@@ -65,13 +67,14 @@ def _costs(sample_: dict[str, str], toks: dict[str, Tokenizer]) -> pd.DataFrame:
     return pd.DataFrame(language_costs(sample_, {LABELS.get(k, k): t for k, t in toks.items()}))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)  # costs' spinner: the reader's language
+@said(st.cache_data, N_("Encoding the passage in every language…"), max_entries=16)
 def _costs_shared(key: str, _sample: dict[str, str], _toks: dict[str, Tokenizer]):
     """Bundled corpora: ``key`` names the corpus, the settings and the tokenizers."""
     return _costs(_sample, _toks)
 
 
-@st.cache_data(max_entries=2, show_spinner=False, scope="session")
+@said(st.cache_data, N_("Encoding the passage in every language…"), max_entries=2,
+      scope="session")
 def _costs_private(key: str, _sample: dict[str, str], _toks: dict[str, Tokenizer]):
     """Uploaded corpora: their tokenizers' counts stay in the uploader's session."""
     return _costs(_sample, _toks)
@@ -82,8 +85,7 @@ def costs(key: str, sample_: dict[str, str], toks: dict[str, Tokenizer]) -> pd.D
     ``_(name)``), cached on ``key``."""
     key = f"{key}|{','.join(toks)}"
     fn = _costs_private if key.startswith("upload-") else _costs_shared
-    with st.spinner(_("Encoding the passage in every language…")):
-        return fn(key, sample_, toks)
+    return fn(key, sample_, toks)
 
 
 def missing_encodings(toks: dict[str, Tokenizer], errors: dict[str, str]) -> list[str]:
@@ -154,7 +156,7 @@ def languages_view(toks: dict[str, Tokenizer], errors: dict[str, str], cache_key
     table = table.rename(index=_, columns=_)
     st.markdown(_("**{measure}** ({how}), per language and tokenizer:").format(
         measure=_(measure), how=_(MEASURES[measure])))
-    st.dataframe(table, width="stretch", height="content", column_config={
+    data_grid(table, width="stretch", height="content", column_config={
         c: st.column_config.NumberColumn(format="%.2f") for c in table.columns})
     st.info(_(LOSSY), icon=":material/info:")
     with on_demand(_("Every count as a table"), key="languages_table") as open_:

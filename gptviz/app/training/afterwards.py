@@ -8,10 +8,9 @@ import re
 
 import streamlit as st
 
-from gptviz.app.generation.tex_words import words
 from gptviz.app.shared.cache import per_model, untrained_twin
 from gptviz.app.shared.picker import Picked
-from gptviz.app.shared.tex import grouped, num
+from gptviz.app.shared.tex import grouped, num, words
 from gptviz.app.shared.widgets import text_block
 from gptviz.checkpoints.folder import Checkpoint, checkpoint_to_zip
 from gptviz.i18n import _

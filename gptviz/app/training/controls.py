@@ -14,6 +14,7 @@ import numpy as np
 import streamlit as st
 
 from gptviz.app.generation.prose import sentences
+from gptviz.app.shared.spinner import said
 from gptviz.app.speedups.choice import select
 from gptviz.app.tokenizers.controls import _train_private, _train_shared
 from gptviz.data import CorpusError, bundled_corpora, decode_text, read_corpus
@@ -88,7 +89,7 @@ def _init_state() -> None:
         st.session_state.setdefault(K + f.name, getattr(demo, f.name))
 
 
-@st.cache_data(max_entries=4, show_spinner=False)  # the caller's spinner: in the reader's words
+@said(st.cache_data, N_("Making the synthetic corpus…"), max_entries=4)
 def _synthetic(task: str) -> str:
     return synthetic_text(task)
 
@@ -110,8 +111,7 @@ def _corpus(disabled: bool) -> tuple[str, str, str, bool] | None:
         format_func=_corpus_name)
     if choice.startswith(SYNTHETIC):
         task = choice[len(SYNTHETIC):]
-        with st.spinner(_("Making the synthetic corpus…")):
-            text = _synthetic(task)
+        text = _synthetic(task)
         return f"synthetic-{task}", text, choice, False
     if choice == UPLOAD:
         upload = st.file_uploader(_("Plain-text file (UTF-8, at most 2 MB)"), type=["txt"],
@@ -144,13 +144,13 @@ def _encoded(tok: Tokenizer, text: str) -> np.ndarray:
     return ids
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)  # the caller's spinner (see _check)
+@said(st.cache_resource, N_("Encoding the corpus…"), max_entries=8)
 def _encode_shared(kind: str, key: str, vocab: int | None, _tok: Tokenizer, _text: str
                    ) -> np.ndarray:
     return _encoded(_tok, _text)
 
 
-@st.cache_resource(max_entries=2, show_spinner=False, scope="session")
+@said(st.cache_resource, N_("Encoding the corpus…"), max_entries=2, scope="session")
 def _encode_private(kind: str, key: str, vocab: int | None, _tok: Tokenizer, _text: str
                     ) -> np.ndarray:
     return _encoded(_tok, _text)
@@ -254,8 +254,7 @@ def _check(spec: TrainingSpec, name: str, text: str, key: str, uploaded: bool, k
         notes.append(_(_FEWER.get(kind, _FEWER["char"])).format(
             asked=_grouped(vocab), have=_grouped(tok.vocab_size - 4), v=_grouped(tok.vocab_size)))
     encode = _encode_private if uploaded else _encode_shared
-    with st.spinner(_("Encoding the corpus…")):
-        out.tokenizer, out.ids = tok, encode(kind, key, vocab, tok, text)
+    out.tokenizer, out.ids = tok, encode(kind, key, vocab, tok, text)
     problems = []
     try:
         out.run = run_config(spec, tok.vocab_size, pick_dtype())

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from gptviz.app.generation.tex_words import words
-from gptviz.app.shared.tex import grouped
+from gptviz.app.shared.tex import grouped, words
 from gptviz.i18n import _
 
 

@@ -17,7 +17,7 @@ from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.notes import duration
 from gptviz.app.shared.picker import add_session_model
 from gptviz.app.shared.tex import grouped
-from gptviz.app.shared.widgets import on_demand, plain_table, plot, text_block
+from gptviz.app.shared.widgets import data_grid, on_demand, plain_table, plot, text_block
 from gptviz.app.training.afterwards import bytes_note
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
@@ -234,11 +234,12 @@ def _draw(job: TrainingJob, snap: Snapshot) -> None:
         with on_demand(ngettext("All {n} sample", "All {n} samples", len(snap.samples)).format(
                 n=len(snap.samples)), key="all_samples", icon=":material/notes:") as shown:
             if shown:
-                st.dataframe(pd.DataFrame({
+                data_grid(pd.DataFrame({
                     pgettext("run step", "step"): [x.step for x in snap.samples],
-                    _("validation loss"): [round(x.val_loss, 3) for x in snap.samples],
+                    _("validation loss"): [x.val_loss for x in snap.samples],
                     _("sample"): [x.text.replace("\n", " ↵ ") for x in snap.samples]}),
-                    hide_index=True, width="stretch")
+                    hide_index=True, width="stretch", column_config={
+                        _("validation loss"): st.column_config.NumberColumn(format="%.3f")})
 
 
 def _outcome(job: TrainingJob, snap: Snapshot, vocab_size: int) -> None:

@@ -263,7 +263,8 @@ def beam_vs_best(beam: float, width: int, best: float | None, text: str | None =
     ``best`` None when the exact search could not check (``gptviz.generation.exact``).
     ``text`` is y* when it is not the beam's, ``pruned_at`` the step its prefix left them.
 
-    >>> r"\text{beam search missed }" in beam_vs_best(-4.472, 3, -4.318, "↵↵Let", 3)
+    >>> r"\text{beam search missed $y^{*} = \text{↵↵Let}$}" in beam_vs_best(
+    ...     -4.472, 3, -4.318, "↵↵Let", 3)
     True
     >>> r"y^{*} = y^{\text{beam}" in beam_vs_best(-4.0, 3, -4.0)
     True

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gptviz.analysis.embed_grad import Kept, RowGrad, rows_of
+from gptviz.analysis.embed_grad import Kept, RowGrad, forwards, rows_of
 from gptviz.analysis.linear_grad import Factors
 from gptviz.model.hooks import hooks
 
@@ -50,32 +50,27 @@ def along(twin: nn.Module, g: dict[int, Tensor | Kept], eta: Tensor, last_only: 
     p + η g while the block lasts. ``last_only``: W_U is applied at the last position only
     (logits (B, 1, |V|): the (T, |V|) ones and their derivatives are most of the memory)."""
     E = twin.embed.weight
-    swapped: list[tuple[nn.Module, str, Tensor]] = []
-    patched: list[nn.Module] = []
-    for m in twin.modules():
-        for k, p in m._parameters.items():
-            if p is not None and isinstance(g.get(id(p)), Tensor):
-                swapped.append((m, k, p))
-                m._parameters[k] = p + eta * g[id(p)]
+    replaced = []
     ge = g.get(id(E))
     if isinstance(ge, RowGrad):
         def embed(ids: Tensor) -> Tensor:
             flat = ids.reshape(-1)
             return (E[flat] + eta * rows_of(ge, flat)).view(*ids.shape, -1)
-        twin.embed.forward = embed
-        patched.append(twin.embed)
+        replaced.append((twin.embed, embed))
     for m in twin.modules():
         gw = g.get(id(m.weight)) if isinstance(m, nn.Linear) else None
-        gw = gw if isinstance(gw, Factors | RowGrad) else None  # a dense one: swapped above
+        gw = gw if isinstance(gw, Factors | RowGrad) else None  # a dense one: swapped below
         cut = last_only and m is twin.unembed
         if gw is not None or cut:
-            m.forward = (lambda h, m=m, gw=gw, cut=cut: _linear(
-                h[..., -1:, :] if cut else h, m.weight, m.bias, eta, gw))
-            patched.append(m)
+            replaced.append((m, lambda h, m=m, gw=gw, cut=cut: _linear(
+                h[..., -1:, :] if cut else h, m.weight, m.bias, eta, gw)))
+    swapped = [(m, k, p) for m in twin.modules() for k, p in m._parameters.items()
+               if p is not None and isinstance(g.get(id(p)), Tensor)]
     try:
-        yield
+        for m, k, p in swapped:
+            m._parameters[k] = p + eta * g[id(p)]
+        with forwards(replaced):
+            yield
     finally:
-        for m in patched:
-            del m.forward
         for m, k, p in swapped:
             m._parameters[k] = p

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -159,12 +159,19 @@ def stepped_ends(twin: nn.Module, step: dict[int, Tensor | RowGrad], eta: float,
             out[..., s:e] = F.linear(x, minus(W[s:e], gw.block(s, e), eta, dtype))
         return out
 
-    patched = [(m, f) for m, g, f in ((twin.embed, ge, embed), (twin.unembed, gw, unembed))
-               if isinstance(g, RowGrad)]
-    for m, f in patched:
+    with forwards((m, f) for m, g, f in ((twin.embed, ge, embed), (twin.unembed, gw, unembed))
+                  if isinstance(g, RowGrad)):
+        yield
+
+
+@contextlib.contextmanager
+def forwards(replaced: Iterable[tuple[nn.Module, Callable[..., Tensor]]]) -> Iterator[None]:
+    """Each module runs its function instead of its ``forward`` while the block lasts."""
+    replaced = list(replaced)
+    for m, f in replaced:
         m.forward = f
     try:
         yield
     finally:
-        for m, _ in patched:
+        for m, _ in replaced:
             del m.forward

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from gptviz.analysis.embed_grad import ROWS
+from gptviz.analysis.embed_grad import ROWS, forwards
 from gptviz.analysis.learning import (
     Group,
     LearningError,
@@ -160,15 +160,9 @@ def _float64_ends(twin: GPT, ends: set[int], made: dict[int, tuple[weakref.ref, 
             pieces.append(F.linear(h, wide))
         return torch.cat(pieces, dim=-1)
 
-    patched = [(m, f) for m, p, f in ((twin.embed, E, embed), (twin.unembed, W, unembed))
-               if id(p) in ends]
-    for m, f in patched:
-        m.forward = f
-    try:
+    with forwards((m, f) for m, p, f in ((twin.embed, E, embed), (twin.unembed, W, unembed))
+                  if id(p) in ends):
         yield
-    finally:
-        for m, _ in patched:
-            del m.forward
 
 
 def gradient_check(model: GPT, window: Window, position: int, labels: Sequence[str],

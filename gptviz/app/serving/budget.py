@@ -1,15 +1,10 @@
-"""One server's memory budgets: for the models its sessions train or upload, and for the
-models whoever started it names (``--models``, ``GPTVIZ_MODELS``, the Hugging Face cache).
+"""One server's memory budgets: for the models sessions train or upload, and for the models
+whoever started it names (``--models``, ``GPTVIZ_MODELS``, the Hugging Face cache).
 
-One Python process serves every student, so the models sessions add are charged to one
-budget: the bytes of their parameters and buffers. When a new model would pass it, the
-oldest ones are unloaded first: they leave their session's ``Shelf`` (the dict its model
-picker lists) and the shelf keeps a note for that session to read the next time it runs.
-
-No Streamlit here (the picker keeps one ``ModelBudget`` per server), and nothing that
-keeps a model alive: the budget holds weak references, so a model whose session ended
-stops counting once it is freed. The named models are shared by every session; a
-``Resident`` says which of them to unload before another is loaded.
+A model that would pass the budget unloads the oldest first; each leaves its session's
+``Shelf`` with a note to read at the next run. The budget holds weak references, so a model
+whose session ended stops counting once freed; a ``Resident`` says which named model to
+unload before another is loaded. No Streamlit here.
 
 >>> class Model: ...
 >>> budget, shelf, a, b = ModelBudget(limit=100), Shelf(), Model(), Model()

@@ -1,11 +1,10 @@
 """A cache bounded in bytes, for results many sessions share.
 
-A classroom server keeps the forward passes of many prompts: a count of entries says
-nothing about memory (one 256-token pass of a 4-layer model holds ~10 MB, a 20-token one
-~0.3 MB), so this cache counts the bytes of what it holds and drops the least recently
-used entries past its budget. Values are returned as they are stored, never copied, so
-their numpy arrays are made read-only: a page that tried to change a shared result would
-fail loudly instead of changing another student's numbers.
+A count of entries says nothing about memory (a 256-token pass of a 4-layer model holds
+~10 MB, a 20-token one ~0.3 MB), so ``ByteLRU`` counts the bytes it holds and drops the
+least recently used entries past its budget. Values are shared, never copied, so their
+numpy arrays are made read-only: a page that changed one would fail, not change another
+student's numbers.
 
 >>> lru = ByteLRU(limit=2_500)
 >>> a = lru.get_or_compute("a", lambda: np.zeros(100))  # 800 bytes, its key and 256

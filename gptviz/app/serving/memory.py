@@ -1,20 +1,12 @@
-"""Handing memory a computation has freed back to the system.
+"""Handing memory a computation has freed back to the system (glibc; elsewhere a no-op).
 
-glibc's ``malloc`` keeps freed blocks inside its heaps (one per thread that allocated:
-Streamlit runs each session's script in its own) and returns them only from a heap's top.
-Back-propagation and its float64 checks free tens of MB mid-heap, which then stayed in the
-server's RSS. ``malloc_trim(0)`` releases every heap's free pages; it runs after such a
-computation, not after every script run. The Learning page went from +21 to +2 MB of RSS
-(benchmarks/LOG.md, the ``session_rss.py`` run of 2026-11-24, 07:07). Elsewhere than glibc
-it does nothing.
-
-glibc also raises its mmap threshold (from 128 kB up to 32 MB) each time a large block is
-freed, after which blocks of a few MB come from the heaps, where freed ones leave holes:
-GPT-2 small's gradient check (float64 copies of 5–19 MB, made and freed in turn) peaked at
-+400 MB of RSS for +210 MB of tensors. ``blocks_mapped_apart`` maps blocks from 8 MB up
-apart while such a computation runs (+0.7 s there: each is page-faulted afresh). After
-it, the threshold stays fixed at glibc's own ceiling, 32 MB (a threshold set by hand no
-longer moves), where the moving one ends up in a server that has freed large tensors.
+glibc keeps freed blocks inside its heaps and returns only a heap's top: ``give_back``
+(``malloc_trim(0)``) releases every heap's free pages after a computation that freed tens
+of MB mid-heap. ``blocks_mapped_apart`` keeps such holes from forming while a computation
+churns tensors of 8 MB and more, by mapping each apart (glibc's moving mmap threshold would
+put them on the heaps); afterwards the threshold stays at glibc's own ceiling, 32 MB. GPT-2
+small's gradient check peaks at +210 MB instead of +400 (BENCHMARKS.md, "GPT-2 on a
+teacher's laptop"; the runs in benchmarks/LOG.md).
 """
 
 from __future__ import annotations

@@ -1,46 +1,35 @@
 """The wing: everything that replaces or patches Streamlit or plotly, for speed or for a
 feature Streamlit lacks. Nothing outside it imports their internals (a test holds that).
 
-``GPTVIZ_STOCK=1`` turns every speed-up off (``stock.py``): the same pages and numbers with
-Streamlit's and plotly's own elements, only slower; ``GPTVIZ_STOCK=fold,svgplot`` turns off
-just those pieces. A server patch checks the releases and private names it relies on and,
-on a mismatch, switches itself off with one log line (``guard.py``). ``install(pages)``,
-called once by ``app.py``, installs the server patches. Gains are each piece's own A/B run
-in BENCHMARKS.md, "Each speed-up against stock" ("×": a share of a bare Streamlit page's
-load time; 2026-11-28, every piece against stock in one run).
+``GPTVIZ_STOCK=1`` turns every speed-up off (``stock.py``): the same pages and numbers,
+slower; ``GPTVIZ_STOCK=fold,svgplot`` just those pieces. A server patch checks the releases
+and private names it relies on and switches itself off with one log line on a mismatch
+(``guard.py``). ``install(pages)``, called once by ``app.py``, installs them. Each gain is
+a share of a bare page's load, from BENCHMARKS.md, "Each speed-up against stock".
 
-Speed-ups (stock mode: the element or behaviour in brackets)
-- ``svgplot`` (svgplot, svgaxes, svgbox, svgfigure): bar and line charts as inline SVG
-  instead of plotly.js; Training +0.23×.
-  Public API only. [``st.plotly_chart`` of the same chart, ``svgfigure``]
-- ``heatcanvas``: heatmap-only plotly figures painted on a canvas; Positional encoding
-  +2.0×. Reads ``Figure.to_json()`` (plotly 6.5, 7.1).
-  [``st.plotly_chart``]
+Speed-ups [stock mode's element] and what they rely on:
+- ``svgplot`` (+ svgaxes, svgbox, svgfigure): bar and line charts as inline SVG; Training
+  +0.23×. Public API only. [``st.plotly_chart``]
+- ``heatcanvas``: heatmap-only figures painted on a canvas; Positional +2.0×. Reads
+  ``Figure.to_json()``. [``st.plotly_chart``]
 - ``choice``: a native ``<select>``; Attention +0.19×. [``st.selectbox``]
-- ``download``: a CSV button that holds its file; Attention +0.19×.
-  [``st.download_button``]
-- ``fold``: parts a screen below the top drawn when scrolled to; Learning +0.69×.
-  [everything drawn at once]
-- ``prefetch``: plotly.js loaded while the tab is idle; the Lesson's first chart after
-  6 s idle 1.67 s → 0.98 s (0.53×). Streamlit 1.67's ``static/js/PlotlyChart.*.js``.
-  [loaded when first needed]
-- ``base_url`` (server): the app's root written into ``index.html``; the websocket opens
-  115–155 ms earlier (stop 32). Streamlit 1.67: ``create_streamlit_static_handler`` and its
-  ``_StreamlitStaticFiles``, ``window.__streamlit.BACKEND_BASE_URL``; Starlette's
-  ``StaticFiles.__call__``; Home and Attention +0.10–0.11×. [not patched]
-- ``sockets`` (server): ``TCP_NODELAY``; a file on a kept-open connection 44 ms → ~1 ms
-  ("Nagle's algorithm"); Attention +0.45×. Streamlit 1.67's ``_bind_socket``. [not set]
-- ``fonts`` (server): each page's fonts preloaded through ``base_url``'s insertion; Attention
-  +0.28×. Streamlit 1.67's ``file_util``, its font file names. [none]
+- ``download``: a CSV button that holds its file; Attention +0.19×. [``st.download_button``]
+- ``fold``: what is below the first screen drawn when scrolled to; Learning +0.69×. [all]
+- ``prefetch``: plotly.js loaded while the tab is idle; the Lesson's first chart 0.53×.
+  Streamlit 1.67's ``static/js/PlotlyChart.*.js``. [loaded when needed]
+- ``base_url`` (server): the app's root written into ``index.html``; Home +0.10×. Streamlit
+  1.67's ``create_streamlit_static_handler``, ``_StreamlitStaticFiles``; Starlette's
+  ``StaticFiles.__call__``. [not patched]
+- ``sockets`` (server): ``TCP_NODELAY``; Attention +0.45×. Streamlit 1.67's
+  ``_bind_socket``. [not set]
+- ``fonts`` (server): each page's fonts preloaded; Attention +0.28×. Streamlit 1.67's
+  ``file_util`` and font file names. [none]
 
-Features Streamlit lacks, kept in stock mode: ``click_button`` (fast clicks are never
-merged), ``formula_fit`` (wide formulas fitted to a projector's column), ``png`` (a PNG
-button on the SVG charts and canvas heatmaps, as plotly's modebar has; stock mode draws
-plotly's) and ``session`` (whether a thread runs a session's script, for the session's
-language; Streamlit 1.67's ``get_script_run_ctx``, else public ``st.runtime.exists``).
-Shared by the pieces: ``component`` (the one ``st.components.v2`` factory; JavaScript and
-CSS in ``.js`` and ``.css`` files here), ``mount`` (the same chart twice in a run),
-``guard``, ``stock``.
+Features Streamlit lacks, kept in stock mode: ``click_button`` (fast clicks never merged),
+``formula_fit`` (wide formulas fitted to the column), ``png`` (a PNG button on the SVG and
+canvas charts) and ``session`` (whether a thread runs a session's script; Streamlit 1.67's
+``get_script_run_ctx``, else ``st.runtime.exists``). Shared: ``component`` (the one
+``st.components.v2`` factory; JS and CSS in files here), ``mount``, ``guard``, ``stock``.
 """
 
 from __future__ import annotations

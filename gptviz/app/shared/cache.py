@@ -108,7 +108,7 @@ def once_per_model(message: str | Callable[[Checkpoint], str]
             if key in store:
                 return store.get_or_compute(key, compute)
             text = message(picked.checkpoint) if callable(message) else _(message)  # N_
-            said = (_("{what}: once for this server, then every view reuses it…")
+            said = (_("{what}: once for the whole class, then every view reuses it…")
                     if picked.bundled else
                     _("{what}: once for this session, then every view reuses it…"))
             with st.spinner(said.format(what=text),
@@ -127,7 +127,7 @@ def once(key: tuple, message: str, compute: Callable[[], R]) -> R:
     store = _wide()
     if key in store:
         return store.get_or_compute(key, compute)
-    with st.spinner(_("{what}: once for this server, then every view reuses it…").format(
+    with st.spinner(_("{what}: once for the whole class, then every view reuses it…").format(
                         what=message),
                     show_time=True):
         return store.get_or_compute(key, then_give_back(compute))

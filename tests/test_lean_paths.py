@@ -107,6 +107,21 @@ def test_untrained_neighbours_of_a_whole_prompt_in_one_pass():
         assert one_ids.tolist() == ids[row].tolist()
 
 
+def test_untrained_embedding_never_imports_torch_dynamo():
+    """Recording GPT(config)'s fills on the meta device imported torch._dynamo (~70 MB a
+    server kept): torch wraps a dispatch mode's hook, and meta's normal_, to keep its
+    compiler out. The recording does neither."""
+    code = ("import sys\n"
+            "from gptviz.app.embeddings.untrained import fresh_embedding\n"
+            "from gptviz.model import GPTConfig\n"
+            "c = GPTConfig(vocab_size=300, context_length=16, d_model=24, n_layer=2, n_head=2)\n"
+            "print(fresh_embedding(c, 7, chunk=256).rows, 'torch._dynamo' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["300", "False"]
+
+
 @pytest.fixture(scope="module")
 def tied():
     model = tiny_gpt(50, n_layer=2, n_head=2, context_length=12)

@@ -63,6 +63,12 @@ class FreshEmbedding:
 class _Recorder(TorchDispatchMode):
     """Records the random fills of a model built on the meta device, and which is E's last."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """No: torch would wrap ``__torch_dispatch__`` to keep its compiler out, importing
+        torch._dynamo at the first call (+70 MB a server keeps), and nothing here compiles."""
+        return False
+
     def __init__(self) -> None:
         super().__init__()
         self.fills: list[Fill] = []
@@ -80,6 +86,8 @@ class _Recorder(TorchDispatchMode):
                 raise NotImplementedError(_("cannot replay a fill of a non-contiguous tensor"))
             self.fills.append(Fill(name, t.numel(), t.dtype, tuple(float(a) for a in args[1:3])))
             self.targets.append(t)
+            return t  # a meta tensor's fill draws nothing; running it would import
+            # torch._dynamo too (meta's normal_ is a Python reference that disables it)
         return func(*args, **kwargs)
 
 

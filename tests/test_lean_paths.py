@@ -299,6 +299,46 @@ def test_the_prompts_stores_are_emptied_once_no_session_has_been_connected_for_a
     assert not sessions.empty_if_idle(seen) and "prompt" in store
 
 
+def test_a_class_s_expired_sessions_are_dropped_from_streamlit_s_own_store(monkeypatch):
+    """Streamlit's store of disconnected sessions hides an expired one from reads but keeps
+    it, with all its state, until its next write: the idle emptying makes it let go of the
+    expired ones, and only those."""
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.caching.ttl_cache import TTLCache
+    from streamlit.runtime.memory_session_storage import MemorySessionStorage
+    from streamlit.runtime.session_manager import SessionInfo
+
+    from gptviz.app.serving import sessions
+
+    class Session:  # what the store reads of an AppSession
+        def __init__(self, sid: str) -> None:
+            self.id = sid
+
+    now = [0.0]
+    storage = MemorySessionStorage()
+    storage._cache = TTLCache(maxsize=128, ttl=10, timer=lambda: now[0])
+    monkeypatch.setattr(Runtime, "instance", staticmethod(lambda: SimpleNamespace(
+        _session_mgr=SimpleNamespace(_session_storage=storage))))
+    gone = Session("gone")
+    storage.save(SessionInfo(client=None, session=gone))
+    now[0] = 5.0
+    storage.save(SessionInfo(client=None, session=Session("recent")))
+    held = weakref.ref(gone)
+    del gone
+    now[0] = 12.0  # "gone" expired, "recent" not
+    gc.collect()
+    assert [i.session.id for i in storage.list()] == ["recent"]
+    assert held() is not None  # hidden from reads, still held
+    assert sessions.forget_expired_sessions() == 1
+    gc.collect()
+    assert held() is None
+    assert [i.session.id for i in storage.list()] == ["recent"]
+
+
 MAPPED_PROBE = """
 import ctypes, sys
 from gptviz.app.serving.memory import MAPPED_BYTES, blocks_mapped_apart

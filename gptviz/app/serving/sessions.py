@@ -7,15 +7,17 @@ Releasing the lease collects the cycles those leave (a figure, a widget tree) an
 every malloc heap (``memory.give_back``), a moment later, on a thread of its own: what the
 session made would otherwise stay in the server's RSS until another computation trims.
 
-Once no session is left, not even a disconnected one, for ``IDLE_S``, the stores
-registered with ``when_idle`` (prompts' results, figures, whole-model results, shared
-tokenizers) and ``st.cache_data`` are emptied too: the class has gone, and the next one
+Once no session is left, not even a disconnected one, for ``IDLE_S``, Streamlit's expired
+sessions are dropped (it keeps them until its next write), and the stores registered with
+``when_idle`` (prompts' results, figures, whole-model results, shared tokenizers) and
+``st.cache_data`` are emptied too: the class has gone, and the next one
 computes them again (a server naming GPT-2 small: BENCHMARKS.md, "GPT-2 on a teacher's
 laptop").
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import threading
@@ -83,13 +85,29 @@ def empty_if_idle(seen: int) -> bool:
         if _live or _arrivals != seen:
             return False
         clears = list(_clears)
-    for clear in (*clears, st.cache_data.clear):
+    for clear in (forget_expired_sessions, *clears, st.cache_data.clear):
         try:
             clear()
         except Exception:  # one store that fails to empty leaves the others to empty
             _LOG.exception("emptying a store once the class had left failed")
     collect_and_trim()
     return True
+
+
+def forget_expired_sessions() -> int:
+    """Have Streamlit drop the disconnected sessions it no longer keeps: its store of them
+    skips an expired one on reads but removes it only at its next write, ``expire()`` or
+    length query (``streamlit/runtime/caching/ttl_cache.py``), so a class's last sessions,
+    and all their state held (widgets, generation histories with their KV caches), would
+    stay until the next class connects. How many the server still keeps."""
+    try:
+        from streamlit.runtime import Runtime
+        manager = Runtime.instance()._session_mgr
+        kept = manager._session_storage._cache
+    except Exception:  # no runtime (a bare script), or another Streamlit's layout
+        return 0
+    with getattr(manager, "_storage_lock", None) or contextlib.nullcontext():
+        return len(kept)  # a length query reaps the expired entries
 
 
 def collect_and_trim() -> bool:

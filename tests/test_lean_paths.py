@@ -299,10 +299,10 @@ def test_the_prompts_stores_are_emptied_once_no_session_has_been_connected_for_a
     assert not sessions.empty_if_idle(seen) and "prompt" in store
 
 
-def test_a_class_s_expired_sessions_are_dropped_from_streamlit_s_own_store(monkeypatch):
+def test_a_class_s_expired_sessions_are_shut_down_and_let_go(monkeypatch):
     """Streamlit's store of disconnected sessions hides an expired one from reads but keeps
-    it, with all its state, until its next write: the idle emptying makes it let go of the
-    expired ones, and only those."""
+    it, never shut down, until its next write: once the class has left, the expired ones,
+    and only those, are shut down on the runtime's loop, their state emptied, and dropped."""
     import gc
     import weakref
     from types import SimpleNamespace
@@ -311,32 +311,47 @@ def test_a_class_s_expired_sessions_are_dropped_from_streamlit_s_own_store(monke
     from streamlit.runtime.caching.ttl_cache import TTLCache
     from streamlit.runtime.memory_session_storage import MemorySessionStorage
     from streamlit.runtime.session_manager import SessionInfo
+    from streamlit.runtime.state.session_state import SessionState
 
     from gptviz.app.serving import sessions
 
-    class Session:  # what the store reads of an AppSession
+    events: list[str] = []
+
+    class Session:  # what the store and the ending read of an AppSession
         def __init__(self, sid: str) -> None:
-            self.id = sid
+            self.id, self.session_state = sid, SessionState()
+            self.session_state["history"] = np.ones(1000)
+
+        def shutdown(self) -> None:
+            events.append(f"shutdown {self.id} on {threading.current_thread().name}")
+
+    class Loop:  # the runtime's loop, on a thread of its own
+        def call_soon_threadsafe(self, fn):
+            threading.Thread(target=fn, name="loop").start()
 
     now = [0.0]
     storage = MemorySessionStorage()
     storage._cache = TTLCache(maxsize=128, ttl=10, timer=lambda: now[0])
-    monkeypatch.setattr(Runtime, "instance", staticmethod(lambda: SimpleNamespace(
-        _session_mgr=SimpleNamespace(_session_storage=storage))))
+    runtime = SimpleNamespace(_session_mgr=SimpleNamespace(_session_storage=storage),
+                              _get_async_objs=lambda: SimpleNamespace(eventloop=Loop()))
+    monkeypatch.setattr(Runtime, "instance", staticmethod(lambda: runtime))
     gone = Session("gone")
     storage.save(SessionInfo(client=None, session=gone))
     now[0] = 5.0
     storage.save(SessionInfo(client=None, session=Session("recent")))
-    held = weakref.ref(gone)
+    held, state = weakref.ref(gone), gone.session_state
     del gone
     now[0] = 12.0  # "gone" expired, "recent" not
     gc.collect()
     assert [i.session.id for i in storage.list()] == ["recent"]
     assert held() is not None  # hidden from reads, still held
-    assert sessions.forget_expired_sessions() == 1
+    assert sessions.end_expired_sessions() == 1
+    assert events == ["shutdown gone on loop"]
+    assert "history" not in state  # its state emptied, for whatever still reaches it
     gc.collect()
     assert held() is None
     assert [i.session.id for i in storage.list()] == ["recent"]
+    assert sessions.end_expired_sessions() == 0 and len(events) == 1
 
 
 MAPPED_PROBE = """

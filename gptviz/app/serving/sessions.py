@@ -8,7 +8,7 @@ every malloc heap (``memory.give_back``), a moment later, on a thread of its own
 session made would otherwise stay in the server's RSS until another computation trims.
 
 Once no session is left, not even a disconnected one, for ``IDLE_S``, Streamlit's expired
-sessions are dropped (it keeps them until its next write), and the stores registered with
+sessions are shut down (it would keep them until its next write), and the stores registered with
 ``when_idle`` (prompts' results, figures, whole-model results, shared tokenizers) and
 ``st.cache_data`` are emptied too: the class has gone, and the next one
 computes them again (a server naming GPT-2 small: BENCHMARKS.md, "GPT-2 on a teacher's
@@ -32,6 +32,7 @@ TRIM_AFTER_S = 1.0  # after the release: Streamlit drops the session's other ref
 IDLE_S = 10.0  # with no session left this long (past Streamlit's keeping of disconnected
 # ones, whose widgets and results are then freed), the stores are emptied and heaps trimmed
 
+ENDING_S = 10.0  # at most this long for the runtime's loop to end the expired sessions
 _lock = threading.Lock()
 _live = 0  # leases held: sessions connected
 _arrivals = 0  # leases ever made: an idle timer set before the latest arrival does nothing
@@ -85,7 +86,7 @@ def empty_if_idle(seen: int) -> bool:
         if _live or _arrivals != seen:
             return False
         clears = list(_clears)
-    for clear in (forget_expired_sessions, *clears, st.cache_data.clear):
+    for clear in (end_expired_sessions, *clears, st.cache_data.clear):
         try:
             clear()
         except Exception:  # one store that fails to empty leaves the others to empty
@@ -94,20 +95,46 @@ def empty_if_idle(seen: int) -> bool:
     return True
 
 
-def forget_expired_sessions() -> int:
-    """Have Streamlit drop the disconnected sessions it no longer keeps: its store of them
-    skips an expired one on reads but removes it only at its next write, ``expire()`` or
-    length query (``streamlit/runtime/caching/ttl_cache.py``), so a class's last sessions,
-    and all their state held (widgets, generation histories with their KV caches), would
-    stay until the next class connects. How many the server still keeps."""
+def end_expired_sessions() -> int:
+    """Shut down the disconnected sessions Streamlit no longer keeps, and empty their state.
+
+    Its store of them hides an expired one from reads but drops it only at its next write
+    (``streamlit/runtime/caching/ttl_cache.py``), and never shuts it down (``close_session``
+    looks through the store, which no longer shows it): the session's last run's media files
+    and dataframe sources stayed in the server, and its state (widgets, generation histories
+    with their KV caches), which the runtime's send loop still reaches through the last
+    session it flushed. How many were ended."""
     try:
         from streamlit.runtime import Runtime
-        manager = Runtime.instance()._session_mgr
+        runtime = Runtime.instance()
+        manager = runtime._session_mgr
         kept = manager._session_storage._cache
+        loop = runtime._get_async_objs().eventloop
     except Exception:  # no runtime (a bare script), or another Streamlit's layout
         return 0
     with getattr(manager, "_storage_lock", None) or contextlib.nullcontext():
-        return len(kept)  # a length query reaps the expired entries
+        expired = kept.expire()
+    if expired:
+        ended = threading.Event()
+
+        def end() -> None:  # on the runtime's loop, as Streamlit closes a session
+            try:
+                for _id, info in expired:
+                    _end(info.session)
+            finally:
+                ended.set()
+
+        loop.call_soon_threadsafe(end)
+        ended.wait(ENDING_S)  # then the collection and trim see what they held
+    return len(expired)
+
+
+def _end(session) -> None:
+    try:
+        session.shutdown()
+        session.session_state.clear()
+    except Exception:  # one session that fails to end leaves the others to end
+        _LOG.exception("ending an expired session failed")
 
 
 def collect_and_trim() -> bool:

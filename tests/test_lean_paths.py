@@ -321,6 +321,7 @@ def test_a_class_s_expired_sessions_are_shut_down_and_let_go(monkeypatch):
         def __init__(self, sid: str) -> None:
             self.id, self.session_state = sid, SessionState()
             self.session_state["history"] = np.ones(1000)
+            self.session_state._new_widget_state.widget_metadata["button"] = np.ones(10)
 
         def shutdown(self) -> None:
             events.append(f"shutdown {self.id} on {threading.current_thread().name}")
@@ -348,6 +349,7 @@ def test_a_class_s_expired_sessions_are_shut_down_and_let_go(monkeypatch):
     assert sessions.end_expired_sessions() == 1
     assert events == ["shutdown gone on loop"]
     assert "history" not in state  # its state emptied, for whatever still reaches it
+    assert not state._new_widget_state.widget_metadata  # widgets' callbacks hold arguments
     gc.collect()
     assert held() is None
     assert [i.session.id for i in storage.list()] == ["recent"]

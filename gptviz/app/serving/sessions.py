@@ -132,7 +132,9 @@ def end_expired_sessions() -> int:
 def _end(session) -> None:
     try:
         session.shutdown()
-        session.session_state.clear()
+        state = session.session_state
+        state.clear()  # values and widgets' states, but not the widgets' callbacks and args:
+        getattr(getattr(state, "_new_widget_state", None), "widget_metadata", {}).clear()
     except Exception:  # one session that fails to end leaves the others to end
         _LOG.exception("ending an expired session failed")
 

@@ -313,7 +313,7 @@ def test_a_class_s_expired_sessions_are_shut_down_and_let_go(monkeypatch):
     from streamlit.runtime.session_manager import SessionInfo
     from streamlit.runtime.state.session_state import SessionState
 
-    from gptviz.app.serving import sessions
+    from gptviz.app.speedups.session import end_expired_sessions
 
     events: list[str] = []
 
@@ -346,14 +346,14 @@ def test_a_class_s_expired_sessions_are_shut_down_and_let_go(monkeypatch):
     gc.collect()
     assert [i.session.id for i in storage.list()] == ["recent"]
     assert held() is not None  # hidden from reads, still held
-    assert sessions.end_expired_sessions() == 1
+    assert end_expired_sessions() == 1
     assert events == ["shutdown gone on loop"]
     assert "history" not in state  # its state emptied, for whatever still reaches it
     assert not state._new_widget_state.widget_metadata  # widgets' callbacks hold arguments
     gc.collect()
     assert held() is None
     assert [i.session.id for i in storage.list()] == ["recent"]
-    assert sessions.end_expired_sessions() == 0 and len(events) == 1
+    assert end_expired_sessions() == 0 and len(events) == 1
 
 
 MAPPED_PROBE = """

@@ -17,7 +17,6 @@ laptop").
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import threading
@@ -26,13 +25,13 @@ from collections.abc import Callable
 import streamlit as st
 
 from gptviz.app.serving.memory import give_back
+from gptviz.app.speedups.session import end_expired_sessions
 
 _LOG = logging.getLogger(__name__)
 TRIM_AFTER_S = 1.0  # after the release: Streamlit drops the session's other references first
 IDLE_S = 10.0  # with no session left this long (past Streamlit's keeping of disconnected
 # ones, whose widgets and results are then freed), the stores are emptied and heaps trimmed
 
-ENDING_S = 10.0  # at most this long for the runtime's loop to end the expired sessions
 _lock = threading.Lock()
 _live = 0  # leases held: sessions connected
 _arrivals = 0  # leases ever made: an idle timer set before the latest arrival does nothing
@@ -93,50 +92,6 @@ def empty_if_idle(seen: int) -> bool:
             _LOG.exception("emptying a store once the class had left failed")
     collect_and_trim()
     return True
-
-
-def end_expired_sessions() -> int:
-    """Shut down the disconnected sessions Streamlit no longer keeps, and empty their state.
-
-    Its store of them hides an expired one from reads but drops it only at its next write
-    (``streamlit/runtime/caching/ttl_cache.py``), and never shuts it down (``close_session``
-    looks through the store, which no longer shows it): the session's last run's media files
-    and dataframe sources stayed in the server, and its state (widgets, generation histories
-    with their KV caches), which the runtime's send loop still reaches through the last
-    session it flushed. How many were ended."""
-    try:
-        from streamlit.runtime import Runtime
-        runtime = Runtime.instance()
-        manager = runtime._session_mgr
-        kept = manager._session_storage._cache
-        loop = runtime._get_async_objs().eventloop
-    except Exception:  # no runtime (a bare script), or another Streamlit's layout
-        return 0
-    with getattr(manager, "_storage_lock", None) or contextlib.nullcontext():
-        expired = kept.expire()
-    if expired:
-        ended = threading.Event()
-
-        def end() -> None:  # on the runtime's loop, as Streamlit closes a session
-            try:
-                for _id, info in expired:
-                    _end(info.session)
-            finally:
-                ended.set()
-
-        loop.call_soon_threadsafe(end)
-        ended.wait(ENDING_S)  # then the collection and trim see what they held
-    return len(expired)
-
-
-def _end(session) -> None:
-    try:
-        session.shutdown()
-        state = session.session_state
-        state.clear()  # values and widgets' states, but not the widgets' callbacks and args:
-        getattr(getattr(state, "_new_widget_state", None), "widget_metadata", {}).clear()
-    except Exception:  # one session that fails to end leaves the others to end
-        _LOG.exception("ending an expired session failed")
 
 
 def collect_and_trim() -> bool:

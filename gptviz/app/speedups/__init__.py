@@ -28,7 +28,9 @@ Speed-ups [stock mode's element] and what they rely on:
 Features Streamlit lacks, kept in stock mode: ``click_button`` (fast clicks never merged),
 ``formula_fit`` (wide formulas fitted to the column), ``png`` (a PNG button on the SVG and
 canvas charts) and ``session`` (whether a thread runs a session's script; Streamlit 1.67's
-``get_script_run_ctx``, else ``st.runtime.exists``). Shared: ``component`` (the one
+``get_script_run_ctx``, else ``st.runtime.exists``; and the expired sessions shut down once
+a class has left, which Streamlit 1.67 never does: its runtime's, session store's and
+``TTLCache.expire``). Shared: ``component`` (the one
 ``st.components.v2`` factory; JS and CSS in files here), ``mount``, ``guard``, ``stock``.
 """
 

@@ -7,10 +7,10 @@ Releasing the lease collects the cycles those leave (a figure, a widget tree) an
 every malloc heap (``memory.give_back``), a moment later, on a thread of its own: what the
 session made would otherwise stay in the server's RSS until another computation trims.
 
-Once no session is left, not even a disconnected one, for ``IDLE_S``, Streamlit's expired
-sessions are shut down (it would keep them until its next write), and the stores registered with
-``when_idle`` (prompts' results, figures, whole-model results, shared tokenizers) and
-``st.cache_data`` are emptied too: the class has gone, and the next one
+Once no session is left, not even a disconnected one, for ``IDLE_S``, what registered with
+``when_idle`` is emptied (Streamlit's expired sessions, which it never shuts down: the wing's
+``speedups/session.py``; prompts' results, figures, whole-model results, shared tokenizers),
+and ``st.cache_data`` too: the class has gone, and the next one
 computes them again (a server naming GPT-2 small: BENCHMARKS.md, "GPT-2 on a teacher's
 laptop").
 """
@@ -25,7 +25,6 @@ from collections.abc import Callable
 import streamlit as st
 
 from gptviz.app.serving.memory import give_back
-from gptviz.app.speedups.session import end_expired_sessions
 
 _LOG = logging.getLogger(__name__)
 TRIM_AFTER_S = 1.0  # after the release: Streamlit drops the session's other references first
@@ -85,7 +84,7 @@ def empty_if_idle(seen: int) -> bool:
         if _live or _arrivals != seen:
             return False
         clears = list(_clears)
-    for clear in (end_expired_sessions, *clears, st.cache_data.clear):
+    for clear in (*clears, st.cache_data.clear):
         try:
             clear()
         except Exception:  # one store that fails to empty leaves the others to empty

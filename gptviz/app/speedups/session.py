@@ -20,6 +20,7 @@ import threading
 
 import streamlit as st
 
+from gptviz.app.serving.sessions import when_idle
 from gptviz.app.speedups import guard
 
 STREAMLIT = ("1.67",)  # the releases ``end_expired_sessions`` was checked with
@@ -75,6 +76,9 @@ def end_expired_sessions() -> int:
         loop.call_soon_threadsafe(end)
         ended.wait(ENDING_S)  # then the collection and trim see what they held
     return len(expired)
+
+
+when_idle(end_expired_sessions)  # first of the stores emptied when the class has left
 
 
 def _end(session) -> None:

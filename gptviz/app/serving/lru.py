@@ -1,8 +1,8 @@
 """A cache bounded in bytes, for results many sessions share.
 
-A count of entries says nothing about memory (a 256-token pass of a 4-layer model holds
-~10 MB, a 20-token one ~0.3 MB), so ``ByteLRU`` counts the bytes it holds and drops the
-least recently used entries past its budget. Values are shared, never copied, so their
+A count of entries says nothing about memory (one prompt's results range from kB to tens
+of MB), so ``ByteLRU`` counts the bytes it holds and drops the least recently used entries
+past its budget. Values are shared, never copied, so their
 numpy arrays are made read-only: a page that changed one would fail, not change another
 student's numbers.
 

@@ -1,37 +1,26 @@
 """The wing: everything that replaces or patches Streamlit or plotly, for speed or for a
 feature Streamlit lacks. Nothing outside it imports their internals (a test holds that).
 
-``GPTVIZ_STOCK=1`` turns every speed-up off (``stock.py``): the same pages and numbers,
-slower; ``GPTVIZ_STOCK=fold,svgplot`` just those pieces. A server patch checks the releases
-and private names it relies on and switches itself off with one log line on a mismatch
-(``guard.py``). ``install(pages)``, called once by ``app.py``, installs them. Each gain is
-a share of a bare page's load, from BENCHMARKS.md, "Each speed-up against stock".
+``GPTVIZ_STOCK=1`` turns every speed-up off (``stock.py``; ``GPTVIZ_STOCK=fold,svgplot`` just
+those): the same pages and numbers, slower. A piece that touches private names checks the
+release and names it relies on and switches itself off with one log line on a mismatch
+(``guard.py``). ``install(pages)``, called once by ``app.py``, installs the server patches.
+The largest gain is the heatmaps' canvas, +2.0× of a bare page's load on Positional; each
+piece's is in BENCHMARKS.md, "Each speed-up against stock".
 
-Speed-ups [stock mode's element] and what they rely on:
-- ``svgplot`` (+ svgaxes, svgbox, svgfigure): bar and line charts as inline SVG; Training
-  +0.23×. Public API only. [``st.plotly_chart``]
-- ``heatcanvas``: heatmap-only figures painted on a canvas; Positional +2.0×. Reads
-  ``Figure.to_json()``. [``st.plotly_chart``]
-- ``choice``: a native ``<select>``; Attention +0.19×. [``st.selectbox``]
-- ``download``: a CSV button that holds its file; Attention +0.19×. [``st.download_button``]
-- ``fold``: what is below the first screen drawn when scrolled to; Learning +0.69×. [all]
-- ``prefetch``: plotly.js loaded while the tab is idle; the Lesson's first chart 0.53×.
-  Streamlit 1.67's ``static/js/PlotlyChart.*.js``. [loaded when needed]
-- ``base_url`` (server): the app's root written into ``index.html``; Home +0.10×. Streamlit
-  1.67's ``create_streamlit_static_handler``, ``_StreamlitStaticFiles``; Starlette's
-  ``StaticFiles.__call__``. [not patched]
-- ``sockets`` (server): ``TCP_NODELAY``; Attention +0.45×. Streamlit 1.67's
-  ``_bind_socket``. [not set]
-- ``fonts`` (server): each page's fonts preloaded; Attention +0.28×. Streamlit 1.67's
-  ``file_util`` and font file names. [none]
+Speed-ups [their stock element]: ``svgplot`` bar and line charts as inline SVG
+[``st.plotly_chart``]; ``heatcanvas`` heatmaps on a canvas [``st.plotly_chart``]; ``choice``
+a native ``<select>`` [``st.selectbox``]; ``download`` a CSV button holding its file
+[``st.download_button``]; ``fold`` what is below the first screen drawn when scrolled to;
+``prefetch`` plotly.js loaded while the tab is idle; server patches: ``base_url`` (the app's
+root in ``index.html``), ``sockets`` (``TCP_NODELAY``), ``fonts`` (each page's fonts
+preloaded).
 
 Features Streamlit lacks, kept in stock mode: ``click_button`` (fast clicks never merged),
 ``formula_fit`` (wide formulas fitted to the column), ``png`` (a PNG button on the SVG and
-canvas charts) and ``session`` (whether a thread runs a session's script; Streamlit 1.67's
-``get_script_run_ctx``, else ``st.runtime.exists``; and the expired sessions shut down once
-a class has left, which Streamlit 1.67 never does: its runtime's, session store's and
-``TTLCache.expire``). Shared: ``component`` (the one
-``st.components.v2`` factory; JS and CSS in files here), ``mount``, ``guard``, ``stock``.
+canvas charts), ``session`` (whether a thread runs a session's script; the expired sessions
+ended once a class has left). Shared: ``component`` (the one ``st.components.v2`` factory),
+``mount``, ``guard``, ``stock``.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ PAGES = {
 # plotly's validator table read per entry frees memory those imports can then reuse.
 speedups.install(p.url_path for group in PAGES.values() for p in group)
 
+from gptviz.app.serving.memory import trim_thread_heaps  # noqa: E402
 from gptviz.app.serving.sessions import lease  # noqa: E402
 from gptviz.app.shared.presenter import presenting  # noqa: E402
 from gptviz.app.shared.widgets import PAGE, VISIT, page_style  # noqa: E402
@@ -45,6 +46,9 @@ from gptviz.app.shared.widgets import PAGE, VISIT, page_style  # noqa: E402
 # lifetime; the system pool (malloc) is shared with everything else. Read when the pool is
 # first used, after this line.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+# Each script run is a new thread with a malloc heap of its own, whose free top glibc would
+# keep: handed back past 8 MB from the first run on (gptviz/app/serving/memory.py).
+trim_thread_heaps()
 
 ICON = Path(__file__).parent / "assets" / "icon.png"  # a local file: nothing is fetched
 st.set_page_config(page_title="gptviz", page_icon=str(ICON), layout="wide")

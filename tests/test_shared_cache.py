@@ -131,6 +131,56 @@ def test_give_back_returns_free_pages_on_glibc():
     assert trimmed == "True" and int(freed_mb) > 50, run.stdout + run.stderr
 
 
+THREAD_HEAP = """
+import ctypes, sys, threading
+from gptviz.app.serving import memory
+
+def rss_anon_mb():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) / 1024 for line in f if line.startswith("RssAnon"))
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+libc.free(libc.malloc(30 * 2**20))  # a mapped block freed: glibc moves its thresholds up
+if sys.argv[1] == "fixed":
+    memory.trim_thread_heaps()
+
+def script_run():  # 40 MB of blocks on this thread's heap, then freed
+    blocks = [libc.malloc(64 * 1024) for _ in range(640)]
+    for b in blocks:
+        ctypes.memset(b, 1, 64 * 1024)
+    for b in reversed(blocks):
+        libc.free(b)
+
+before = rss_anon_mb()
+run = threading.Thread(target=script_run)
+run.start()
+run.join()
+memory.give_back()
+print(round(rss_anon_mb() - before))
+"""
+
+
+def test_a_finished_thread_s_heap_is_handed_back():
+    """A thread (a script run) frees 40 MB at its heap's top. glibc, once its thresholds
+    have moved, keeps it resident, and ``malloc_trim`` does not trim a thread's heap; after
+    ``trim_thread_heaps`` at most ``TOP_BYTES`` of it stays. Fresh interpreters, as above."""
+    from gptviz.app.serving.memory import TOP_BYTES
+
+    if platform.system() != "Linux":
+        pytest.skip("RssAnon is Linux's; the heaps are glibc's")
+    kept = {}
+    for how in ("moving", "fixed"):
+        run = subprocess.run([sys.executable, "-c", THREAD_HEAP, how], capture_output=True,
+                             text=True, cwd=Path(__file__).resolve().parents[1], timeout=60)
+        assert run.returncode == 0, run.stderr
+        kept[how] = int(run.stdout)
+    if kept["moving"] < 30:
+        pytest.skip(f"this C library handed the thread's heap back itself ({kept})")
+    assert kept["fixed"] <= TOP_BYTES / 2**20, kept
+
+
 def test_keys_and_small_values_count_against_the_budget():
     """A key holding a long prompt, and a small dataclass result, are counted: a class
     typing 20,000-character prompts cannot grow the shared store past its budget."""

@@ -2,11 +2,14 @@
 
 glibc keeps freed blocks inside its heaps and returns only a heap's top: ``give_back``
 (``malloc_trim(0)``) releases every heap's free pages after a computation that freed tens
-of MB mid-heap. ``blocks_mapped_apart`` keeps such holes from forming while a computation
-churns tensors of 8 MB and more, by mapping each apart (glibc's moving mmap threshold would
-put them on the heaps); afterwards the threshold stays at glibc's own ceiling, 32 MB. GPT-2
-small's gradient check peaks at +210 MB instead of +400 (BENCHMARKS.md, "GPT-2 on a
-teacher's laptop"; the runs in benchmarks/LOG.md).
+of MB mid-heap, but the free top of the main heap only. ``trim_thread_heaps`` fixes the
+threshold past which a heap's top is handed back at a free: glibc moves it up to 64 MB, the
+size of a thread's heap, so the heaps of the script threads (Streamlit runs each script in a
+new thread) kept their free tops resident, tens of MB each. ``blocks_mapped_apart`` keeps
+holes from forming while a computation churns tensors of 8 MB and more, by mapping each
+apart (at the fixed threshold, 32 MB, they would be on the heaps). GPT-2 small's gradient
+check peaks at +210 MB instead of +400 (BENCHMARKS.md, "GPT-2 on a teacher's laptop"; the
+runs in benchmarks/LOG.md).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ R = TypeVar("R")
 
 MAPPED_BYTES = 8 * 2**20  # during a churning computation, blocks this large are mapped
 HEAP_BYTES = 32 * 2**20  # after it: glibc's ceiling for the threshold it moves itself
-_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+TOP_BYTES = 8 * 2**20  # a heap's free top past this is handed back at the next free
+_M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers (malloc.h)
+_M_MMAP_THRESHOLD = -3
 _lock = threading.Lock()
 _inside = 0  # computations inside ``blocks_mapped_apart``
 
@@ -38,10 +43,24 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-def _threshold(size: int) -> None:
+def _mallopt(parameter: int, size: int) -> None:
     mallopt = getattr(_libc(), "mallopt", None)
     if mallopt is not None:
-        mallopt(_M_MMAP_THRESHOLD, size)
+        mallopt(parameter, size)
+
+
+def _threshold(size: int) -> None:
+    _mallopt(_M_MMAP_THRESHOLD, size)
+
+
+@functools.cache
+def trim_thread_heaps() -> None:
+    """From now on, every heap's free top past ``TOP_BYTES`` is handed back at the next
+    free in that heap. Fixing one threshold stops glibc moving both, so the mmap threshold
+    is fixed too, at ``HEAP_BYTES`` (where glibc's own moving puts it once a model is
+    loaded). Once per process."""
+    _threshold(HEAP_BYTES)
+    _mallopt(_M_TRIM_THRESHOLD, TOP_BYTES)
 
 
 @contextlib.contextmanager

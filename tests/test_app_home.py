@@ -14,9 +14,13 @@ from tests.helpers import ROOT, app_test, rerun, run_page, texts
 
 
 def test_home_opens_on_the_default_model():
+    from gptviz.app.serving.memory import trim_thread_heaps
+
+    trim_thread_heaps.cache_clear()
     at = run_page(timeout=60)  # app.py: Home is its default page
     assert at.pills(key="model").value == DEFAULT_MODEL
     assert any(f"Model loaded: `{DEFAULT_MODEL}`" in m.value for m in at.markdown)
+    assert trim_thread_heaps.cache_info().currsize == 1  # the router set the heaps' trimming
 
 
 def test_broken_bundled_model_is_named_and_skipped(tmp_path, monkeypatch):

@@ -92,19 +92,22 @@ def test_a_computed_result_hands_freed_memory_back(monkeypatch):
     assert calls[-1] == "trim"
 
 
-GIVE_BACK = """
-import ctypes
+HEAP = """
+import ctypes, sys, threading
 from gptviz.app.serving import memory
 
 def rss_anon_mb():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) / 1024 for line in f if line.startswith("RssAnon"))
 
-if memory._malloc_trim() is None:
-    raise SystemExit("no malloc_trim")
 libc = ctypes.CDLL(None)
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
+"""  # the preamble of the fresh interpreters below
+
+GIVE_BACK = HEAP + """
+if memory._malloc_trim() is None:
+    raise SystemExit("no malloc_trim")
 blocks, pins = [], []
 for _ in range(1600):  # 100 MB of heap blocks, each followed by a small live one
     blocks.append(libc.malloc(64 * 1024))
@@ -131,17 +134,7 @@ def test_give_back_returns_free_pages_on_glibc():
     assert trimmed == "True" and int(freed_mb) > 50, run.stdout + run.stderr
 
 
-THREAD_HEAP = """
-import ctypes, sys, threading
-from gptviz.app.serving import memory
-
-def rss_anon_mb():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) / 1024 for line in f if line.startswith("RssAnon"))
-
-libc = ctypes.CDLL(None)
-libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-libc.free.argtypes = [ctypes.c_void_p]
+THREAD_HEAP = HEAP + """
 libc.free(libc.malloc(30 * 2**20))  # a mapped block freed: glibc moves its thresholds up
 if sys.argv[1] == "fixed":
     memory.trim_thread_heaps()

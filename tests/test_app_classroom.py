@@ -4,9 +4,11 @@ a nickname, an answer, the reveal), on a store in a temporary data folder."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -15,7 +17,7 @@ from gptviz.app.classroom.shared import class_store
 from gptviz.checkpoints.folder import bundled_models, load_checkpoint
 from gptviz.classroom import codes
 from gptviz.classroom.records import Pinned, Snapshot
-from tests.helpers import MODELS, app_test, array_of, figures, rerun, tables
+from tests.helpers import MODELS, app_test, array_of, downloads, figures, rerun, tables
 
 LESSON = "app_pages/lesson.py"
 ONES = Snapshot(3, "Ids → one-hot rows", "How many **ones**?", "choice", ("4", "5", "100"), 1,
@@ -199,6 +201,8 @@ def test_the_teacher_starts_drives_reveals_and_ends_a_class():
     rerun(at)
     (per_student,) = [t.value for t in tables(at) if "student" in t.value.columns]
     assert per_student["student"].tolist() == ["Ada", "Bo", "student 3"]  # Cy's was hidden
+    (csv,) = [d for d in downloads(at) if d.get("name") == f"gptviz-class-{code}-students.csv"]
+    assert pd.read_csv(io.StringIO(csv["text"])).equals(per_student)  # the table, as a file
     assert token not in everything(at)
 
 

@@ -5,10 +5,12 @@ is one self-contained HTML file."""
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from plotly.offline import get_plotlyjs
@@ -28,7 +30,17 @@ from gptviz.app.shared.tex import percent
 from gptviz.app.shared.widgets import box_key
 from gptviz.checkpoints.folder import Checkpoint, bundled_models, load_checkpoint
 from gptviz.generation import sampling as gen
-from tests.helpers import MODELS, app_test, array_of, figures, rerun, tables, texts, tiny_gpt
+from tests.helpers import (
+    MODELS,
+    app_test,
+    array_of,
+    downloads,
+    figures,
+    rerun,
+    tables,
+    texts,
+    tiny_gpt,
+)
 
 LESSON = "app_pages/lesson.py"
 HOSTILE = "a\x00b 👨‍👩‍👧 שלום <|endoftext|> $x$ **b** `c` [d](e) é\u0301"
@@ -377,6 +389,8 @@ def test_the_score_counts_the_answers_given():
     assert "Your score: 1 right of 2 answered (3 revealed)" in texts(at, "markdown")
     (table,) = [t.value for t in tables(at) if "your answer" in t.value.columns]
     assert table["right"].tolist() == ["✓", "✗", "—"]  # none given is not a wrong answer
+    (csv,) = [d for d in downloads(at) if d.get("name", "").startswith("gptviz-lesson-score")]
+    assert pd.read_csv(io.StringIO(csv["text"]))["right"].tolist() == ["✓", "✗", "—"]
 
 
 def _right_choice(at) -> str:

@@ -15,6 +15,7 @@ import time
 import zipfile
 from typing import TYPE_CHECKING
 
+import pandas as pd
 import pytest
 import streamlit as st
 
@@ -28,6 +29,7 @@ from tests.helpers import (
     app_test,
     checkpoint_uploader,
     choice_box,
+    downloads,
     rerun,
     text_blocks,
     texts,
@@ -87,6 +89,14 @@ def test_the_page_shows_setup_data_and_loss_before_any_run(at):
     assert any(r"\ln |V|" in x.value for x in at.latex)  # L ≈ ln|V| for an untrained model
     assert "gv-chip" in texts(at, "html")  # the sliding windows
     assert not at.button(key="tr_start").disabled
+    at.session_state["tr_param_counts"] = True  # the parameters per component, opened
+    rerun(at)
+    files = {d["name"]: pd.read_csv(io.StringIO(d["text"])) for d in downloads(at) if "name" in d}
+    pairs = files["training-window-predictions.csv"]
+    assert pairs["i"].tolist() == list(range(1, len(pairs) + 1)) and len(pairs) == 8
+    *parts, total = files["parameters-per-component.csv"]["parameters"]  # numbers, not "4.7k"
+    assert sum(parts) == total == next(int(m.value.replace(",", "")) for m in at.metric
+                                       if m.label == "Parameters")
 
 
 def test_a_preset_sets_the_widgets(at):
@@ -264,3 +274,16 @@ def test_a_prompt_with_control_and_direction_characters_is_shown_escaped(at):
     for text in shown:
         assert text.startswith("ab c\\x00\\x1b[31m⟨U+202E⟩evil\nx")
         assert not any(ch in text for ch in "\x00\x1b\u202e")
+
+
+def test_a_100k_character_prompt_is_cut_with_a_message(at):
+    """Both prompts on the page, the samples' and the before-and-after comparison's, are cut
+    to the characters a page analyses, and each says so; the comparison is still drawn."""
+    at.sidebar.pills(key="model").set_value("mathematics-char")
+    rerun(at)
+    at.text_area(key="tr_prompt-sample").set_value("to be " * 20_000)
+    at.text_area(key="tr_compare-mathematics-char").set_value("x = " * 25_000)
+    rerun(at)
+    cut = [w.value for w in at.warning if "only the first 20,000 are used" in w.value]
+    assert len(cut) == 2 and any("120,000" in w for w in cut) and any("100,000" in w for w in cut)
+    assert len(text_blocks(at)) == 2  # before and after, continuing the cut prompt

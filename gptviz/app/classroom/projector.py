@@ -26,6 +26,7 @@ COLUMNS = (N_("step"), N_("question"), N_("the model's answer"), N_("answered"),
 ANSWERED, CHOSE = N_("{answered} of {joined}"), N_("{right} of {answered} chose it")
 NO_ANSWERS, NO_GUESSES = N_("no answers"), N_("no guesses")
 MEDIAN = N_("median {median} (middle half {q1} – {q3})")
+STUDENT, QUESTION_COLUMN = N_("student"), N_("step {step} (q{id})")
 
 QR_PX, BIG_QR_PX = 150, 420
 CSS = """<style>
@@ -120,14 +121,21 @@ def results_tables(r: Results, code: str) -> None:
     csv_download(per_question(r, str), f"gptviz-class-{code}.csv",
                  _("Download the results (CSV)"))
     if r.students:
-        rows = []
-        for name, answers in r.students:
-            row = {_("student"): name}
-            for t in r.tallies:
-                s, v = t.question.snapshot, answers.get(t.question.id)
-                mark = {True: " ✓", False: " ✗", None: ""}[s.right(v)]
-                column = _("step {step} (q{id})").format(step=s.step, id=t.question.id)
-                row[column] = "—" if v is None else \
-                    s.answer_text(v) + mark
-            rows.append(row)
-        plain_table(pd.DataFrame(rows), height=420)
+        plain_table(per_student(r), height=420)
+        csv_download(per_student(r, str), f"gptviz-class-{code}-students.csv",
+                     _("Download each student's answers (CSV)"))
+
+
+def per_student(r: Results, tr: Callable[[str], str] = _) -> pd.DataFrame:
+    """One row per student (nickname), one column per question: the answer, ✓ or ✗. Headers
+    in the reader's language, or English for the CSV (``tr`` = ``str``)."""
+    rows = []
+    for name, answers in r.students:
+        row = {tr(STUDENT): name}
+        for t in r.tallies:
+            s, v = t.question.snapshot, answers.get(t.question.id)
+            mark = {True: " ✓", False: " ✗", None: ""}[s.right(v)]
+            row[tr(QUESTION_COLUMN).format(step=s.step, id=t.question.id)] = (
+                "—" if v is None else s.answer_text(v) + mark)
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -19,8 +19,8 @@ from gptviz.app.lesson.steps import STEPS, TITLES, title
 from gptviz.app.shared.inputs import Prompt, encode, head_input, layer_input, prompt_input
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.presenter import link_params
-from gptviz.app.shared.widgets import data_grid, plain_table, plot
-from gptviz.i18n import _, current
+from gptviz.app.shared.widgets import csv_download, data_grid, plain_table, plot
+from gptviz.i18n import N_, _, current
 
 STEP = "step"  # the step's key and URL parameter (?step=7), from 1
 SEED = "seed"  # the draws' seed: its key and URL parameter, as on the Generation page
@@ -251,13 +251,15 @@ def score(ls: Lesson) -> None:
     st.markdown("#### " + _("Your score: {right} right of {answered} answered ({revealed} "
                             "revealed)").format(right=right, answered=answered,
                                                 revealed=len(done)))
-    plain_table(pd.DataFrame({  # plain HTML: whole questions, wrapped (a grid cut them)
-        _("step"): list(done),
-        _("question"): [plain(q.text) for q, _c in done.values()],
-        _("your answer"): [c or "—" for _q, c in done.values()],
-        _("the model's"): [q.choices[q.answer] for q, _c in done.values()],
-        _("right"): ["—" if c is None else "✓" if q.right(c) else "✗"
-                     for q, c in done.values()]}))
+    table = pd.DataFrame({  # English headers, shown translated; the CSV keeps them
+        N_("step"): list(done),
+        N_("question"): [plain(q.text) for q, _c in done.values()],
+        N_("your answer"): [c or "—" for _q, c in done.values()],
+        N_("the model's"): [q.choices[q.answer] for q, _c in done.values()],
+        N_("right"): ["—" if c is None else "✓" if q.right(c) else "✗"
+                      for q, c in done.values()]})
+    plain_table(table)  # plain HTML: whole questions, wrapped (a grid cut them)
+    csv_download(table, f"gptviz-lesson-score-{ls.picked.name}.csv")
     st.caption(_("The score lives in this browser session only; nothing is stored on the "
                  "server."))
 

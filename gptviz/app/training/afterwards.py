@@ -11,7 +11,7 @@ import streamlit as st
 from gptviz.app.shared.cache import per_model, untrained_twin
 from gptviz.app.shared.picker import Picked
 from gptviz.app.shared.tex import grouped, num, words
-from gptviz.app.shared.widgets import text_block
+from gptviz.app.shared.widgets import cap_text, text_block
 from gptviz.checkpoints.folder import Checkpoint, checkpoint_to_zip
 from gptviz.i18n import _
 from gptviz.train.before_after import Continuation, continuation
@@ -55,8 +55,8 @@ def afterwards(picked: Picked) -> None:
         file_name=_file_name(picked.name), mime="application/zip", key="tr_download",
         help=_("model.safetensors + config.json + tokenizer.json + card.json; upload it in the "
                "sidebar of any page (here or on another server)."))
-    prompt = st.text_area(_("Prompt for both"), value=ckpt.card.get("prompt") or "The ",
-                          key=f"tr_compare-{picked.name}", height=68)
+    prompt = cap_text(st.text_area(_("Prompt for both"), value=ckpt.card.get("prompt") or "The ",
+                                   key=f"tr_compare-{picked.name}", height=68))
     cols = st.columns(2)
     steps = ckpt.card.get("steps", "?")
     shown = []

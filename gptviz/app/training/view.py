@@ -17,12 +17,20 @@ from gptviz.app.shared.chips import show_bytes, visible
 from gptviz.app.shared.notes import duration
 from gptviz.app.shared.picker import add_session_model
 from gptviz.app.shared.tex import grouped
-from gptviz.app.shared.widgets import data_grid, on_demand, plain_table, plot, text_block
+from gptviz.app.shared.widgets import (
+    cap_text,
+    csv_download,
+    data_grid,
+    on_demand,
+    plain_table,
+    plot,
+    text_block,
+)
 from gptviz.app.training.afterwards import bytes_note
 from gptviz.app.training.controls import Setup, caps
 from gptviz.app.training.figures import loss_figure, prediction_pairs, smooth, windows_html
 from gptviz.app.training.formulas import cross_entropy_latex, perplexity_latex
-from gptviz.i18n import _, ngettext, number, pgettext
+from gptviz.i18n import N_, _, ngettext, number, pgettext
 from gptviz.model import parameter_counts
 from gptviz.train.jobs import SessionTrainer, Snapshot, TrainingJob
 from gptviz.train.plan import default_prompt, n_params
@@ -56,7 +64,9 @@ def data_lesson(s: Setup, loss: float | None, step: int | None) -> None:
         "thanks to the causal mask, every window trains $N$ predictions at once: **{per} "
         "next-token predictions per step**. Those of the first window:", windows).format(
             n=_n(windows), B=spec.batch_size, per=_n(spec.batch_size * N)))
-    plain_table(prediction_pairs(labels, N).rename(columns=_))
+    pairs = prediction_pairs(labels, N)
+    plain_table(pairs)  # its English headers shown translated
+    csv_download(pairs, "training-window-predictions.csv")
     st.latex(cross_entropy_latex(tok.vocab_size, loss, step))
     st.latex(perplexity_latex(tok.vocab_size, loss))
 
@@ -78,15 +88,19 @@ def plan(s: Setup, holder: SessionTrainer) -> str:
         with on_demand(_("Parameters per component"), key="tr_param_counts") as shown:
             if shown:
                 counts = parameter_counts(m)
-                plain_table(pd.DataFrame({_("component"): [component_name(k) for k in counts],
-                                          _("parameters"): [_n(n) for n in counts.values()]}))
+                names = [component_name(k) for k in counts]
+                plain_table(pd.DataFrame({N_("component"): names,
+                                          N_("parameters"): [_n(n) for n in counts.values()]}))
+                csv_download(pd.DataFrame({"component": names,
+                                           "parameters": list(counts.values())}),
+                             "parameters-per-component.csv")
     for note in s.notes:
         st.info(note, icon=":material/info:")
     for problem in s.problems:
         st.error(problem, icon=":material/error:")
-    prompt = st.text_area(_("Sample prompt"), value=default_prompt(s.text), height=68,
-                          key=f"tr_prompt-{s.corpus_name}", disabled=active,
-                          help=_("At every evaluation the model continues this text."))
+    prompt = cap_text(st.text_area(_("Sample prompt"), value=default_prompt(s.text), height=68,
+                                   key=f"tr_prompt-{s.corpus_name}", disabled=active,
+                                   help=_("At every evaluation the model continues this text.")))
     cap, slots = caps(), trainer_slots().limit
     st.caption(ngettext(
         "Limits on this server: {params} parameters, {steps} steps, context {context}, batch "

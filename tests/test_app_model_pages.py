@@ -4,8 +4,10 @@ and bad input (empty or long prompts, bad URL values, a broken upload) gets a me
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -26,6 +28,7 @@ from tests.helpers import (
     rerun,
     run_page,
     svg_charts,
+    tables,
     texts,
     tiny_gpt,
     z_of,
@@ -118,6 +121,10 @@ def test_logit_lens_last_row_is_the_models_prediction():
 
 def test_embeddings_token_choice_and_projection():
     at = run_page("embeddings")
+    c = load_checkpoint(bundled_models()[at.pills(key="model").value]).config
+    assert c.tie_embeddings  # the bundled models tie E and W_U: the note says what it saves
+    assert "Tied embeddings" in texts(at, "info")
+    assert f"saves |V| × d = {c.vocab_size * c.d_model:,} parameters" in texts(at, "info")
     first = texts(at, "latex")
     choice_box(at, "position").set_value(0)
     rerun(at)
@@ -245,6 +252,14 @@ def test_uploads_malformed_then_good_checkpoint():
         rerun(at)
         assert at.pills(key="model").value == "mine"
         assert figures(at) or at.latex
+        if page == "embeddings":  # untied: the note gives cos(E_v, W_U[:, v]) of the token
+            note = next(i.value for i in at.info if "Untied embeddings" in i.value)
+            said = re.search(r"For (.+): cos\(E_v, W_U\[:, v\]\) = (-?\d+\.\d+)", note)
+            label, cos = said.groups()
+            rows = next(t.value for t in tables(at) if "id" in t.value.columns)
+            v = int(rows["id"][rows["token"] == ast.literal_eval(label)].iloc[0])
+            e, u = mine.embed.weight[v].detach(), mine.unembed.weight[v].detach()
+            assert float(cos) == pytest.approx(float(e @ u / (e.norm() * u.norm())), abs=5e-4)
 
 
 def test_a_short_prompt_is_kept_in_the_link_and_a_long_one_is_not():

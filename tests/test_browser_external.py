@@ -83,11 +83,13 @@ def test_pick_the_model_and_walk_every_page(page, url):
     for link, (path, marker) in PAGES.items():
         page.get_by_test_id("stSidebarNav").get_by_role("link", name=link).click()
         settle(page, link)
-        assert eventually(lambda m=marker: main(page).get_by_text(m).first.is_visible()), link
+        # 60 s: a page of 12 layers on a machine busy with the other tests' servers
+        assert eventually(lambda m=marker: main(page).get_by_text(m).first.is_visible(), 60), \
+            link
         if path not in ("", "tokenizers"):  # the pages that draw a model draw this one
             shown = f"does not fine-tune {NAME}" if path == "training" else SHAPE
-            assert eventually(lambda s=shown: main(page).get_by_text(s).first.is_visible()), \
-                link
+            assert eventually(lambda s=shown: main(page).get_by_text(s).first.is_visible(),
+                              60), link
             assert f"model={NAME}" in page.url, (link, page.url)
         screenshot(page, f"external-{path or 'home'}")
 

@@ -143,8 +143,9 @@ def test_sections_below_the_fold_are_drawn_when_scrolled_to(page, app_url):
     visit(page, f"{app_url}/learning")
     main = page.locator(MAIN)
     assert eventually(lambda: main.get_by_text("1. The loss of one prediction").is_visible())
-    marker = main.locator(".gv-fold")
-    assert marker.count() == 1 and "one step of gradient descent" in marker.inner_text()
+    marker = main.locator(".gv-fold")  # sent after section 1: it may arrive a moment later
+    assert eventually(lambda: marker.count() == 1)
+    assert "one step of gradient descent" in marker.inner_text()
     assert main.get_by_text("2. The gradient at the logits").count() == 0
     page.mouse.move(800, 600)
     for _ in range(4):  # a reader's mouse wheel, on Streamlit's scrolling main area

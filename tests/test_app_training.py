@@ -92,9 +92,9 @@ def test_the_page_shows_setup_data_and_loss_before_any_run(at):
     at.session_state["tr_param_counts"] = True  # the parameters per component, opened
     rerun(at)
     files = {d["name"]: pd.read_csv(io.StringIO(d["text"])) for d in downloads(at) if "name" in d}
-    pairs = files["training-window-predictions.csv"]
+    pairs = files["training-window-sample.csv"]
     assert pairs["i"].tolist() == list(range(1, len(pairs) + 1)) and len(pairs) == 8
-    *parts, total = files["parameters-per-component.csv"]["parameters"]  # numbers, not "4.7k"
+    *parts, total = files["parameters-sample.csv"]["parameters"]  # numbers, not "4.7k"
     assert sum(parts) == total == next(int(m.value.replace(",", "")) for m in at.metric
                                        if m.label == "Parameters")
 

@@ -55,12 +55,14 @@ def _threshold(size: int) -> None:
 
 @functools.cache
 def trim_thread_heaps() -> None:
-    """From now on, every heap's free top past ``TOP_BYTES`` is handed back at the next
-    free in that heap. Fixing one threshold stops glibc moving both, so the mmap threshold
-    is fixed too, at ``HEAP_BYTES`` (where glibc's own moving puts it once a model is
-    loaded). Once per process."""
-    _threshold(HEAP_BYTES)
-    _mallopt(_M_TRIM_THRESHOLD, TOP_BYTES)
+    """From now on, a heap's free top past ``TOP_BYTES`` is handed back at the next free
+    that joins it. Fixing one threshold stops glibc moving both, so the mmap threshold is
+    fixed too: at ``HEAP_BYTES`` (the ceiling of glibc's moving, which the first large
+    mapped block freed, such as a model's load, reaches), or ``MAPPED_BYTES`` while a
+    ``blocks_mapped_apart`` block runs. Once per process."""
+    with _lock:
+        _threshold(MAPPED_BYTES if _inside else HEAP_BYTES)
+        _mallopt(_M_TRIM_THRESHOLD, TOP_BYTES)
 
 
 @contextlib.contextmanager

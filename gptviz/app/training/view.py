@@ -66,7 +66,7 @@ def data_lesson(s: Setup, loss: float | None, step: int | None) -> None:
             n=_n(windows), B=spec.batch_size, per=_n(spec.batch_size * N)))
     pairs = prediction_pairs(labels, N)
     plain_table(pairs)  # its English headers shown translated
-    csv_download(pairs, "training-window-predictions.csv")
+    csv_download(pairs, f"training-window-{s.corpus_name}.csv")
     st.latex(cross_entropy_latex(tok.vocab_size, loss, step))
     st.latex(perplexity_latex(tok.vocab_size, loss))
 
@@ -88,12 +88,11 @@ def plan(s: Setup, holder: SessionTrainer) -> str:
         with on_demand(_("Parameters per component"), key="tr_param_counts") as shown:
             if shown:
                 counts = parameter_counts(m)
-                names = [component_name(k) for k in counts]
-                plain_table(pd.DataFrame({N_("component"): names,
+                plain_table(pd.DataFrame({N_("component"): [component_name(k) for k in counts],
                                           N_("parameters"): [_n(n) for n in counts.values()]}))
-                csv_download(pd.DataFrame({"component": names,
+                csv_download(pd.DataFrame({"component": list(counts),  # the code's names
                                            "parameters": list(counts.values())}),
-                             "parameters-per-component.csv")
+                             f"parameters-{s.corpus_name}.csv")
     for note in s.notes:
         st.info(note, icon=":material/info:")
     for problem in s.problems:

@@ -1,19 +1,6 @@
-"""A cache bounded in bytes, for results many sessions share.
-
-A count of entries says nothing about memory (one prompt's results range from kB to tens
-of MB), so ``ByteLRU`` counts the bytes it holds and drops the least recently used entries
-past its budget. Values are shared, never copied, so their
-numpy arrays are made read-only: a page that changed one would fail, not change another
-student's numbers.
-
->>> lru = ByteLRU(limit=2_500)
->>> a = lru.get_or_compute("a", lambda: np.zeros(100))  # 800 bytes, its key and 256
->>> b = lru.get_or_compute("b", lambda: np.zeros(100))
->>> a is lru.get_or_compute("a", lambda: None), a.flags.writeable
-(True, False)
->>> _ = lru.get_or_compute("c", lambda: np.zeros(100))  # over 2,500: drops "b"
->>> sorted(lru.keys()), lru.used
-(['a', 'c'], 2212)
+"""A cache bounded in bytes, for results many sessions share: a count of entries says nothing
+about memory (one prompt's results range from kB to tens of MB). Values are shared, never
+copied, so their numpy arrays are made read-only.
 """
 
 from __future__ import annotations
@@ -95,7 +82,18 @@ class ByteLRU:
 
     A value larger than the whole budget is computed and returned but not kept. Threads
     asking for the same missing key at once compute it once: the others wait for it (a
-    class opening a page together runs its forward pass once, not thirty times).
+    class opening a page together runs its forward pass once, not thirty times). A value's
+    numpy arrays are made read-only: a page that changed one would fail, not change another
+    student's numbers.
+
+    >>> lru = ByteLRU(limit=2_500)
+    >>> a = lru.get_or_compute("a", lambda: np.zeros(100))  # 800 bytes, its key and 256
+    >>> b = lru.get_or_compute("b", lambda: np.zeros(100))
+    >>> a is lru.get_or_compute("a", lambda: None), a.flags.writeable
+    (True, False)
+    >>> _ = lru.get_or_compute("c", lambda: np.zeros(100))  # over 2,500: drops "b"
+    >>> sorted(lru.keys()), lru.used
+    (['a', 'c'], 2212)
     """
 
     def __init__(self, limit: int) -> None:

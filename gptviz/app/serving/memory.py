@@ -1,15 +1,11 @@
 """Handing memory a computation has freed back to the system (glibc; elsewhere a no-op).
 
-glibc keeps freed blocks inside its heaps and returns only a heap's top: ``give_back``
-(``malloc_trim(0)``) releases every heap's free pages after a computation that freed tens
-of MB mid-heap, but the free top of the main heap only. ``trim_thread_heaps`` fixes the
-threshold past which a heap's top is handed back at a free: glibc moves it up to 64 MB, the
-size of a thread's heap, so the heaps of the script threads (Streamlit runs each script in a
-new thread) kept their free tops resident, tens of MB each. ``blocks_mapped_apart`` keeps
-holes from forming while a computation churns tensors of 8 MB and more, by mapping each
-apart (at the fixed threshold, 32 MB, they would be on the heaps). GPT-2 small's gradient
-check peaks at +210 MB instead of +400 (BENCHMARKS.md, "GPT-2 on a teacher's laptop"; the
-runs in benchmarks/LOG.md).
+glibc keeps freed blocks inside its heaps: ``give_back`` (``malloc_trim(0)``) releases the free
+pages inside every heap but the free top of the main heap only; ``trim_thread_heaps`` makes
+every heap hand back a free top past 8 MB (Streamlit's script threads each have one, which
+glibc's own thresholds never trimmed); ``blocks_mapped_apart`` maps large blocks apart while a
+computation churns them, so they leave no holes. After a GPT-2 class has left the server holds
+the model + 228 MB (BENCHMARKS.md, "GPT-2 on a teacher's laptop: memory").
 """
 
 from __future__ import annotations

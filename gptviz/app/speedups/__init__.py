@@ -1,26 +1,11 @@
 """The wing: everything that replaces or patches Streamlit or plotly, for speed or for a
-feature Streamlit lacks. Nothing outside it imports their internals (a test holds that).
+feature Streamlit lacks; nothing outside it imports their internals (a test holds that).
 
-``GPTVIZ_STOCK=1`` turns every speed-up off (``stock.py``; ``GPTVIZ_STOCK=fold,svgplot`` just
-those): the same pages and numbers, slower. A piece that touches private names checks the
-release and names it relies on and switches itself off with one log line on a mismatch
-(``guard.py``). ``install(pages)``, called once by ``app.py``, installs the server patches.
-The largest gain is the heatmaps' canvas, +2.0× of a bare page's load on Positional; each
-piece's is in BENCHMARKS.md, "Each speed-up against stock".
-
-Speed-ups [their stock element]: ``svgplot`` bar and line charts as inline SVG
-[``st.plotly_chart``]; ``heatcanvas`` heatmaps on a canvas [``st.plotly_chart``]; ``choice``
-a native ``<select>`` [``st.selectbox``]; ``download`` a CSV button holding its file
-[``st.download_button``]; ``fold`` what is below the first screen drawn when scrolled to;
-``prefetch`` plotly.js loaded while the tab is idle; server patches: ``base_url`` (the app's
-root in ``index.html``), ``sockets`` (``TCP_NODELAY``), ``fonts`` (each page's fonts
-preloaded).
-
-Features Streamlit lacks, kept in stock mode: ``click_button`` (fast clicks never merged),
-``formula_fit`` (wide formulas fitted to the column), ``png`` (a PNG button on the SVG and
-canvas charts), ``session`` (whether a thread runs a session's script; the expired sessions
-ended once a class has left). Shared: ``component`` (the one ``st.components.v2`` factory),
-``mount``, ``guard``, ``stock``.
+``GPTVIZ_STOCK=1`` turns every speed-up off (``stock.py``), pieces touching private names
+switch themselves off on another release (``guard.py``), and ``install(pages)``, called once
+by ``app.py``, installs the server patches. Each piece's docstring says what it replaces; the
+largest gain, the heatmaps' canvas, is +2.0× of a bare page's load (BENCHMARKS.md, "Each
+speed-up against stock", has every piece's).
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ feature Streamlit lacks; nothing outside it imports their internals (a test hold
 switch themselves off on another release (``guard.py``), and ``install(pages)``, called once
 by ``app.py``, installs the server patches. Each piece's docstring says what it replaces; the
 largest gain, the heatmaps' canvas, is +2.0× of a bare page's load (BENCHMARKS.md, "Each
-speed-up against stock", has every piece's).
+speed-up against stock", has every piece's). The speed-ups: svgplot, heatcanvas, choice,
+download, fold, prefetch; the server patches: base_url, sockets, fonts; kept in stock mode:
+click_button, formula_fit, history, png (png.js), session.
 """
 
 from __future__ import annotations
